@@ -1,0 +1,117 @@
+//===- IR.cpp - Module, regions, ops and values ---------------------------===//
+#include "ir/IR.h"
+
+using namespace mist;
+
+llvm::StringRef mist::opName(OpKind k) {
+  switch (k) {
+#define MIST_FWD_OP(Kind, Name)                                                                    \
+  case OpKind::Kind: return Name;
+#define MIST_OP(Kind, Name)                                                                        \
+  case OpKind::Kind: return Name;
+#include "ir/Ops.def"
+#define MIST_FWD_OP(Kind, Name)                                                                    \
+  case OpKind::Kind##Grad: return Name "_grad";
+#include "ir/Ops.def"
+  }
+  return "?";
+}
+
+std::optional<OpKind> mist::parseOpName(llvm::StringRef s) {
+#define MIST_FWD_OP(Kind, Name)                                                                    \
+  if (s == Name)                                                                                   \
+    return OpKind::Kind;                                                                           \
+  if (s == Name "_grad")                                                                           \
+    return OpKind::Kind##Grad;
+#define MIST_OP(Kind, Name)                                                                        \
+  if (s == Name)                                                                                   \
+    return OpKind::Kind;
+#include "ir/Ops.def"
+  return std::nullopt;
+}
+
+std::optional<OpKind> mist::gradKindOf(OpKind k) {
+  switch (k) {
+#define MIST_FWD_OP(Kind, Name)                                                                    \
+  case OpKind::Kind: return OpKind::Kind##Grad;
+#include "ir/Ops.def"
+  default: return std::nullopt;
+  }
+}
+
+bool mist::isGradOp(OpKind k) {
+  switch (k) {
+#define MIST_FWD_OP(Kind, Name)                                                                    \
+  case OpKind::Kind##Grad: return true;
+#include "ir/Ops.def"
+  case OpKind::GradAdd: return true;
+  default: return false;
+  }
+}
+
+const Attr *Op::attr(const std::string &name) const {
+  auto it = attrs.find(name);
+  return it == attrs.end() ? nullptr : &it->second;
+}
+
+std::optional<Expr> Op::dimAttr(const std::string &name) const {
+  if (const Attr *a = attr(name))
+    if (auto *e = std::get_if<Expr>(a))
+      return *e;
+  return std::nullopt;
+}
+
+bool Op::boolAttr(const std::string &name, bool dflt) const {
+  if (const Attr *a = attr(name))
+    if (auto *b = std::get_if<bool>(a))
+      return *b;
+  return dflt;
+}
+
+std::optional<double> Op::realAttr(const std::string &name) const {
+  if (const Attr *a = attr(name)) {
+    if (auto *d = std::get_if<double>(a))
+      return *d;
+  }
+  return std::nullopt;
+}
+
+std::string Op::enumAttr(const std::string &name, llvm::StringRef dflt) const {
+  if (const Attr *a = attr(name))
+    if (auto *w = std::get_if<EnumWord>(a))
+      return w->word;
+  return dflt.str();
+}
+
+llvm::StringRef mist::regionName(RegionKind k) {
+  switch (k) {
+  case RegionKind::Pre: return "pre";
+  case RegionKind::Layer: return "layer";
+  case RegionKind::Post: return "post";
+  }
+  return "?";
+}
+
+std::optional<Expr> RegionSummary::get(llvm::StringRef key) const {
+  for (auto &[k, v] : entries)
+    if (k == key)
+      return v;
+  return std::nullopt;
+}
+
+std::string Module::uniqueName(const std::string &base) {
+  std::string name = base;
+  for (unsigned n = 1; usedNames.count(name); ++n)
+    name = base + "." + std::to_string(n);
+  usedNames.insert(name);
+  return name;
+}
+
+bool Module::reserveName(const std::string &name) { return usedNames.insert(name).second; }
+
+void Module::assume(const Expr &dividend, const Expr &divisor) {
+  for (const Assumption &a : assumptions)
+    if (exprEqual(a.dividend, dividend) && exprEqual(a.divisor, divisor))
+      return;
+  assumptions.push_back({dividend, divisor});
+}

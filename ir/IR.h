@@ -1,0 +1,150 @@
+//===- IR.h - Module, regions, ops and values -----------------------------===//
+/// \file
+/// The IR of one model: symbols and divisibility assumptions, module inputs,
+/// and three regions: `pre` (embeddings), `layer` (one body repeated `repeat`
+/// times; the tuner assumes identical layers) and `post` (head and loss).
+/// Each region has a forward block and, after the backward pass, a backward
+/// block. Ops are in SSA form; every value has a module-unique name taken
+/// from the source so dumps and checkpoints have stable names.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Types.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/SMLoc.h"
+#include <map>
+#include <set>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace mist {
+
+enum class OpKind {
+#define MIST_FWD_OP(Kind, Name) Kind,
+#define MIST_OP(Kind, Name) Kind,
+#include "ir/Ops.def"
+#define MIST_FWD_OP(Kind, Name) Kind##Grad,
+#include "ir/Ops.def"
+};
+
+llvm::StringRef opName(OpKind k);
+std::optional<OpKind> parseOpName(llvm::StringRef s);
+/// The backward kind of a forward op with a gradient rule.
+std::optional<OpKind> gradKindOf(OpKind k);
+bool isGradOp(OpKind k);
+
+class Op;
+
+struct Value {
+  std::string name;
+  TensorType type;
+  bool typed = false; ///< false until shape inference assigns `type`
+  Op *def = nullptr;  ///< null for block arguments and module inputs
+};
+
+/// An attribute: a symbolic size, a flag, a real number or an enum word.
+struct EnumWord {
+  std::string word;
+  bool operator==(const EnumWord &o) const { return word == o.word; }
+};
+using Attr = std::variant<Expr, bool, double, EnumWord>;
+using AttrMap = std::map<std::string, Attr>; ///< sorted: deterministic printing
+
+/// Symbolic costs of one op (bytes and FLOPs per micro-batch).
+struct OpCost {
+  Expr flops = 0;  ///< matrix-multiply FLOPs (the Megatron convention)
+  Expr read = 0;   ///< bytes read from device memory
+  Expr write = 0;  ///< bytes written
+  Expr saved = 0;  ///< bytes this forward op keeps alive for the backward
+  Expr comm = 0;   ///< bytes each rank contributes to a collective
+};
+
+class Op {
+public:
+  Op(OpKind kind, llvm::SMLoc loc) : kind(kind), loc(loc) {}
+  OpKind kind;
+  llvm::SMLoc loc;
+  std::vector<Value *> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  AttrMap attrs;
+  std::optional<OpCost> cost;
+
+  Value *result(unsigned i = 0) const { return results[i].get(); }
+  const Attr *attr(const std::string &name) const;
+  std::optional<Expr> dimAttr(const std::string &name) const;
+  bool boolAttr(const std::string &name, bool dflt) const;
+  std::optional<double> realAttr(const std::string &name) const;
+  std::string enumAttr(const std::string &name, llvm::StringRef dflt) const;
+};
+
+/// Straight-line SSA code with arguments and yielded values.
+struct Block {
+  std::vector<std::unique_ptr<Value>> args;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<Value *> yields;
+};
+
+enum class RegionKind { Pre, Layer, Post };
+llvm::StringRef regionName(RegionKind k);
+
+/// Per-region totals written by the cost model (one layer for `layer`).
+struct RegionSummary {
+  std::vector<std::pair<std::string, Expr>> entries; ///< printed in this order
+  std::optional<Expr> get(llvm::StringRef key) const;
+};
+
+struct Region {
+  explicit Region(RegionKind kind) : kind(kind) {}
+  RegionKind kind;
+  Expr repeat = 1; ///< number of repetitions (layer region)
+  Block fwd;
+  std::optional<Block> bwd; ///< present after the backward pass
+  std::optional<RegionSummary> summary;
+};
+
+struct Assumption {
+  Expr dividend, divisor; ///< dividend % divisor == 0
+};
+
+/// Training hyper-parameters from the `train { }` section.
+struct TrainConfig {
+  int64_t globalBatch = 0; ///< 0 = not given
+  std::string optimizer = "adamw";
+  double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, weightDecay = 0.1, eps = 1e-8;
+  double gradClip = 1.0;
+  int64_t warmupSteps = 0;
+  DType dtype = DType::BF16;       ///< parameters and activations
+  DType masterDtype = DType::F32;  ///< master weights and optimizer state
+};
+
+/// What has been done to the module; passes check and set these.
+struct ModuleState {
+  bool shaped = false, tpSharded = false, differentiated = false, costed = false;
+};
+
+class Module {
+public:
+  std::string name;
+  SymbolTable symbols;
+  std::vector<Assumption> assumptions;
+  TrainConfig train;
+  std::vector<std::unique_ptr<Value>> inputs;
+  Region pre{RegionKind::Pre}, layer{RegionKind::Layer}, post{RegionKind::Post};
+  ModuleState state;
+
+  Region *regions[3] = {&pre, &layer, &post};
+
+  /// A module-unique value name derived from `base` (base, base.1, ...).
+  std::string uniqueName(const std::string &base);
+  /// Claims an exact name (IR parser); false when it is already taken.
+  bool reserveName(const std::string &name);
+  /// Records `dividend % divisor == 0` unless an identical fact is present.
+  void assume(const Expr &dividend, const Expr &divisor);
+
+private:
+  std::set<std::string> usedNames;
+};
+
+} // namespace mist

@@ -1,0 +1,472 @@
+//===- OpSemantics.cpp - Per-op type rules and saved sets -----------------===//
+#include "ir/OpSemantics.h"
+
+using namespace mist;
+
+Expr mist::tpSymbol(Module &m) {
+  if (const Symbol *s = m.symbols.ofKind(SymbolKind::TP))
+    return s->sym;
+  return m.symbols.declare(m.symbols.lookup("tp") ? "tp_" : "tp", SymbolKind::TP, std::nullopt)->sym;
+}
+
+namespace {
+
+/// Shared state of one rule application.
+class RuleContext {
+public:
+  RuleContext(Op &op, Module &m, DiagnosticEngine &diag)
+      : op(op), m(m), diag(diag), sharded(m.state.tpSharded), tp(tpSymbol(m)) {}
+
+  Op &op;
+  Module &m;
+  DiagnosticEngine &diag;
+  bool sharded;
+  Expr tp;
+
+  LogicalResult error(const llvm::Twine &msg) {
+    diag.error(op.loc, msg);
+    return failure();
+  }
+  std::string str(const Expr &e) { return printExpr(e, m.symbols); }
+  std::string str(const TensorType &t) { return t.str(m.symbols); }
+
+  LogicalResult expectOperands(size_t lo, size_t hi) {
+    if (op.operands.size() < lo || op.operands.size() > hi)
+      return error(llvm::Twine(opName(op.kind)) + " expects " + std::to_string(lo) +
+                   (lo == hi ? "" : " to " + std::to_string(hi)) + " operands, got " +
+                   std::to_string(op.operands.size()));
+    for (Value *v : op.operands)
+      if (!v->typed && !(v->def && v->def->kind == OpKind::Param))
+        return error("operand '%" + v->name + "' has no type yet");
+    return success();
+  }
+  LogicalResult expectResults(size_t n) {
+    if (op.results.size() != n)
+      return error(llvm::Twine(opName(op.kind)) + " has " + std::to_string(n) + " results, got " +
+                   std::to_string(op.results.size()));
+    return success();
+  }
+  /// An activation operand: typed, floating point, not a pending partial sum.
+  LogicalResult expectActivation(unsigned i, unsigned rank = 0) {
+    Value *v = op.operands[i];
+    if (v->type.role == Role::Param)
+      return error("operand '%" + v->name + "' of " + opName(op.kind).str() +
+                   " must be an activation, not a parameter");
+    if (v->type.partial)
+      return error("operand '%" + v->name + "' is a partial sum; it must be all-reduced first");
+    if (rank && v->type.rank() != rank)
+      return error(opName(op.kind).str() + " expects a rank-" + std::to_string(rank) +
+                   " input, got " + str(v->type));
+    if (v->type.rank() == 0)
+      return error(opName(op.kind).str() + " expects a tensor with at least one axis");
+    return success();
+  }
+  /// Full (unsharded) size of the last axis.
+  Expr fullLast(const TensorType &t) {
+    Expr last = t.shape.back();
+    return t.shardAxis == static_cast<int>(t.rank()) - 1 ? last * tp : last;
+  }
+  bool lastSharded(const TensorType &t) {
+    return t.shardAxis >= 0 && t.shardAxis == static_cast<int>(t.rank()) - 1;
+  }
+  /// Sets or checks the type of a result.
+  LogicalResult setResult(unsigned i, TensorType t) {
+    Value *v = op.results[i].get();
+    if (v->typed && !v->type.equals(t))
+      return error("result '%" + v->name + "' is declared " + str(v->type) + " but " +
+                   opName(op.kind).str() + " produces " + str(t));
+    v->type = std::move(t);
+    v->typed = true;
+    return success();
+  }
+  /// Sets or checks the type of a parameter operand.
+  LogicalResult setParam(unsigned i, std::vector<Expr> shape, int shardAxis) {
+    Value *v = op.operands[i];
+    if (!v->def || v->def->kind != OpKind::Param)
+      if (v->type.role != Role::Param)
+        return error("operand '%" + v->name + "' of " + opName(op.kind).str() +
+                     " must be a parameter");
+    TensorType t;
+    t.dtype = m.train.dtype;
+    t.role = Role::Param;
+    t.shape = std::move(shape);
+    t.shardAxis = shardAxis;
+    if (v->typed && !v->type.equals(t))
+      return error("parameter '%" + v->name + "' is " + str(v->type) + " but " +
+                   opName(op.kind).str() + " needs " + str(t));
+    v->type = std::move(t);
+    v->typed = true;
+    return success();
+  }
+  /// Divides `full` by tp, recording the divisibility assumption.
+  Expr splitTp(const Expr &full) {
+    m.assume(full, tp);
+    return full / tp;
+  }
+  std::optional<Expr> dim(const char *name) {
+    auto d = op.dimAttr(name);
+    if (!d)
+      (void)error(opName(op.kind).str() + " needs the size attribute '" + name + "'");
+    return d;
+  }
+  TensorType act(DType dt, std::vector<Expr> shape, int shardAxis = -1, bool partial = false) {
+    TensorType t;
+    t.dtype = dt;
+    t.shape = std::move(shape);
+    t.shardAxis = shardAxis;
+    t.partial = partial;
+    return t;
+  }
+  std::string shardMode(std::initializer_list<llvm::StringRef> allowed, bool &ok) {
+    std::string mode = op.enumAttr("shard", "none");
+    ok = false;
+    for (llvm::StringRef a : allowed)
+      ok |= mode == a;
+    if (!ok)
+      (void)error("shard = " + mode + " is not valid for " + opName(op.kind).str());
+    return mode;
+  }
+};
+
+std::vector<Expr> withLast(std::vector<Expr> shape, Expr last) {
+  shape.back() = std::move(last);
+  return shape;
+}
+
+LogicalResult inferParam(RuleContext &c) {
+  if (failed(c.expectOperands(0, 0)) || failed(c.expectResults(1)))
+    return failure();
+  return success(); // typed by its consumer
+}
+
+LogicalResult inferEmbedding(RuleContext &c) {
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(1)))
+    return failure();
+  auto rows = c.dim("rows"), width = c.dim("dim");
+  if (!rows || !width)
+    return failure();
+  bool ok;
+  std::string mode = c.shardMode({"none", "vocab"}, ok);
+  if (!ok)
+    return failure();
+  const TensorType &ids = c.op.operands[0]->type;
+  if (ids.dtype != DType::I32 || ids.rank() != 2)
+    return c.error("embedding expects i32 token ids of rank 2, got " + c.str(ids));
+  bool split = c.sharded && mode == "vocab";
+  if (failed(c.setParam(1, {split ? c.splitTp(*rows) : *rows, *width}, split ? 0 : -1)))
+    return failure();
+  return c.setResult(0, c.act(c.m.train.dtype, {ids.shape[0], ids.shape[1], *width}, -1, split));
+}
+
+LogicalResult inferPositionEmbedding(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)))
+    return failure();
+  auto len = c.dim("len"), width = c.dim("dim");
+  if (!len || !width)
+    return failure();
+  if (failed(c.setParam(0, {*len, *width}, -1)))
+    return failure();
+  const Symbol *b = c.m.symbols.ofKind(SymbolKind::Batch);
+  Expr batch = b ? Expr(b->sym) : Expr(1);
+  return c.setResult(0, c.act(c.m.train.dtype, {batch, *len, *width}));
+}
+
+LogicalResult inferNorm(RuleContext &c, unsigned numStats) {
+  if (failed(c.expectOperands(2, 3)) || failed(c.expectResults(2)) ||
+      failed(c.expectActivation(0)))
+    return failure();
+  const TensorType &x = c.op.operands[0]->type;
+  if (c.lastSharded(x))
+    return c.error(opName(c.op.kind).str() +
+                   " normalizes the last axis, which is sharded over tp in " + c.str(x));
+  bool wantBias = c.op.kind == OpKind::LayerNorm && c.op.boolAttr("bias", true);
+  if (c.op.operands.size() != (wantBias ? 3u : 2u))
+    return c.error(opName(c.op.kind).str() + (wantBias ? " with a bias" : " without a bias") +
+                   " expects " + std::to_string(wantBias ? 3 : 2) + " operands");
+  for (unsigned i = 1; i < c.op.operands.size(); ++i)
+    if (failed(c.setParam(i, {x.shape.back()}, -1)))
+      return failure();
+  TensorType y = x;
+  y.role = Role::Act;
+  if (failed(c.setResult(0, y)))
+    return failure();
+  return c.setResult(1, c.act(DType::F32, withLast(x.shape, numStats), x.shardAxis));
+}
+
+LogicalResult inferLinear(RuleContext &c) {
+  if (failed(c.expectOperands(2, 3)) || failed(c.expectResults(1)) ||
+      failed(c.expectActivation(0)))
+    return failure();
+  auto out = c.dim("out");
+  if (!out)
+    return failure();
+  bool ok;
+  std::string mode = c.shardMode({"none", "column", "row"}, ok);
+  if (!ok)
+    return failure();
+  bool wantBias = c.op.boolAttr("bias", true);
+  if (c.op.operands.size() != (wantBias ? 3u : 2u))
+    return c.error(std::string("linear ") + (wantBias ? "with" : "without") +
+                   " a bias expects " + std::to_string(wantBias ? 3 : 2) + " operands");
+  const TensorType &x = c.op.operands[0]->type;
+  Expr in = c.fullLast(x);
+  int last = static_cast<int>(x.rank()) - 1;
+  if (!c.sharded || mode == "none") {
+    if (c.lastSharded(x))
+      return c.error("linear without row sharding needs a replicated input, got " + c.str(x));
+    if (failed(c.setParam(1, {in, *out}, -1)) ||
+        (wantBias && failed(c.setParam(2, {*out}, -1))))
+      return failure();
+    return c.setResult(0, c.act(x.dtype, withLast(x.shape, *out), x.shardAxis));
+  }
+  if (mode == "column") {
+    if (c.lastSharded(x))
+      return c.error("column-parallel linear needs a replicated input, got " + c.str(x));
+    Expr part = c.splitTp(*out);
+    if (failed(c.setParam(1, {in, part}, 1)) || (wantBias && failed(c.setParam(2, {part}, 0))))
+      return failure();
+    return c.setResult(0, c.act(x.dtype, withLast(x.shape, part), last));
+  }
+  // Row parallel: the input is split along its last axis; the output is a
+  // partial sum that an all_reduce completes. The bias is added after it.
+  if (!c.lastSharded(x))
+    return c.error("row-parallel linear needs an input sharded along its last axis, got " +
+                   c.str(x));
+  if (failed(c.setParam(1, {c.splitTp(in), *out}, 0)) ||
+      (wantBias && failed(c.setParam(2, {*out}, -1))))
+    return failure();
+  return c.setResult(0, c.act(x.dtype, withLast(x.shape, *out), -1, /*partial=*/true));
+}
+
+LogicalResult inferLMHead(RuleContext &c) {
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(1)) ||
+      failed(c.expectActivation(0)))
+    return failure();
+  auto vocab = c.dim("vocab");
+  if (!vocab)
+    return failure();
+  bool ok;
+  std::string mode = c.shardMode({"none", "vocab"}, ok);
+  if (!ok)
+    return failure();
+  const TensorType &x = c.op.operands[0]->type;
+  if (c.lastSharded(x))
+    return c.error("lm_head needs a replicated input, got " + c.str(x));
+  bool split = c.sharded && mode == "vocab";
+  // The weight is [vocab, hidden] so it can be the embedding table (tied).
+  if (failed(c.setParam(1, {split ? c.splitTp(*vocab) : *vocab, x.shape.back()}, split ? 0 : -1)))
+    return failure();
+  int last = static_cast<int>(x.rank()) - 1;
+  return c.setResult(0, c.act(x.dtype, withLast(x.shape, split ? *vocab / c.tp : *vocab),
+                              split ? last : -1));
+}
+
+LogicalResult inferAttention(RuleContext &c) {
+  if (failed(c.expectOperands(1, 3)) || c.op.operands.size() == 2)
+    return c.error("attention takes a fused qkv tensor or separate q, k, v tensors");
+  auto heads = c.dim("heads"), kvHeads = c.dim("kv_heads"), headDim = c.dim("head_dim");
+  if (!heads || !kvHeads || !headDim)
+    return failure();
+  for (unsigned i = 0; i < c.op.operands.size(); ++i)
+    if (failed(c.expectActivation(i, 3)))
+      return failure();
+  const TensorType &q = c.op.operands[0]->type;
+  bool split = c.lastSharded(q);
+  for (Value *v : c.op.operands)
+    if (c.lastSharded(v->type) != split)
+      return c.error("attention inputs must all be sharded over heads or all be replicated");
+  Expr h = *heads, kv = *kvHeads;
+  if (split) {
+    h = c.splitTp(*heads);
+    kv = c.splitTp(*kvHeads);
+  }
+  auto check = [&](unsigned i, const Expr &want, const char *what) -> LogicalResult {
+    const TensorType &t = c.op.operands[i]->type;
+    if (!exprEqual(t.shape.back(), want))
+      return c.error(std::string("attention ") + what + " has last axis " +
+                     c.str(t.shape.back()) + " but heads and head_dim need " + c.str(want));
+    if (!exprEqual(t.shape[0], q.shape[0]) || !exprEqual(t.shape[1], q.shape[1]))
+      return c.error("attention inputs disagree on batch or sequence axes");
+    return success();
+  };
+  if (c.op.operands.size() == 1) {
+    if (failed(check(0, (h + 2 * kv) * *headDim, "fused qkv input")))
+      return failure();
+  } else if (failed(check(0, h * *headDim, "query")) || failed(check(1, kv * *headDim, "key")) ||
+             failed(check(2, kv * *headDim, "value"))) {
+    return failure();
+  }
+  c.m.assume(*heads, *kvHeads);
+  Expr batch = q.shape[0], seq = q.shape[1];
+  int axis = split ? 2 : -1;
+  bool flash = c.op.boolAttr("flash", true);
+  double dropout = c.op.realAttr("dropout").value_or(0.0);
+  if (dropout < 0 || dropout >= 1)
+    return c.error("attention dropout must be in [0, 1)");
+  size_t want = flash ? 2 : (dropout > 0 ? 4 : 2);
+  if (failed(c.expectResults(want)) ||
+      failed(c.setResult(0, c.act(q.dtype, {batch, seq, h * *headDim}, axis))))
+    return failure();
+  if (flash) // log-sum-exp per query row, fp32
+    return c.setResult(1, c.act(DType::F32, {batch, h, seq}, split ? 1 : -1));
+  int headAxis = split ? 1 : -1;
+  if (failed(c.setResult(1, c.act(q.dtype, {batch, h, seq, seq}, headAxis))))
+    return failure(); // softmax probabilities
+  if (dropout > 0 && (failed(c.setResult(2, c.act(DType::U8, {batch, h, seq, seq}, headAxis))) ||
+                      failed(c.setResult(3, c.act(q.dtype, {batch, h, seq, seq}, headAxis)))))
+    return failure();
+  return success();
+}
+
+LogicalResult inferRope(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)) ||
+      failed(c.expectActivation(0, 3)))
+    return failure();
+  auto heads = c.dim("heads"), headDim = c.dim("head_dim");
+  if (!heads || !headDim)
+    return failure();
+  const TensorType &x = c.op.operands[0]->type;
+  Expr h = c.lastSharded(x) ? c.splitTp(*heads) : *heads;
+  if (!exprEqual(x.shape.back(), h * *headDim))
+    return c.error("rope input has last axis " + c.str(x.shape.back()) +
+                   " but heads and head_dim need " + c.str(h * *headDim));
+  return c.setResult(0, x);
+}
+
+LogicalResult inferUnary(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectActivation(0)))
+    return failure();
+  TensorType x = c.op.operands[0]->type;
+  if (c.op.kind == OpKind::Dropout) {
+    double p = c.op.realAttr("p").value_or(-1);
+    if (p < 0 || p >= 1)
+      return c.error("dropout needs a probability p in [0, 1)");
+    if (failed(c.expectResults(2)) || failed(c.setResult(0, x)))
+      return failure();
+    TensorType mask = x;
+    mask.dtype = DType::U8;
+    return c.setResult(1, mask);
+  }
+  if (failed(c.expectResults(1)))
+    return failure();
+  return c.setResult(0, x);
+}
+
+LogicalResult inferBinary(RuleContext &c) {
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(1)))
+    return failure();
+  const TensorType &x = c.op.operands[0]->type, &y = c.op.operands[1]->type;
+  bool gradAccumulate = c.op.kind == OpKind::GradAdd;
+  if (!gradAccumulate && (failed(c.expectActivation(0)) || failed(c.expectActivation(1))))
+    return failure();
+  TensorType a = x, b = y;
+  a.role = b.role = Role::Act;
+  if (!a.equals(b))
+    return c.error(opName(c.op.kind).str() + " operands differ: " + c.str(x) + " vs " + c.str(y));
+  return c.setResult(0, gradAccumulate ? x : a);
+}
+
+LogicalResult inferCrossEntropy(RuleContext &c) {
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(2)) ||
+      failed(c.expectActivation(0, 3)))
+    return failure();
+  const TensorType &logits = c.op.operands[0]->type, &targets = c.op.operands[1]->type;
+  if (targets.dtype != DType::I32 || targets.rank() != 2 ||
+      !exprEqual(targets.shape[0], logits.shape[0]) || !exprEqual(targets.shape[1], logits.shape[1]))
+    return c.error("cross_entropy targets must be i32 " + c.str(logits.shape[0]) + " x " +
+                   c.str(logits.shape[1]) + ", got " + c.str(targets));
+  if (failed(c.setResult(0, c.act(DType::F32, {}))))
+    return failure();
+  // Per token: running max and log-sum-exp (all-reduced across tp when the
+  // vocabulary is sharded).
+  return c.setResult(1, c.act(DType::F32, {logits.shape[0], logits.shape[1], 2}));
+}
+
+LogicalResult inferTpCopy(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)) ||
+      failed(c.expectActivation(0)))
+    return failure();
+  if (c.op.operands[0]->type.isSharded())
+    return c.error("tp_copy expects a replicated input");
+  return c.setResult(0, c.op.operands[0]->type);
+}
+
+LogicalResult inferAllReduce(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)))
+    return failure();
+  TensorType t = c.op.operands[0]->type;
+  // Forward: completes a partial sum. Backward: sums an activation gradient.
+  if (!t.partial && t.role != Role::Act)
+    return c.error("all_reduce expects a partial sum or an activation gradient");
+  t.partial = false;
+  return c.setResult(0, t);
+}
+
+} // namespace
+
+LogicalResult mist::inferOpTypes(Op &op, Module &m, DiagnosticEngine &diag) {
+  RuleContext c(op, m, diag);
+  switch (op.kind) {
+  case OpKind::Param: return inferParam(c);
+  case OpKind::Embedding: return inferEmbedding(c);
+  case OpKind::PositionEmbedding: return inferPositionEmbedding(c);
+  case OpKind::LayerNorm: return inferNorm(c, 2);
+  case OpKind::RMSNorm: return inferNorm(c, 1);
+  case OpKind::Linear: return inferLinear(c);
+  case OpKind::LMHead: return inferLMHead(c);
+  case OpKind::Attention: return inferAttention(c);
+  case OpKind::Rope: return inferRope(c);
+  case OpKind::Gelu:
+  case OpKind::Silu:
+  case OpKind::Dropout: return inferUnary(c);
+  case OpKind::Mul:
+  case OpKind::Add:
+  case OpKind::GradAdd: return inferBinary(c);
+  case OpKind::CrossEntropy: return inferCrossEntropy(c);
+  case OpKind::TpCopy: return inferTpCopy(c);
+  case OpKind::AllReduce: return inferAllReduce(c);
+  default:
+    // Gradient ops are typed by the backward pass from their forward op.
+    for (auto &r : op.results)
+      if (!r->typed)
+        return c.error("gradient result '%" + r->name + "' has no type");
+    return success();
+  }
+}
+
+SavedSet mist::savedForBackward(const Op &op) {
+  SavedSet s;
+  auto allOperands = [&] {
+    for (unsigned i = 0; i < op.operands.size(); ++i)
+      s.operands.push_back(i);
+  };
+  switch (op.kind) {
+  case OpKind::Embedding: s.operands = {0}; break; // token ids
+  case OpKind::LayerNorm:
+  case OpKind::RMSNorm: // input, scale (and bias), and the row statistics
+    allOperands();
+    s.results = {1};
+    break;
+  case OpKind::Linear:
+  case OpKind::LMHead: s.operands = {0, 1}; break; // input and weight
+  case OpKind::Attention:
+    allOperands();
+    if (op.boolAttr("flash", true))
+      s.results = {0, 1}; // output and log-sum-exp; scores are recomputed
+    else if (op.results.size() == 4)
+      s.results = {1, 2, 3}; // probabilities, dropout mask, dropped probabilities
+    else
+      s.results = {1};
+    break;
+  case OpKind::Gelu:
+  case OpKind::Silu: s.operands = {0}; break;
+  case OpKind::Dropout: s.results = {1}; break; // the mask
+  case OpKind::Mul: s.operands = {0, 1}; break;
+  case OpKind::CrossEntropy:
+    s.operands = {0, 1};
+    s.results = {1};
+    break;
+  default: break; // position_embedding, rope: nothing; identity-gradient ops
+  }
+  return s;
+}

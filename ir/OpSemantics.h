@@ -1,0 +1,36 @@
+//===- OpSemantics.h - Per-op type rules and saved-for-backward sets ------===//
+/// \file
+/// The type rule of each forward op (result types from operand types and
+/// attributes, parameter shapes from their consumer, tensor-parallel sharding
+/// once the module is tp-sharded) and the set of values each forward op keeps
+/// for its backward. Shape inference, the backward pass, the cost model and
+/// the verifier all read these tables; nothing else re-derives them.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/IR.h"
+#include "support/Diagnostics.h"
+#include "support/LogicalResult.h"
+
+namespace mist {
+
+/// Infers the result types of a forward op (and the types of untyped `param`
+/// operands). Typed results are checked against the rule instead.
+LogicalResult inferOpTypes(Op &op, Module &m, DiagnosticEngine &diag);
+
+/// Values a forward op keeps alive for its backward op, in operand order of
+/// the backward op (after the incoming gradient).
+struct SavedSet {
+  std::vector<unsigned> operands; ///< indices into op.operands
+  std::vector<unsigned> results;  ///< indices into op.results
+};
+SavedSet savedForBackward(const Op &op);
+
+/// Results of `op` whose gradient flows backward (result 0 for every
+/// forward op; extra results are statistics and masks).
+inline bool isDifferentiableResult(unsigned index) { return index == 0; }
+
+/// The tp symbol of the module (declared on demand).
+Expr tpSymbol(Module &m);
+
+} // namespace mist

@@ -1,0 +1,130 @@
+//===- Verifier.cpp - Structural and type invariants of a module ----------===//
+#include "ir/Verifier.h"
+
+#include <unordered_set>
+
+using namespace mist;
+
+namespace {
+
+class Verifier {
+public:
+  Verifier(const Module &m, DiagnosticEngine &diag) : m(m), diag(diag) {}
+
+  LogicalResult run() {
+    if (!m.symbols.ofKind(SymbolKind::Batch))
+      fail({}, "module '" + m.name + "' declares no batch symbol");
+    for (auto &in : m.inputs) {
+      checkTyped(*in, {});
+      global.insert(in.get());
+    }
+    for (const Region *r : m.regions)
+      verifyRegion(*r);
+    verifyInterfaces();
+    return ok ? success() : failure();
+  }
+
+private:
+  void fail(llvm::SMLoc loc, const llvm::Twine &msg) {
+    diag.error(loc, "verifier: " + msg);
+    ok = false;
+  }
+  void checkTyped(const Value &v, llvm::SMLoc loc) {
+    if (m.state.shaped && !v.typed)
+      fail(loc, "value '%" + v.name + "' has no type after shape inference");
+  }
+
+  void verifyOps(const Block &b, std::unordered_set<const Value *> &scope, const Region &r) {
+    for (auto &arg : b.args) {
+      checkTyped(*arg, {});
+      scope.insert(arg.get());
+    }
+    for (auto &op : b.ops) {
+      for (const Value *v : op->operands) {
+        if (!scope.count(v) && !global.count(v) &&
+            !(r.kind == RegionKind::Post && preParams.count(v)))
+          fail(op->loc, "operand '%" + v->name + "' of " + opName(op->kind) +
+                            " is not defined before it in this region");
+        if (v->typed && v->type.partial && op->kind != OpKind::AllReduce)
+          fail(op->loc, "partial sum '%" + v->name + "' feeds " + opName(op->kind) +
+                            "; only all_reduce may consume it");
+      }
+      if (op->results.empty())
+        fail(op->loc, opName(op->kind) + " defines no value");
+      for (auto &res : op->results) {
+        checkTyped(*res, op->loc);
+        if (res->def != op.get())
+          fail(op->loc, "result '%" + res->name + "' does not point back to its op");
+        scope.insert(res.get());
+      }
+      if (op->kind == OpKind::Param) {
+        if (res0(*op).typed && res0(*op).type.role != Role::Param)
+          fail(op->loc, "param '%" + res0(*op).name + "' must have the param role");
+        if (r.kind == RegionKind::Pre)
+          preParams.insert(op->result());
+      }
+    }
+    for (const Value *y : b.yields)
+      if (!scope.count(y))
+        fail({}, "yielded value '%" + y->name + "' is not defined in the " +
+                     regionName(r.kind) + " region");
+  }
+  static const Value &res0(const Op &op) { return *op.results[0]; }
+
+  void verifyRegion(const Region &r) {
+    std::unordered_set<const Value *> scope;
+    verifyOps(r.fwd, scope, r);
+    if (m.state.differentiated && !r.bwd)
+      fail({}, "region '" + regionName(r.kind) + "' has no backward block");
+    if (r.bwd) {
+      if (r.bwd->args.size() != r.fwd.yields.size())
+        fail({}, "backward of '" + regionName(r.kind) + "' takes " +
+                     std::to_string(r.bwd->args.size()) + " gradients for " +
+                     std::to_string(r.fwd.yields.size()) + " yielded values");
+      if (r.bwd->yields.size() != r.fwd.args.size())
+        fail({}, "backward of '" + regionName(r.kind) + "' yields " +
+                     std::to_string(r.bwd->yields.size()) + " gradients for " +
+                     std::to_string(r.fwd.args.size()) + " arguments");
+      verifyOps(*r.bwd, scope, r);
+    }
+    if (r.kind == RegionKind::Layer && !exprToInt(m.symbols.bindAll(r.repeat)))
+      fail({}, "the layer repeat count must have a value");
+  }
+
+  void verifyInterfaces() {
+    auto match = [&](const Block &from, const Block &to, const char *what) {
+      if (from.yields.size() != to.args.size()) {
+        fail({}, std::string(what) + ": " + std::to_string(from.yields.size()) +
+                     " values flow into " + std::to_string(to.args.size()) + " arguments");
+        return;
+      }
+      for (size_t i = 0; i < to.args.size(); ++i) {
+        const Value *y = from.yields[i], *a = to.args[i].get();
+        if (y->typed && a->typed && !y->type.equals(a->type))
+          fail({}, std::string(what) + ": '%" + y->name + "' is " + y->type.str(m.symbols) +
+                       " but '%" + a->name + "' is " + a->type.str(m.symbols));
+      }
+    };
+    match(m.pre.fwd, m.layer.fwd, "pre -> layer");
+    match(m.layer.fwd, m.layer.fwd, "layer -> layer");
+    match(m.layer.fwd, m.post.fwd, "layer -> post");
+    if (m.post.fwd.yields.size() != 1) {
+      fail({}, "the post region must yield exactly one value, the loss");
+    } else if (const Value *loss = m.post.fwd.yields[0];
+               loss->typed && (loss->type.rank() != 0 || loss->type.dtype != DType::F32)) {
+      fail({}, "the loss '%" + loss->name + "' must be a f32 scalar, got " +
+                   loss->type.str(m.symbols));
+    }
+  }
+
+  const Module &m;
+  DiagnosticEngine &diag;
+  std::unordered_set<const Value *> global, preParams;
+  bool ok = true;
+};
+
+} // namespace
+
+LogicalResult mist::verifyModule(const Module &m, DiagnosticEngine &diag) {
+  return Verifier(m, diag).run();
+}

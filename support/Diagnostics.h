@@ -1,0 +1,39 @@
+//===- Diagnostics.h - Located error reporting ----------------------------===//
+/// \file
+/// Every user-facing error goes through DiagnosticEngine, which prints it with
+/// llvm::SourceMgr: `file:line:col: error: msg`, the source line and a caret
+/// or range. Messages follow the LLVM style: lower-case, no final period.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/Support/SMLoc.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+#include <string>
+
+namespace mist {
+
+class DiagnosticEngine {
+public:
+  DiagnosticEngine(llvm::SourceMgr &srcMgr, llvm::raw_ostream &os) : srcMgr(srcMgr), os(&os) {}
+
+  void error(llvm::SMLoc loc, const llvm::Twine &msg, llvm::ArrayRef<llvm::SMRange> ranges = {});
+  void warning(llvm::SMLoc loc, const llvm::Twine &msg);
+  void note(llvm::SMLoc loc, const llvm::Twine &msg);
+
+  unsigned errorCount() const { return numErrors; }
+  bool hasErrors() const { return numErrors != 0; }
+  /// Redirects output, e.g. to llvm::nulls() in the fuzzer.
+  void setStream(llvm::raw_ostream &stream) { os = &stream; }
+  llvm::SourceMgr &sourceMgr() { return srcMgr; }
+
+private:
+  void print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind, const llvm::Twine &msg,
+             llvm::ArrayRef<llvm::SMRange> ranges);
+
+  llvm::SourceMgr &srcMgr;
+  llvm::raw_ostream *os;
+  unsigned numErrors = 0;
+};
+
+} // namespace mist
