@@ -341,8 +341,11 @@ LogicalResult inferUnary(RuleContext &c) {
     double p = c.op.realAttr("p").value_or(-1);
     if (p < 0 || p >= 1)
       return c.error("dropout needs a probability p in [0, 1)");
-    if (failed(c.expectResults(2)) || failed(c.setResult(0, x)))
+    // p = 0 is the identity: no mask is drawn or kept.
+    if (failed(c.expectResults(p > 0 ? 2 : 1)) || failed(c.setResult(0, x)))
       return failure();
+    if (p == 0)
+      return success();
     TensorType mask = x;
     mask.dtype = DType::U8;
     return c.setResult(1, mask);
@@ -460,7 +463,10 @@ SavedSet mist::savedForBackward(const Op &op) {
     break;
   case OpKind::Gelu:
   case OpKind::Silu: s.operands = {0}; break;
-  case OpKind::Dropout: s.results = {1}; break; // the mask
+  case OpKind::Dropout: // the mask, when there is one
+    if (op.results.size() == 2)
+      s.results = {1};
+    break;
   case OpKind::Mul: s.operands = {0, 1}; break;
   case OpKind::CrossEntropy:
     s.operands = {0, 1};
@@ -469,4 +475,39 @@ SavedSet mist::savedForBackward(const Op &op) {
   default: break; // position_embedding, rope: nothing; identity-gradient ops
   }
   return s;
+}
+
+std::vector<const char *> mist::extraResultSuffixes(OpKind kind, const AttrMap &attrs) {
+  auto flag = [&](const char *name, bool dflt) {
+    auto it = attrs.find(name);
+    if (it == attrs.end())
+      return dflt;
+    auto *b = std::get_if<bool>(&it->second);
+    return b ? *b : dflt;
+  };
+  switch (kind) {
+  case OpKind::LayerNorm:
+  case OpKind::RMSNorm: return {".stats"};
+  case OpKind::Dropout: {
+    auto it = attrs.find("p");
+    auto *p = it == attrs.end() ? nullptr : std::get_if<double>(&it->second);
+    if (p && *p > 0)
+      return {".mask"};
+    return {};
+  }
+  case OpKind::CrossEntropy: return {".stats"};
+  case OpKind::Attention: {
+    if (flag("flash", true))
+      return {".lse"};
+    auto it = attrs.find("dropout");
+    double p = 0;
+    if (it != attrs.end())
+      if (auto *d = std::get_if<double>(&it->second))
+        p = *d;
+    if (p > 0)
+      return {".probs", ".mask", ".dropped"};
+    return {".probs"};
+  }
+  default: return {};
+  }
 }

@@ -34,3 +34,9 @@ inline bool isDifferentiableResult(unsigned index) { return index == 0; }
 Expr tpSymbol(Module &m);
 
 } // namespace mist
+
+namespace mist {
+/// Name suffixes of a forward op's results after the first (".stats",
+/// ".lse", ...); their count is the op's result count minus one.
+std::vector<const char *> extraResultSuffixes(OpKind kind, const AttrMap &attrs);
+} // namespace mist

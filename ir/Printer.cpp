@@ -88,6 +88,13 @@ private:
       os << '"' << std::get<EnumWord>(a).word << '"';
   }
 
+  static bool isZeroCost(const OpCost &c) {
+    for (const Expr *e : {&c.flops, &c.read, &c.write, &c.saved, &c.comm})
+      if (!e->expand().is_zero())
+        return false;
+    return true;
+  }
+
   void printCost(const OpCost &c) {
     const std::pair<const char *, const Expr *> fields[] = {
         {"flops", &c.flops}, {"read", &c.read}, {"write", &c.write},
@@ -123,7 +130,7 @@ private:
     os << " : ";
     for (size_t i = 0; i < op.results.size(); ++i)
       os << (i ? ", " : "") << type(*op.results[i]);
-    if (op.cost)
+    if (op.cost && !isZeroCost(*op.cost))
       printCost(*op.cost);
     os << "\n";
   }

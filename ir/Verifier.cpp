@@ -45,12 +45,16 @@ private:
             !(r.kind == RegionKind::Post && preParams.count(v)))
           fail(op->loc, "operand '%" + v->name + "' of " + opName(op->kind) +
                             " is not defined before it in this region");
-        if (v->typed && v->type.partial && op->kind != OpKind::AllReduce)
+        if (v->typed && v->type.partial && op->kind != OpKind::AllReduce &&
+            op->kind != OpKind::GradAdd)
           fail(op->loc, "partial sum '%" + v->name + "' feeds " + opName(op->kind) +
-                            "; only all_reduce may consume it");
+                            "; only all_reduce (or grad_add) may consume it");
       }
       if (op->results.empty())
         fail(op->loc, opName(op->kind) + " defines no value");
+      if (op->operands.size() < minOperands(op->kind))
+        fail(op->loc, opName(op->kind) + " needs at least " +
+                          std::to_string(minOperands(op->kind)) + " operands");
       for (auto &res : op->results) {
         checkTyped(*res, op->loc);
         if (res->def != op.get())
@@ -68,6 +72,20 @@ private:
       if (!scope.count(y))
         fail({}, "yielded value '%" + y->name + "' is not defined in the " +
                      regionName(r.kind) + " region");
+  }
+  /// Operands the cost model and later passes index without checking.
+  static size_t minOperands(OpKind k) {
+    switch (k) {
+    case OpKind::LinearGrad:
+    case OpKind::LMHeadGrad:
+    case OpKind::CrossEntropyGrad:
+    case OpKind::EmbeddingGrad: return 2;
+    case OpKind::AttentionGrad: return 2;
+    case OpKind::AllReduce:
+    case OpKind::TpCopy: return 1;
+    case OpKind::GradAdd: return 2;
+    default: return 0;
+    }
   }
   static const Value &res0(const Op &op) { return *op.results[0]; }
 

@@ -1,0 +1,203 @@
+//===- Driver.cpp - The mistc command line --------------------------------===//
+/// \file
+/// mistc reads a .mist model (or textual IR with -x ir), runs the pass
+/// pipeline and writes what --emit asks for. Exit status: 0 on success, 1
+/// after any diagnostic error.
+//===----------------------------------------------------------------------===//
+#include "backend/Summary.h"
+#include "frontend/IRGen.h"
+#include "frontend/Sema.h"
+#include "ir/IRParser.h"
+#include "ir/OpSemantics.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/Pass.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#ifndef MIST_STDLIB_DIR
+#define MIST_STDLIB_DIR ""
+#endif
+
+using namespace mist;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class InputKind { Mist, IR };
+enum class Emit { AST, IR, CostedIR, Summary };
+
+cl::OptionCategory category("mistc options");
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mist | module.mir>"), cl::Required,
+                               cl::cat(category));
+cl::opt<std::string> outputPath("o", cl::desc("output file (default: stdout)"),
+                                cl::value_desc("file"), cl::init("-"), cl::cat(category));
+cl::opt<InputKind> inputKind("x", cl::desc("input language (default: from the file extension)"),
+                             cl::values(clEnumValN(InputKind::Mist, "mist", ".mist model source"),
+                                        clEnumValN(InputKind::IR, "ir", "textual mistc IR")),
+                             cl::cat(category));
+cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
+                   cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
+                              clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
+                              clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
+                              clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs")),
+                   cl::cat(category));
+cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
+                               cl::CommaSeparated, cl::cat(category));
+cl::list<std::string> printAfter("print-ir-after", cl::desc("print the IR after these passes"),
+                                 cl::CommaSeparated, cl::cat(category));
+cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
+                            cl::cat(category));
+cl::opt<bool> verifyEach("verify-each", cl::desc("run the verifier after every pass"),
+                         cl::cat(category));
+cl::opt<bool> timePasses("time-passes", cl::desc("report the time of each pass"), cl::cat(category));
+cl::opt<bool> listPasses("list-passes", cl::desc("list the available passes and exit"),
+                         cl::cat(category));
+cl::list<std::string> importDirs("I", cl::desc("add a folder to the import path"), cl::Prefix,
+                                 cl::value_desc("dir"), cl::cat(category));
+cl::opt<std::string> stdlibDir("stdlib", cl::desc("folder of the standard model library"),
+                               cl::init(MIST_STDLIB_DIR), cl::cat(category));
+cl::opt<std::string> modelName("model", cl::desc("model instance to compile (default: the last)"),
+                               cl::cat(category));
+cl::opt<int64_t> seqLen("seq-len", cl::desc("override train.seq_len"), cl::init(0),
+                        cl::cat(category));
+cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
+                             cl::cat(category));
+
+std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
+                                 bool &astOnly) {
+  LoadOptions lo;
+  lo.importDirs.assign(importDirs.begin(), importDirs.end());
+  if (!stdlibDir.empty())
+    lo.importDirs.push_back(stdlibDir);
+  auto program = loadProgram(buffer, lo, diag);
+  if (!program)
+    return nullptr;
+  if (emit == Emit::AST) {
+    dumpAST(*program->files.front(), out);
+    astOnly = true;
+    return nullptr;
+  }
+  if (failed(checkProgram(*program, diag)))
+    return nullptr;
+  GenOptions go;
+  go.modelName = modelName;
+  go.seqLen = seqLen;
+  go.globalBatch = globalBatch;
+  if (seqLen < 0 || globalBatch < 0) {
+    diag.error({}, "--seq-len and --global-batch must be positive");
+    return nullptr;
+  }
+  return generateIR(*program, go, diag);
+}
+
+/// The passes to run: --passes when given, else the default pipeline up to
+/// what --emit needs, minus passes whose effect parsed IR already has.
+bool buildPipeline(PassManager &pm, const Module &m, DiagnosticEngine &diag, bool fromIR) {
+  std::vector<std::string> names;
+  if (passList.getNumOccurrences()) {
+    if (fromIR && m.state.shaped)
+      names.push_back("shape-infer"); // re-check parsed types before other passes
+    for (const std::string &p : passList)
+      if (!p.empty())
+        names.push_back(p);
+  } else {
+    names = {"shape-infer", "tp-shard", "backward"};
+    if (emit == Emit::CostedIR || emit == Emit::Summary)
+      names.push_back("cost-model");
+  }
+  for (const std::string &n : names) {
+    const PassInfo *info = lookupPass(n);
+    if (!info) {
+      diag.error({}, "unknown pass '" + n + "' (see --list-passes)");
+      return false;
+    }
+    auto pass = info->create();
+    if (!passList.getNumOccurrences() && n != "shape-infer" && pass->alreadyApplied(m))
+      continue;
+    pm.add(std::move(pass));
+  }
+  return true;
+}
+
+int run() {
+  llvm::SourceMgr srcMgr;
+  DiagnosticEngine diag(srcMgr, llvm::errs());
+  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+  if (!buf) {
+    diag.error({}, "cannot read '" + inputPath + "': " + buf.getError().message());
+    return 1;
+  }
+  unsigned id = srcMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  bool fromIR = inputKind.getNumOccurrences() ? inputKind == InputKind::IR
+                                              : llvm::StringRef(inputPath).endswith(".mir");
+  std::error_code ec;
+  llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    diag.error({}, "cannot write '" + outputPath + "': " + ec.message());
+    return 1;
+  }
+
+  std::unique_ptr<Module> m;
+  if (fromIR) {
+    if (emit == Emit::AST) {
+      diag.error({}, "--emit=ast needs a .mist input");
+      return 1;
+    }
+    m = parseIR(id, diag);
+    if (m && failed(verifyModule(*m, diag)))
+      return 1;
+  } else {
+    bool astOnly = false;
+    m = loadMist(id, diag, out.os(), astOnly);
+    if (astOnly && !diag.hasErrors()) {
+      out.keep();
+      return 0;
+    }
+  }
+  if (!m || diag.hasErrors())
+    return 1;
+
+  PassManagerOptions pmo;
+  pmo.printAfter.insert(printAfter.begin(), printAfter.end());
+  pmo.printAfterAll = printAfterAll;
+  pmo.verifyEach = verifyEach;
+  pmo.timePasses = timePasses;
+  PassManager pm(pmo, llvm::errs());
+  if (!buildPipeline(pm, *m, diag, fromIR) || failed(pm.run(*m, diag)) ||
+      failed(verifyModule(*m, diag)))
+    return 1;
+
+  if (emit == Emit::Summary) {
+    if (!m->state.costed) {
+      diag.error({}, "--emit=summary needs the cost-model pass");
+      return 1;
+    }
+    printSummary(*m, out.os());
+  } else {
+    printModule(*m, out.os());
+  }
+  out.keep();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "mistc 0.1\n"; });
+  // --list-passes must work without an input file.
+  for (int i = 1; i < argc; ++i)
+    if (llvm::StringRef(argv[i]) == "--list-passes") {
+      for (const PassInfo &p : registeredPasses())
+        llvm::outs() << "  " << p.argument << "  " << p.description << "\n";
+      return 0;
+    }
+  if (!cl::ParseCommandLineOptions(argc, argv, "mistc: compile transformer models to training plans\n"))
+    return 1;
+  return run();
+}
