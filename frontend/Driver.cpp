@@ -5,8 +5,7 @@
 /// after any diagnostic error.
 //===----------------------------------------------------------------------===//
 #include "backend/Summary.h"
-#include "frontend/IRGen.h"
-#include "frontend/Sema.h"
+#include "frontend/Frontend.h"
 #include "ir/IRParser.h"
 #include "ir/OpSemantics.h"
 #include "ir/Printer.h"
@@ -69,29 +68,24 @@ cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_bat
 
 std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
                                  bool &astOnly) {
-  LoadOptions lo;
-  lo.importDirs.assign(importDirs.begin(), importDirs.end());
-  if (!stdlibDir.empty())
-    lo.importDirs.push_back(stdlibDir);
-  auto program = loadProgram(buffer, lo, diag);
-  if (!program)
-    return nullptr;
-  if (emit == Emit::AST) {
-    dumpAST(*program->files.front(), out);
-    astOnly = true;
-    return nullptr;
-  }
-  if (failed(checkProgram(*program, diag)))
-    return nullptr;
-  GenOptions go;
-  go.modelName = modelName;
-  go.seqLen = seqLen;
-  go.globalBatch = globalBatch;
   if (seqLen < 0 || globalBatch < 0) {
     diag.error({}, "--seq-len and --global-batch must be positive");
     return nullptr;
   }
-  return generateIR(*program, go, diag);
+  FrontendOptions fo;
+  fo.load.importDirs.assign(importDirs.begin(), importDirs.end());
+  if (!stdlibDir.empty())
+    fo.load.importDirs.push_back(stdlibDir);
+  fo.gen.modelName = modelName;
+  fo.gen.seqLen = seqLen;
+  fo.gen.globalBatch = globalBatch;
+  if (emit != Emit::AST)
+    return compileMist(buffer, fo, diag);
+  if (auto program = loadProgram(buffer, fo.load, diag)) {
+    dumpAST(*program->files.front(), out);
+    astOnly = true;
+  }
+  return nullptr;
 }
 
 /// The passes to run: --passes when given, else the default pipeline up to

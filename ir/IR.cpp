@@ -110,6 +110,10 @@ std::string Module::uniqueName(const std::string &base) {
 bool Module::reserveName(const std::string &name) { return usedNames.insert(name).second; }
 
 void Module::assume(const Expr &dividend, const Expr &divisor) {
+  // Facts true for every value of the symbols (heads % heads, 4*h % 2) say
+  // nothing; keep those whose quotient is not an integer polynomial.
+  if (isIntegerPolynomial(dividend / divisor, symbols))
+    return;
   for (const Assumption &a : assumptions)
     if (exprEqual(a.dividend, dividend) && exprEqual(a.divisor, divisor))
       return;

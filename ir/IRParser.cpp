@@ -197,6 +197,8 @@ bool IRParser::parseSym() {
                       {"model", SymbolKind::Model}, {"tp", SymbolKind::TP}})
     if (isWord(w))
       kind = k;
+  if (tok.is(Tok::KwModel)) // `model` is a keyword of the source language
+    kind = SymbolKind::Model;
   if (!kind)
     return error("expected a symbol kind (batch, seq, model or tp)");
   advance();

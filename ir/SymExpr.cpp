@@ -185,6 +185,25 @@ std::string mist::printExpr(const Expr &e, const SymbolTable &table) {
   return out;
 }
 
+bool mist::isIntegerPolynomial(const Expr &e, const SymbolTable &table) {
+  Expr x = e.normal().expand();
+  auto termOk = [&](const Expr &te) {
+    Term t;
+    if (!splitTerm(te, table, t) || !t.coeff.is_integer())
+      return false;
+    for (auto &[idx, p] : t.powers)
+      if (p < 0)
+        return false;
+    return true;
+  };
+  if (!GiNaC::is_a<GiNaC::add>(x))
+    return termOk(x);
+  for (size_t i = 0; i < x.nops(); ++i)
+    if (!termOk(x.op(i)))
+      return false;
+  return true;
+}
+
 bool mist::exprEqual(const Expr &a, const Expr &b) { return (a - b).expand().is_zero(); }
 
 std::optional<int64_t> mist::exprToInt(const Expr &e) {

@@ -55,6 +55,10 @@ private:
 /// then by symbol declaration order). Non-polynomial parts fall back to GiNaC.
 std::string printExpr(const Expr &e, const SymbolTable &table);
 
+/// True when `e` is a polynomial with integer coefficients and non-negative
+/// powers of the table's symbols: whole for every positive integer binding.
+bool isIntegerPolynomial(const Expr &e, const SymbolTable &table);
+
 /// True when `a - b` expands to zero.
 bool exprEqual(const Expr &a, const Expr &b);
 
