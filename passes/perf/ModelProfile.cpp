@@ -1,0 +1,334 @@
+//===- ModelProfile.cpp - A costed module, compiled for the perf model ----===//
+#include "passes/perf/ModelProfile.h"
+
+#include "ir/OpSemantics.h"
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+using namespace mist;
+
+namespace {
+
+/// Keeps only candidates no other candidate dominates for every b, tp.
+std::vector<Poly> pruneDominated(std::vector<Poly> cands) {
+  std::vector<Poly> kept;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < cands.size() && !dominated; ++j) {
+      if (i == j || !cands[j].dominates(cands[i]))
+        continue;
+      // Equal candidates: keep the first one only.
+      dominated = !cands[i].dominates(cands[j]) || j < i;
+    }
+    if (!dominated)
+      kept.push_back(cands[i]);
+  }
+  return kept;
+}
+
+class RegionBuilder {
+public:
+  RegionBuilder(const Module &m, const Region &r, DiagnosticEngine &diag)
+      : m(m), r(r), diag(diag) {}
+
+  std::optional<RegionProfile> build() {
+    RegionProfile p;
+    Expr params = 0;
+    for (auto &op : r.fwd.ops)
+      if (op->kind == OpKind::Param)
+        params += op->result()->type.numElements();
+    if (!compile(params, p.params))
+      return std::nullopt;
+    for (auto &op : r.fwd.ops)
+      if (op->kind != OpKind::Param && !addOp(*op, p.fwd))
+        return std::nullopt;
+    for (auto &op : r.bwd->ops)
+      if (!addOp(*op, p.bwd))
+        return std::nullopt;
+    for (auto &[key, dst] : {std::pair{"fwd_flops", &p.fwdFlops}, {"bwd_flops", &p.bwdFlops}})
+      if (!compile(r.summary->get(key).value_or(0), *dst))
+        return std::nullopt;
+    if (!liveness(p))
+      return std::nullopt;
+    return p;
+  }
+
+private:
+  bool compile(const Expr &e, Poly &out) {
+    auto p = Poly::compile(e, m.symbols);
+    if (!p) {
+      diag.error({}, "cost '" + printExpr(e, m.symbols) +
+                         "' depends on symbols other than b and tp after binding the model sizes");
+      return false;
+    }
+    out = *p;
+    return true;
+  }
+
+  bool addOp(const Op &op, std::vector<OpProfile> &list) {
+    OpProfile p;
+    p.kind = op.kind;
+    p.name = op.results.empty() ? std::string(opName(op.kind)) : op.results[0]->name;
+    OpCost c = op.cost.value_or(OpCost{});
+    if (!compile(c.flops, p.flops) || !compile(c.read + c.write, p.bytes) || !compile(c.comm, p.comm))
+      return false;
+    bool attention = op.kind == OpKind::Attention || op.kind == OpKind::AttentionGrad;
+    if (attention && op.boolAttr("causal", true) && op.boolAttr("flash", true))
+      p.flopDiscount = 0.5;
+    p.tpCollective = op.kind == OpKind::AllReduce || !c.comm.expand().is_zero();
+    for (const Value *v : op.operands) {
+      std::vector<Poly> shape;
+      for (const Expr &d : v->type.shape) {
+        Poly dp;
+        if (!compile(d, dp))
+          return false;
+        shape.push_back(dp);
+      }
+      p.operandShapes.push_back(std::move(shape));
+    }
+    list.push_back(std::move(p));
+    return true;
+  }
+
+  static bool isActivation(const Value *v) { return v->typed && v->type.role == Role::Act; }
+
+  /// Program points: forward ops 0..F-1, then backward ops F..F+B-1.
+  bool liveness(RegionProfile &p) {
+    const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
+    std::map<const Value *, int> def, lastFwdUse, lastUse;
+    std::vector<const Value *> order;
+    auto define = [&](const Value *v, int at) {
+      if (!isActivation(v) || def.count(v))
+        return;
+      def[v] = at;
+      lastFwdUse[v] = at;
+      lastUse[v] = at;
+      order.push_back(v);
+    };
+    auto use = [&](const Value *v, int at) {
+      if (!def.count(v))
+        return; // params, module inputs, values of other regions
+      lastUse[v] = std::max(lastUse[v], at);
+      if (at < F)
+        lastFwdUse[v] = std::max(lastFwdUse[v], at);
+    };
+    for (auto &a : r.fwd.args)
+      define(a.get(), -1);
+    for (int i = 0; i < F; ++i) {
+      const Op &op = *r.fwd.ops[i];
+      for (const Value *v : op.operands)
+        use(v, i);
+      for (auto &res : op.results)
+        define(res.get(), i);
+    }
+    for (const Value *y : r.fwd.yields)
+      use(y, F - 1);
+    for (auto &a : r.fwd.args) // a checkpoint keeps the layer input
+      if (def.count(a.get()))
+        lastFwdUse[a.get()] = std::max(lastFwdUse[a.get()], F - 1);
+    for (auto &a : r.bwd->args)
+      define(a.get(), F);
+    for (int i = 0; i < B; ++i) {
+      const Op &op = *r.bwd->ops[i];
+      for (const Value *v : op.operands)
+        use(v, F + i);
+      for (auto &res : op.results)
+        define(res.get(), F + i);
+    }
+    for (const Value *y : r.bwd->yields)
+      use(y, F + B - 1);
+
+    auto bytes = [&](const Value *v) {
+      Poly pv;
+      compile(v->type.bytes(), pv);
+      return pv;
+    };
+    std::map<const Value *, Poly> size;
+    for (const Value *v : order)
+      size[v] = bytes(v);
+
+    std::vector<Poly> fwdFull, fwdCkpt, bwd;
+    for (int i = 0; i < F + B; ++i) {
+      Poly full, ckpt;
+      for (const Value *v : order) {
+        if (def[v] <= i && i <= lastUse[v])
+          full = full + size[v];
+        if (i < F && def[v] <= i && i <= lastFwdUse[v])
+          ckpt = ckpt + size[v];
+      }
+      if (i < F) {
+        fwdFull.push_back(full);
+        fwdCkpt.push_back(ckpt);
+      } else {
+        bwd.push_back(full);
+      }
+    }
+    for (const Value *v : order) {
+      if (def[v] < F && lastUse[v] >= F)
+        p.savedFull = p.savedFull + size[v];
+    }
+    for (auto &a : r.fwd.args)
+      p.savedCkpt = p.savedCkpt + bytes(a.get());
+    for (auto &a : r.bwd->args)
+      p.gradIn = p.gradIn + bytes(a.get());
+    for (const Value *y : r.fwd.yields)
+      if (isActivation(y))
+        p.output = p.output + bytes(y);
+    p.fwdPeakFull = pruneDominated(fwdFull);
+    p.fwdPeakCkpt = pruneDominated(fwdCkpt);
+    p.bwdPeak = pruneDominated(bwd);
+    if (p.fwdPeakFull.empty())
+      p.fwdPeakFull.push_back(Poly());
+    if (p.fwdPeakCkpt.empty())
+      p.fwdPeakCkpt.push_back(Poly());
+    if (p.bwdPeak.empty())
+      p.bwdPeak.push_back(Poly());
+    return true;
+  }
+
+  const Module &m;
+  const Region &r;
+  DiagnosticEngine &diag;
+};
+
+double maxOf(const std::vector<Poly> &cands, double b, double tp) {
+  double best = 0;
+  for (const Poly &p : cands)
+    best = std::max(best, p.eval(b, tp));
+  return best;
+}
+
+/// The measured time of an op at this shape, when the profile has one.
+std::optional<double> measuredTime(const OpProfile &op, double b, double tp, const Cluster &c) {
+  if (c.device.measured.empty())
+    return std::nullopt;
+  std::string key;
+  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
+    key += i ? "," : "";
+    for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
+      key += (j ? "x" : "") + std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
+  }
+  for (const MeasuredOp &mo : c.device.measured)
+    if (mo.op == opName(op.kind) && mo.shape == key)
+      return mo.seconds;
+  return std::nullopt;
+}
+
+void opTimes(const std::vector<OpProfile> &ops, double b, int tp, const Cluster &c, double &compute,
+             double &tpComm) {
+  const DeviceProfile &d = c.device;
+  double flopRate = d.peakTflops * 1e12 * d.matmulEfficiency;
+  double byteRate = d.memBandwidthGBs * 1e9 * d.memEfficiency;
+  for (const OpProfile &op : ops) {
+    if (op.tpCollective) {
+      // At tp = 1 the collectives are no-ops.
+      if (tp > 1) {
+        int gpn = std::min(tp, c.gpusPerNode), nodes = (tp + gpn - 1) / gpn;
+        tpComm += collectiveSeconds(c, op.comm.eval(b, tp), nodes, gpn, /*all-reduce*/ 2);
+      }
+      if (op.kind == OpKind::AllReduce)
+        continue;
+    }
+    if (auto t = measuredTime(op, b, tp, c)) {
+      compute += *t;
+      continue;
+    }
+    double flops = op.flops.eval(b, tp) * op.flopDiscount;
+    double bytes = op.bytes.eval(b, tp);
+    compute += std::max(flopRate > 0 ? flops / flopRate : 0, byteRate > 0 ? bytes / byteRate : 0);
+  }
+}
+
+/// The collective-table entry for a group (exact, else same node span with
+/// the largest gpusPerNode not above the group's, else the closest).
+const CollectiveLink *lookupLink(const Cluster &c, int nodes, int gpn) {
+  const CollectiveLink *best = nullptr;
+  auto score = [&](const CollectiveLink &l) {
+    return std::abs(l.nodes - nodes) * 100 + std::abs(l.gpusPerNode - gpn) +
+           (l.gpusPerNode > gpn ? 50 : 0);
+  };
+  for (const CollectiveLink &l : c.collectives)
+    if (!best || score(l) < score(*best))
+      best = &l;
+  return best;
+}
+
+} // namespace
+
+double mist::collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
+                               double factor) {
+  int n = nodes * gpusPerNode;
+  if (n <= 1 || bytes <= 0)
+    return 0;
+  const CollectiveLink *link = lookupLink(c, nodes, gpusPerNode);
+  if (!link || link->busGBs <= 0)
+    return 0;
+  return factor * (n - 1) / static_cast<double>(n) * bytes / (link->busGBs * 1e9) +
+         link->latencyUs * 1e-6;
+}
+
+RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Cluster &c) const {
+  const RegionProfile &p = region(kind);
+  RegionNumbers n;
+  n.params = p.params.eval(b, tp);
+  opTimes(p.fwd, b, tp, c, n.fwdCompute, n.tpFwd);
+  opTimes(p.bwd, b, tp, c, n.bwdCompute, n.tpBwd);
+  n.savedFull = p.savedFull.eval(b, tp);
+  n.savedCkpt = p.savedCkpt.eval(b, tp);
+  n.fwdPeakFull = maxOf(p.fwdPeakFull, b, tp);
+  n.fwdPeakCkpt = maxOf(p.fwdPeakCkpt, b, tp);
+  n.bwdPeak = maxOf(p.bwdPeak, b, tp);
+  n.gradIn = p.gradIn.eval(b, tp);
+  n.output = p.output.eval(b, tp);
+  n.fwdFlops = p.fwdFlops.eval(b, tp);
+  n.bwdFlops = p.bwdFlops.eval(b, tp);
+  return n;
+}
+
+std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngine &diag) {
+  if (!m.state.shaped || !m.state.tpSharded || !m.state.differentiated || !m.state.costed) {
+    diag.error({}, "the performance model needs a module after shape-infer, tp-shard, backward "
+                   "and cost-model");
+    return std::nullopt;
+  }
+  ModelProfile mp;
+  mp.modelName = m.name;
+  auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
+  const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);
+  if (!layers || *layers <= 0 || !seq || !seq->value) {
+    diag.error({}, "the layer count and the sequence length must be known");
+    return std::nullopt;
+  }
+  mp.numLayers = static_cast<int>(*layers);
+  mp.seqLen = *seq->value;
+  mp.globalBatch = m.train.globalBatch;
+  for (auto [kind, dst] : {std::pair{RegionKind::Pre, &mp.pre}, {RegionKind::Layer, &mp.layer},
+                           {RegionKind::Post, &mp.post}}) {
+    const Region &r = kind == RegionKind::Pre ? m.pre : kind == RegionKind::Layer ? m.layer : m.post;
+    auto p = RegionBuilder(m, r, diag).build();
+    if (!p)
+      return std::nullopt;
+    *dst = std::move(*p);
+  }
+  for (const Assumption &a : m.assumptions) {
+    auto dividend = Poly::compile(a.dividend, m.symbols), divisor = Poly::compile(a.divisor, m.symbols);
+    if (dividend && divisor)
+      mp.assumptions.push_back({printExpr(a.dividend, m.symbols) + " % " +
+                                    printExpr(a.divisor, m.symbols) + " == 0",
+                                *dividend, *divisor});
+  }
+  double fwd = mp.pre.fwdFlops.eval(1, 1) + mp.numLayers * mp.layer.fwdFlops.eval(1, 1) +
+               mp.post.fwdFlops.eval(1, 1);
+  mp.modelFlopsPerSample = 3 * fwd;
+  return mp;
+}
+
+std::optional<std::string> ModelProfile::violatedAssumption(int tp) const {
+  for (const Divisibility &a : assumptions) {
+    double q = a.dividend.eval(1, tp) / a.divisor.eval(1, tp);
+    if (std::abs(q - std::round(q)) > 1e-9)
+      return a.text;
+  }
+  return std::nullopt;
+}

@@ -1,0 +1,91 @@
+//===- ModelProfile.h - A costed module, compiled for the perf model ------===//
+/// \file
+/// Everything the memory and time models need from a costed, differentiated,
+/// tp-sharded module, as polynomials in (b, tp) compiled once:
+///  - per op: FLOPs, bytes moved, tp communication bytes;
+///  - per region: parameters per rank, and the liveness of activations over
+///    its forward then backward ops: bytes kept for backward with and without
+///    checkpointing, and the live-byte peaks of forward, checkpointed forward
+///    and backward. Peaks are maxima over program points; candidates that
+///    another dominates for every b, tp are dropped at build time.
+/// RegionNumbers evaluates one region at a concrete (b, tp) on a cluster.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/IR.h"
+#include "passes/perf/Cluster.h"
+#include "passes/perf/Poly.h"
+#include "support/Diagnostics.h"
+
+namespace mist {
+
+struct OpProfile {
+  OpKind kind;
+  Poly flops, bytes, comm;
+  double flopDiscount = 1; ///< causal flash attention computes about half the scores
+  bool tpCollective = false;
+  std::string name; ///< first result, for measured-table lookups and traces
+  std::vector<std::vector<Poly>> operandShapes;
+};
+
+struct RegionProfile {
+  Poly params;                   ///< parameter elements per rank
+  std::vector<OpProfile> fwd, bwd;
+  Poly savedFull, savedCkpt;     ///< bytes kept for backward
+  std::vector<Poly> fwdPeakFull; ///< live bytes at forward program points
+  std::vector<Poly> fwdPeakCkpt; ///< same when only the inputs are kept
+  std::vector<Poly> bwdPeak;     ///< live bytes at backward program points
+  Poly gradIn, output;           ///< incoming gradient / output activation bytes
+  Poly fwdFlops, bwdFlops;       ///< matrix FLOPs (from the cost model)
+};
+
+/// One region evaluated at (b, tp) on a cluster. Times in seconds, sizes in bytes.
+struct RegionNumbers {
+  double params = 0;
+  double fwdCompute = 0, bwdCompute = 0; ///< kernels, without tp collectives
+  double tpFwd = 0, tpBwd = 0;           ///< tp collectives, on the critical path
+  double savedFull = 0, savedCkpt = 0;
+  double fwdPeakFull = 0, fwdPeakCkpt = 0, bwdPeak = 0;
+  double gradIn = 0, output = 0;
+  double fwdFlops = 0, bwdFlops = 0;
+};
+
+class ModelProfile {
+public:
+  /// Needs a module that went through shape-infer, tp-shard, backward and
+  /// cost-model; reports what is missing otherwise.
+  static std::optional<ModelProfile> build(const Module &m, DiagnosticEngine &diag);
+
+  RegionNumbers evaluate(RegionKind r, int b, int tp, const Cluster &c) const;
+  const RegionProfile &region(RegionKind r) const {
+    return r == RegionKind::Pre ? pre : r == RegionKind::Layer ? layer : post;
+  }
+
+  /// The first divisibility assumption of the module that fails at this tp
+  /// (as text, e.g. "heads % tp == 0"), if any.
+  std::optional<std::string> violatedAssumption(int tp) const;
+
+  std::string modelName;
+  int numLayers = 0;
+  int64_t seqLen = 0;
+  int64_t globalBatch = 0;
+  /// Model FLOPs of one sample (fwd + 2 x fwd for backward, no recompute),
+  /// the convention behind MFU figures.
+  double modelFlopsPerSample = 0;
+
+private:
+  RegionProfile pre, layer, post;
+  struct Divisibility {
+    std::string text;
+    Poly dividend, divisor;
+  };
+  std::vector<Divisibility> assumptions;
+};
+
+/// Time of one collective moving `bytes` per rank over a group of `ranks`
+/// laid out as nodes x gpusPerNode; `factor` is 2 for all-reduce, 1 for
+/// all-gather and reduce-scatter (ring algorithms: factor * (n-1)/n * bytes).
+double collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
+                         double factor);
+
+} // namespace mist

@@ -1,0 +1,232 @@
+//===- StageModelTest.cpp - Memory and time model on hand-built cases -----===//
+/// A synthetic cluster and synthetic layer numbers make every expected value
+/// computable by hand; the last tests pin the profile of a real model to the
+/// closed forms of the cost model.
+//===----------------------------------------------------------------------===//
+#include "passes/perf/StageModel.h"
+#include "TestUtil.h"
+
+using namespace mist;
+using namespace mist::test;
+
+namespace {
+
+Cluster handCluster() {
+  Cluster c;
+  c.name = "hand";
+  c.nodes = 1;
+  c.gpusPerNode = 8;
+  c.device.memoryGiB = 80;
+  c.device.usableFraction = 1.0;
+  c.device.peakTflops = 100;
+  c.device.matmulEfficiency = 1;
+  c.device.memBandwidthGBs = 1000;
+  c.device.memEfficiency = 1;
+  c.collectives = {{1, 8, 100, 0}, {1, 4, 100, 0}, {1, 2, 100, 0}};
+  c.h2dGBs = c.d2hGBs = 10;
+  c.p2pIntraGBs = c.p2pInterGBs = 50;
+  return c;
+}
+
+/// A layer with 1e6 parameters per rank, 1 ms forward, 2 ms backward.
+StageNumbers handNumbers() {
+  StageNumbers n;
+  RegionNumbers &L = n.layer;
+  L.params = 1e6;
+  L.fwdCompute = 1e-3;
+  L.bwdCompute = 2e-3;
+  L.savedFull = 100e6;
+  L.savedCkpt = 10e6;
+  L.fwdPeakFull = 120e6;
+  L.fwdPeakCkpt = 30e6;
+  L.bwdPeak = 150e6;
+  L.gradIn = 10e6;
+  L.output = 10e6;
+  return n; // pre and post are empty
+}
+
+constexpr double adamSeconds = 1e6 * 28 / 1000e9; // one layer's optimizer step
+
+TEST(Interference, NoFactorsMeansFullOverlap) {
+  InterferenceTable it(handCluster());
+  double load[4] = {3, 1, 2, 0};
+  EXPECT_DOUBLE_EQ(it.overlap(load), 3);
+}
+
+TEST(Interference, ProgressiveSlowdown) {
+  Cluster c = handCluster();
+  c.interference = {{{Stream::Compute, Stream::G2G}, {1.5, 2.0}}};
+  InterferenceTable it(c);
+  // Together: compute needs 2*1.5 = 3, comm 1*2 = 2. After 2 s the comm is
+  // done and compute has 2 - 2/1.5 = 2/3 s of work left, run alone.
+  double load[4] = {2, 1, 0, 0};
+  EXPECT_NEAR(it.overlap(load), 2 + 2.0 / 3, 1e-12);
+}
+
+TEST(StageTime, NoOverlapNoComm) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 4;
+  k.gradAccum = 8;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  EXPECT_NEAR(e.t, 4 * (1e-3 + 2e-3), 1e-12);
+  // The first forward also runs each layer's optimizer step.
+  EXPECT_NEAR(e.d, 4 * adamSeconds, 1e-12);
+}
+
+TEST(StageTime, CheckpointedLayersRecompute) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 4;
+  k.ckpt = 3;
+  k.gradAccum = 8;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  EXPECT_NEAR(e.t, 4 * 3e-3 + 3 * 1e-3, 1e-12);
+}
+
+TEST(StageTime, OffloadFullyHiddenBehindCompute) {
+  // Offloading all activations: 100 MB at 10 GB/s = 10 ms per layer, longer
+  // than compute, so each layer takes the transfer time; compute hides.
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 2;
+  k.gradAccum = 4;
+  k.offload.activations = 1;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  double swap = 100e6 / 10e9;
+  // Forward: 2 layers x max(1 ms, 10 ms swap-out) + the last layer's
+  // exposed drain (10 ms); backward: 2 x swap-in + the first exposed fetch.
+  EXPECT_NEAR(e.fwdStable.elapsed, 2 * swap + swap, 1e-12);
+  EXPECT_NEAR(e.bwdStable.elapsed, 2 * swap + swap, 1e-12);
+  EXPECT_NEAR(e.fwdStable.busy[0], 2 * 1e-3, 1e-15);
+}
+
+TEST(StageTime, DataParallelGradientReductionFallsOnTheLastBackward) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 1;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  k.gradAccum = 2;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  // All-reduce of 2 MB of bf16 grads over 4 GPUs at 100 GB/s: 2*(3/4)*2e6/1e11.
+  double allReduce = 2 * 0.75 * 2e6 / 100e9;
+  EXPECT_NEAR(e.bwdLast.busy[1], allReduce, 1e-15);
+  EXPECT_NEAR(e.bwdStable.busy[1], 0, 1e-15);
+  // The reduction overlaps the layer's backward compute, except for the
+  // last layer reduced: nothing follows it, so it is exposed once.
+  EXPECT_NEAR(e.d, adamSeconds + allReduce, 1e-12);
+}
+
+TEST(Pipeline, OneStage) {
+  EXPECT_DOUBLE_EQ(pipelineSeconds({2.0}, {0.5}, 8), 8 * 2.0 + 0.5);
+}
+
+TEST(Pipeline, FourEqualStages) {
+  // Fill (3 t) + G t + the first stage's extra (later stages' extras hide
+  // behind the fill).
+  EXPECT_DOUBLE_EQ(pipelineSeconds({1, 1, 1, 1}, {0.5, 0.5, 0.5, 2.5}, 8), 4 + 7 + 0.5);
+  // Stage 3's extra 4.0 exceeds the 3 s fill before it by 1.0.
+  EXPECT_DOUBLE_EQ(pipelineSeconds({1, 1, 1, 1}, {0.5, 0.5, 0.5, 4.0}, 8), 4 + 7 + 1.0);
+}
+
+TEST(Pipeline, SingleMicroBatch) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 2;
+  k.gradAccum = 1;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  EXPECT_DOUBLE_EQ(e.d, 0);
+  EXPECT_NEAR(e.t, 2 * 3e-3 + 2 * adamSeconds, 1e-12);
+  EXPECT_DOUBLE_EQ(pipelineSeconds({e.t, e.t}, {0, 0}, 1), 2 * e.t);
+}
+
+TEST(StageMemory, ZeroLevelsAndOffload) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageNumbers n = handNumbers();
+  StageKnobs k;
+  k.layers = 2;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  k.gradAccum = 4;
+  k.inflight = 1;
+  const double P = 2e6; // parameters of the stage's two layers
+  auto mem = [&](ZeroFlags z, OffloadRatios o) {
+    k.zero = z;
+    k.offload = o;
+    return estimateStage(k, n, c, it).mem;
+  };
+  MemoryBreakdown none = mem({}, {});
+  EXPECT_DOUBLE_EQ(none.weights, 2 * P);
+  EXPECT_DOUBLE_EQ(none.grads, 2 * P);
+  EXPECT_DOUBLE_EQ(none.optimizer, 12 * P);
+  EXPECT_DOUBLE_EQ(none.buffers, 0);
+  MemoryBreakdown z1 = mem({false, false, true}, {});
+  EXPECT_DOUBLE_EQ(z1.optimizer, 12 * P / 4);
+  EXPECT_DOUBLE_EQ(z1.buffers, 0);
+  MemoryBreakdown z2 = mem({false, true, true}, {});
+  EXPECT_DOUBLE_EQ(z2.grads, 2 * P / 4);
+  EXPECT_DOUBLE_EQ(z2.buffers, 2 * 2 * 1e6); // double-buffered full layer grads
+  MemoryBreakdown z3 = mem({true, true, true}, {});
+  EXPECT_DOUBLE_EQ(z3.weights, 2 * P / 4);
+  EXPECT_DOUBLE_EQ(z3.buffers, 2 * (2 * 2 * 1e6));
+  MemoryBreakdown off = mem({false, false, true}, {0.5, 0.25, 0.75, 0});
+  EXPECT_DOUBLE_EQ(off.weights, 2 * P * 0.5);
+  EXPECT_DOUBLE_EQ(off.grads, 2 * P * 0.75);
+  EXPECT_DOUBLE_EQ(off.optimizer, 12 * P / 4 * 0.25);
+  EXPECT_DOUBLE_EQ(off.buffers, 2 * 2e6 + 2 * 2e6 + 12 * 1e6 / 4);
+}
+
+TEST(StageMemory, ActivationsOfInFlightMicroBatches) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageNumbers n = handNumbers();
+  StageKnobs k;
+  k.layers = 3;
+  k.ckpt = 1;
+  k.inflight = 4; // stage 0 of 4
+  k.last = false;
+  k.gradAccum = 8;
+  MemoryBreakdown m = estimateStage(k, n, c, it).mem;
+  double perMicroBatch = 2 * 100e6 + 1 * 10e6;
+  double before = 2 * 100e6; // the first two layers are not checkpointed
+  double states = 16 * 3e6;
+  EXPECT_DOUBLE_EQ(m.savedActivations, 3 * perMicroBatch + before);
+  // The last layer is checkpointed: forward keeps its working set of 30 MB;
+  // backward recomputes (120 MB + the 10 MB incoming gradient) vs 150 MB.
+  EXPECT_DOUBLE_EQ(m.fwdPeak, states + 3 * perMicroBatch + before + 30e6);
+  EXPECT_DOUBLE_EQ(m.bwdPeak, states + 3 * perMicroBatch + before + 150e6);
+  k.offload.activations = 0.5;
+  MemoryBreakdown half = estimateStage(k, n, c, it).mem;
+  EXPECT_DOUBLE_EQ(half.savedActivations, 0.5 * (3 * perMicroBatch + before) + 0.5 * 100e6);
+}
+
+TEST(ModelProfile, LayerActivationsMatchTheCostModelClosedForm) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/gpt3-1.3b.mist");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp) << c->diagText;
+  Cluster cl = handCluster();
+  const double s = 2048, h = 2048, a = 16;
+  for (int b : {1, 4})
+    for (int tp : {1, 2, 8}) {
+      RegionNumbers n = mp->evaluate(RegionKind::Layer, b, tp, cl);
+      EXPECT_DOUBLE_EQ(n.savedFull, s * b * h * (8 + 24.0 / tp) + 4 * b * a * s / tp + 16 * b * s);
+      EXPECT_DOUBLE_EQ(n.savedCkpt, 2 * b * s * h); // the layer input
+      EXPECT_DOUBLE_EQ(n.params, 12 * h * h / tp + 7 * h / tp + 6 * h);
+      EXPECT_DOUBLE_EQ(n.fwdFlops, 24 * b * s * h * h / tp + 4 * b * s * s * h / tp);
+      EXPECT_GE(n.fwdPeakFull, n.savedFull); // saved values are live at the end of forward
+      EXPECT_GE(n.bwdPeak, n.savedFull);
+    }
+  // 50304 and 3*2048 divide by 3, 16 heads do not.
+  EXPECT_EQ(mp->violatedAssumption(3).value_or(""), "heads % tp == 0");
+  EXPECT_FALSE(mp->violatedAssumption(8).has_value());
+}
+
+} // namespace
