@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 using namespace mist;
 
@@ -54,28 +55,15 @@ namespace {
 constexpr double bf16Bytes = 2, stateBytes = 12; // fp32 master weights + Adam m and v
 constexpr double adamBytesPerParam = 28;         // read master/m/v/grad, write master/m/v/weight
 
-struct Transfers {
-  const Cluster &c;
-  double dpSeconds(double bytes, const StageKnobs &k, double factor) const {
-    if (k.dp <= 1)
-      return 0;
-    int gpn = std::max(1, k.meshGpusPerNode / std::max(1, k.tp));
-    int nodes = std::max(1, k.dp / gpn);
-    return collectiveSeconds(c, bytes, nodes, std::min(gpn, k.dp), factor);
-  }
-  double h2d(double bytes) const {
-    return bytes > 0 && c.h2dGBs > 0 ? bytes / (c.h2dGBs * 1e9) + c.hostLatencyUs * 1e-6 : 0;
-  }
-  double d2h(double bytes) const {
-    return bytes > 0 && c.d2hGBs > 0 ? bytes / (c.d2hGBs * 1e9) + c.hostLatencyUs * 1e-6 : 0;
-  }
-};
+double transferSeconds(double bytes, double gbs, double latencyUs) {
+  return bytes > 0 && gbs > 0 ? bytes / (gbs * 1e9) + latencyUs * 1e-6 : 0;
+}
 
 enum class Phase { FwdStable, FwdFirst, BwdStable, BwdLast };
 
 /// Loads of one layer in one phase; `ckpt` layers recompute their forward.
-PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const RegionNumbers &L,
-                    const Cluster &c, const Transfers &x) {
+PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstants &sc) {
+  const RegionNumbers &L = sc.numbers.layer;
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
          shardO = k.zero.optimizer ? k.dp : 1;
@@ -83,18 +71,17 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const RegionNumber
   double saved = ckpt ? L.savedCkpt : L.savedFull;
   bool fwd = ph == Phase::FwdStable || ph == Phase::FwdFirst;
   PhaseLoad p;
-  double &C = p.busy[0], &G = p.busy[1], &H = p.busy[2], &D = p.busy[3];
+  double &C = p.busy[0], &G = p.busy[1];
   double hBytes = o.weights * W / shardW, dBytes = 0;
   if (fwd) {
     C = L.fwdCompute;
     p.tp = L.tpFwd;
     dBytes += o.activations * saved;
     if (k.zero.weights || (ph == Phase::FwdFirst && k.zero.optimizer))
-      G += x.dpSeconds(W, k, 1);
+      G += sc.gatherWeights;
     if (ph == Phase::FwdFirst) {
       // The optimizer step of this layer runs here, overlapped with compute.
-      double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
-      C += mem > 0 ? L.params / shardO * adamBytesPerParam / mem : 0;
+      C += L.params / shardO * sc.adamSecondsPerParam;
       hBytes += o.optimizer * O / shardO + o.grads * Gr / shardG;
       dBytes += o.optimizer * O / shardO + o.weights * W / shardW;
     }
@@ -104,58 +91,79 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const RegionNumber
     hBytes += o.activations * saved + (k.gradAccum > 1 ? o.grads * Gr / shardG : 0);
     dBytes += o.grads * Gr / shardG;
     if (k.zero.weights)
-      G += x.dpSeconds(W, k, 1);
+      G += sc.gatherWeights;
     if (ph == Phase::BwdLast)
-      G += (k.zero.grads || k.zero.optimizer) ? x.dpSeconds(Gr, k, 1) : x.dpSeconds(Gr, k, 2);
+      G += (k.zero.grads || k.zero.optimizer) ? sc.scatterGrads : sc.reduceGrads;
     else if (k.zero.grads)
-      G += x.dpSeconds(Gr, k, 1);
+      G += sc.scatterGrads;
   }
-  H = x.h2d(hBytes);
-  D = x.d2h(dBytes);
+  p.busy[2] = transferSeconds(hBytes, sc.h2dGBs, sc.hostLatencyUs);
+  p.busy[3] = transferSeconds(dBytes, sc.d2hGBs, sc.hostLatencyUs);
   return p;
 }
 
-/// A phase of the whole stage: every layer, plus the exposed fetch of the
-/// first layer (nothing to hide it behind) and drain of the last.
-PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageNumbers &n, const Cluster &c,
-                     const Transfers &x, const InterferenceTable &it) {
-  PhaseLoad total;
+/// Wall time of a phase of the whole stage from its per-layer times: every
+/// layer, the exposed fetch of the first layer and drain of the last, and
+/// pre/post on the end stages.
+double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
+  const unsigned p = static_cast<unsigned>(ph);
   int full = k.layers - k.ckpt;
-  for (bool ckpt : {false, true}) {
-    int count = ckpt ? k.ckpt : full;
-    if (count == 0)
-      continue;
-    PhaseLoad l = layerLoad(ph, ckpt, k, n.layer, c, x);
-    total.elapsed += count * (it.overlap(l.busy) + l.tp);
-    total.tp += count * l.tp;
-    for (unsigned s = 0; s < numStreams; ++s)
-      total.busy[s] += count * l.busy[s];
-  }
+  double elapsed = full * lt.elapsed[p][0] + k.ckpt * lt.elapsed[p][1];
   // Layer i computes while layer i+1 is fetched and layer i-1 drained; the
   // first layer's fetch and the last layer's drain have nothing to hide
   // behind.
-  PhaseLoad edge = layerLoad(ph, /*ckpt=*/full == 0, k, n.layer, c, x);
-  total.elapsed += std::max(edge.busy[1], edge.busy[2]) + edge.busy[3];
+  const double *edge = lt.load[p][full == 0 ? 1 : 0].busy;
+  elapsed += std::max(edge[1], edge[2]) + edge[3];
   bool fwd = ph == Phase::FwdStable || ph == Phase::FwdFirst;
-  auto extra = [&](const RegionNumbers &r) {
-    double comp = fwd ? r.fwdCompute : r.bwdCompute, tp = fwd ? r.tpFwd : r.tpBwd;
-    total.busy[0] += comp;
-    total.tp += tp;
-    total.elapsed += comp + tp;
-    if (ph == Phase::BwdLast && k.dp > 1) { // pre/post gradient reduction, exposed
-      double g = x.dpSeconds(bf16Bytes * r.params, k, 2);
-      total.busy[1] += g;
-      total.elapsed += g;
-    }
-  };
+  bool last = ph == Phase::BwdLast; // pre/post gradient reduction, exposed
+  const RegionNumbers &pre = sc.numbers.pre, &post = sc.numbers.post;
   if (k.first)
-    extra(n.pre);
+    elapsed += fwd ? pre.fwdCompute + pre.tpFwd : pre.bwdCompute + pre.tpBwd + (last ? sc.reducePre : 0);
   if (k.last)
-    extra(n.post);
+    elapsed += fwd ? post.fwdCompute + post.tpFwd
+                   : post.bwdCompute + post.tpBwd + (last ? sc.reducePost : 0);
+  return elapsed;
+}
+
+/// The same phase with each stream's busy time, for reports and traces.
+PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
+                     const LayerTimes &lt) {
+  const unsigned p = static_cast<unsigned>(ph);
+  PhaseLoad total;
+  total.elapsed = phaseElapsed(ph, k, sc, lt);
+  int counts[2] = {k.layers - k.ckpt, k.ckpt};
+  for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
+    const PhaseLoad &l = lt.load[p][ckpt];
+    total.tp += counts[ckpt] * l.tp;
+    for (unsigned s = 0; s < numStreams; ++s)
+      total.busy[s] += counts[ckpt] * l.busy[s];
+  }
+  bool fwd = ph == Phase::FwdStable || ph == Phase::FwdFirst;
+  for (auto [runs, r, reduce] : {std::tuple{k.first, &sc.numbers.pre, sc.reducePre},
+                                 std::tuple{k.last, &sc.numbers.post, sc.reducePost}}) {
+    if (!runs)
+      continue;
+    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute;
+    total.tp += fwd ? r->tpFwd : r->tpBwd;
+    if (ph == Phase::BwdLast)
+      total.busy[1] += reduce;
+  }
   return total;
 }
 
-MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n) {
+/// t and d from the stable and the first+last micro-batch times.
+void splitTimes(double stable, double edges, int gradAccum, double &t, double &d) {
+  if (gradAccum == 1) { // the only micro-batch is both first and last
+    t = edges;
+    d = 0;
+  } else {
+    t = stable;
+    d = edges - stable;
+  }
+}
+
+/// Weights, gradients, optimizer state and their gather/staging buffers.
+MemoryBreakdown stateMemory(const StageKnobs &k, const StageNumbers &n) {
   const RegionNumbers &L = n.layer;
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
@@ -174,7 +182,14 @@ MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n) {
     m.buffers += 2 * bf16Bytes * L.params;
   if (o.optimizer > 0)
     m.buffers += stateBytes * L.params / shardO;
+  return m;
+}
 
+/// Adds the activations of the in-flight micro-batches and the working set
+/// of the layer being computed to the state memory.
+MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n, MemoryBreakdown m) {
+  const RegionNumbers &L = n.layer;
+  const OffloadRatios &o = k.offload;
   int full = k.layers - k.ckpt;
   double perMicroBatch = full * L.savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
   double keep = 1 - o.activations;
@@ -204,26 +219,78 @@ MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n) {
 
 } // namespace
 
+StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumbers &n,
+                                        const Cluster &c) {
+  StageConstants sc;
+  sc.numbers = n;
+  // The dp group: tp fills a node first, dp takes what is left of the mesh.
+  auto dpSeconds = [&](double bytes, double factor) {
+    if (ctx.dp <= 1)
+      return 0.0;
+    int gpn = std::max(1, ctx.meshGpusPerNode / std::max(1, ctx.tp));
+    int nodes = std::max(1, ctx.dp / gpn);
+    return collectiveSeconds(c, bytes, nodes, std::min(gpn, ctx.dp), factor);
+  };
+  double layerBytes = bf16Bytes * n.layer.params;
+  sc.gatherWeights = dpSeconds(layerBytes, 1);
+  sc.scatterGrads = dpSeconds(layerBytes, 1);
+  sc.reduceGrads = dpSeconds(layerBytes, 2);
+  sc.reducePre = dpSeconds(bf16Bytes * n.pre.params, 2);
+  sc.reducePost = dpSeconds(bf16Bytes * n.post.params, 2);
+  double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
+  sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
+  sc.h2dGBs = c.h2dGBs;
+  sc.d2hGBs = c.d2hGBs;
+  sc.hostLatencyUs = c.hostLatencyUs;
+  sc.usableBytes = c.usableBytes();
+  return sc;
+}
+
+LayerTimes mist::layerTimes(const StageKnobs &k, const StageConstants &sc,
+                            const InterferenceTable &interference) {
+  LayerTimes lt;
+  for (unsigned p = 0; p < 4; ++p)
+    for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
+      PhaseLoad l = layerLoad(static_cast<Phase>(p), ckpt, k, sc);
+      lt.load[p][ckpt] = l;
+      lt.elapsed[p][ckpt] = interference.overlap(l.busy) + l.tp;
+    }
+  lt.states = stateMemory(k, sc.numbers);
+  return lt;
+}
+
+StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
+                                  const LayerTimes &lt) {
+  StageEstimate e;
+  e.fwdStable = stagePhase(Phase::FwdStable, k, sc, lt);
+  e.bwdStable = stagePhase(Phase::BwdStable, k, sc, lt);
+  e.fwdFirst = stagePhase(Phase::FwdFirst, k, sc, lt);
+  e.bwdLast = stagePhase(Phase::BwdLast, k, sc, lt);
+  splitTimes(e.fwdStable.elapsed + e.bwdStable.elapsed, e.fwdFirst.elapsed + e.bwdLast.elapsed,
+             k.gradAccum, e.t, e.d);
+  e.mem = stageMemory(k, sc.numbers, lt.states);
+  e.fits = e.mem.peak() <= sc.usableBytes;
+  return e;
+}
+
+StageScore mist::scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
+  StageScore r;
+  splitTimes(phaseElapsed(Phase::FwdStable, k, sc, lt) + phaseElapsed(Phase::BwdStable, k, sc, lt),
+             phaseElapsed(Phase::FwdFirst, k, sc, lt) + phaseElapsed(Phase::BwdLast, k, sc, lt),
+             k.gradAccum, r.t, r.d);
+  r.peakBytes = stageMemory(k, sc.numbers, lt.states).peak();
+  r.fits = r.peakBytes <= sc.usableBytes;
+  return r;
+}
+
+StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
+                                  const InterferenceTable &interference) {
+  return estimateStage(k, sc, layerTimes(k, sc, interference));
+}
+
 StageEstimate mist::estimateStage(const StageKnobs &k, const StageNumbers &n, const Cluster &c,
                                   const InterferenceTable &interference) {
-  Transfers x{c};
-  StageEstimate e;
-  e.fwdStable = stagePhase(Phase::FwdStable, k, n, c, x, interference);
-  e.bwdStable = stagePhase(Phase::BwdStable, k, n, c, x, interference);
-  e.fwdFirst = stagePhase(Phase::FwdFirst, k, n, c, x, interference);
-  e.bwdLast = stagePhase(Phase::BwdLast, k, n, c, x, interference);
-  double stable = e.fwdStable.elapsed + e.bwdStable.elapsed;
-  double edges = e.fwdFirst.elapsed + e.bwdLast.elapsed;
-  if (k.gradAccum == 1) {
-    e.t = edges;
-    e.d = 0;
-  } else {
-    e.t = stable;
-    e.d = edges - stable;
-  }
-  e.mem = stageMemory(k, n);
-  e.fits = e.mem.peak() <= c.usableBytes();
-  return e;
+  return estimateStage(k, makeStageConstants(k, n, c), interference);
 }
 
 double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G) {

@@ -71,6 +71,45 @@ struct StageNumbers {
   RegionNumbers layer, pre, post;
 };
 
+/// What a stage's estimate needs beyond its knobs, computed once per stage
+/// context (micro-batch, dp, tp, mesh): the region numbers and the times of
+/// the data-parallel collectives, so scoring a strategy does no lookups.
+struct StageConstants {
+  StageNumbers numbers;
+  double gatherWeights = 0, scatterGrads = 0, reduceGrads = 0; ///< one layer, over dp
+  double reducePre = 0, reducePost = 0;                        ///< pre/post gradients, over dp
+  double adamSecondsPerParam = 0;
+  double h2dGBs = 0, d2hGBs = 0, hostLatencyUs = 0;
+  double usableBytes = 0;
+};
+
+/// Uses only the context fields of `ctx` (micro-batch, dp, tp, mesh).
+StageConstants makeStageConstants(const StageKnobs &ctx, const StageNumbers &n, const Cluster &c);
+
+/// One layer's loads and overlapped time in each phase (forward stable,
+/// forward first, backward stable, backward last) without and with
+/// checkpointing. They depend on the ZeRO flags and offload ratios but not
+/// on how many layers are checkpointed, so a search computes them once for
+/// every checkpoint count.
+struct LayerTimes {
+  PhaseLoad load[4][2];
+  double elapsed[4][2];
+  MemoryBreakdown states; ///< weights, grads, optimizer, buffers (no activations)
+};
+LayerTimes layerTimes(const StageKnobs &k, const StageConstants &sc,
+                      const InterferenceTable &interference);
+
+StageEstimate estimateStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt);
+
+/// t, d and peak memory only: what the search needs, computed by the same
+/// functions as estimateStage without the per-stream breakdown.
+struct StageScore {
+  double t = 0, d = 0, peakBytes = 0;
+  bool fits = false;
+};
+StageScore scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt);
+StageEstimate estimateStage(const StageKnobs &k, const StageConstants &sc,
+                            const InterferenceTable &interference);
 StageEstimate estimateStage(const StageKnobs &k, const StageNumbers &n, const Cluster &c,
                             const InterferenceTable &interference);
 

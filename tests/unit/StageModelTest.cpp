@@ -3,7 +3,7 @@
 /// computable by hand; the last tests pin the profile of a real model to the
 /// closed forms of the cost model.
 //===----------------------------------------------------------------------===//
-#include "passes/perf/StageModel.h"
+#include "passes/perf/Evaluator.h"
 #include "TestUtil.h"
 
 using namespace mist;
@@ -227,6 +227,60 @@ TEST(ModelProfile, LayerActivationsMatchTheCostModelClosedForm) {
   // 50304 and 3*2048 divide by 3, 16 heads do not.
   EXPECT_EQ(mp->violatedAssumption(3).value_or(""), "heads % tp == 0");
   EXPECT_FALSE(mp->violatedAssumption(8).has_value());
+}
+
+} // namespace
+
+namespace {
+
+TEST(Evaluator, MatchesTheFullEstimateForEveryStrategy) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/gpt3-1.3b.mist");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp) << c->diagText;
+  Cluster cl = handCluster();
+  cl.interference = {{{Stream::Compute, Stream::H2D}, {1.1, 1.3}}};
+  StageContext ctx;
+  ctx.layers = 6;
+  ctx.microBatch = 2;
+  ctx.dp = 2;
+  ctx.tp = 2;
+  ctx.meshGpusPerNode = 4;
+  ctx.first = true;
+  ctx.last = false;
+  ctx.inflight = 3;
+  ctx.gradAccum = 4;
+  StrategyBatch batch;
+  for (bool zw : {false, true})
+    for (double wo : {0.0, 0.5})
+      for (double ao : {0.0, 0.25, 1.0})
+        for (int ck = 0; ck <= ctx.layers; ++ck)
+          batch.add({zw, zw, true}, {wo, wo, 0.5, ao}, ck);
+  std::vector<StrategyResult> fast(batch.size());
+  StageEvaluator(*mp, cl, ctx).evaluate(batch, fast);
+  InterferenceTable it(cl);
+  StageNumbers n{mp->evaluate(RegionKind::Layer, 2, 2, cl), mp->evaluate(RegionKind::Pre, 2, 2, cl),
+                 mp->evaluate(RegionKind::Post, 2, 2, cl)};
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StageKnobs k;
+    k.layers = ctx.layers;
+    k.microBatch = 2;
+    k.dp = 2;
+    k.tp = 2;
+    k.meshGpusPerNode = 4;
+    k.first = true;
+    k.last = false;
+    k.inflight = 3;
+    k.gradAccum = 4;
+    k.zero = batch[i].zero;
+    k.offload = batch[i].offload;
+    k.ckpt = batch[i].ckpt;
+    StageEstimate e = estimateStage(k, n, cl, it);
+    EXPECT_DOUBLE_EQ(fast[i].t, e.t) << i;
+    EXPECT_DOUBLE_EQ(fast[i].d, e.d) << i;
+    EXPECT_DOUBLE_EQ(fast[i].peakBytes, e.mem.peak()) << i;
+    EXPECT_EQ(fast[i].fits, e.fits) << i;
+  }
 }
 
 } // namespace

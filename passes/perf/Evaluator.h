@@ -1,0 +1,57 @@
+//===- Evaluator.h - Scoring many strategies of one stage context ---------===//
+/// \file
+/// The tuner's inner loop: for one stage context (layers, micro-batch, dp,
+/// tp, mesh, pipeline position, G) the model's symbolic costs are evaluated
+/// once into StageConstants; each candidate strategy (ZeRO flags, offload
+/// ratios, checkpointed layers) is then scored with plain arithmetic by the
+/// same estimateStage() the report uses, so search and report never disagree.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/perf/StageModel.h"
+
+namespace mist {
+
+/// The part of StageKnobs fixed for a batch.
+struct StageContext {
+  int layers = 1;
+  int microBatch = 1, dp = 1, tp = 1;
+  int meshNodes = 1, meshGpusPerNode = 1;
+  bool first = true, last = true;
+  int inflight = 1, gradAccum = 1;
+};
+
+/// Candidate strategies, one entry per strategy.
+class StrategyBatch {
+public:
+  void add(ZeroFlags z, OffloadRatios o, int ckpt) { items.push_back({z, o, ckpt}); }
+  size_t size() const { return items.size(); }
+  struct Item {
+    ZeroFlags zero;
+    OffloadRatios offload;
+    int ckpt;
+  };
+  const Item &operator[](size_t i) const { return items[i]; }
+
+private:
+  std::vector<Item> items;
+};
+
+struct StrategyResult {
+  double t = 0, d = 0, peakBytes = 0;
+  bool fits = false;
+};
+
+class StageEvaluator {
+public:
+  StageEvaluator(const ModelProfile &model, const Cluster &cluster, const StageContext &ctx);
+  /// Scores every strategy; `out` must have batch.size() entries.
+  void evaluate(const StrategyBatch &batch, std::vector<StrategyResult> &out) const;
+
+private:
+  StageKnobs base;
+  StageConstants constants;
+  InterferenceTable interference;
+};
+
+} // namespace mist
