@@ -1,0 +1,81 @@
+//===- Report.cpp - Predicted figures of a plan ---------------------------===//
+#include "backend/Report.h"
+
+#include <fmt/format.h>
+
+using namespace mist;
+
+namespace {
+
+double ms(double s) { return s * 1e3; }
+double gib(double b) { return b / double(1ull << 30); }
+
+std::string flags(const ZeroFlags &z) {
+  return fmt::format("weights {}, grads {}, optimizer {}", z.weights ? "yes" : "no",
+                     z.grads ? "yes" : "no", z.optimizer ? "yes" : "no");
+}
+
+/// Time the compute stream spends waiting for transfers in a phase.
+double exposed(const PhaseLoad &p) { return std::max(0.0, p.elapsed - p.busy[0] - p.tp); }
+
+} // namespace
+
+void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Cluster &cluster,
+                       const ModelProfile &model, llvm::raw_ostream &os) {
+  int gpus = 0;
+  for (const StagePlan &s : plan.stages)
+    gpus += s.gpus();
+  os << fmt::format("plan for {} on {} ({} x {} GPUs, {} used): global batch {}, {} micro-batches "
+                    "per iteration, sequence {}\n",
+                    model.modelName, cluster.name, cluster.nodes, cluster.gpusPerNode, gpus,
+                    plan.globalBatch, plan.gradAccum, model.seqLen);
+  for (size_t i = 0; i < est.stages.size(); ++i) {
+    const StagePlan &s = plan.stages[i];
+    const StageEstimate &e = est.stages[i];
+    os << fmt::format("\nstage {}: layers {}-{} ({}{}{}), mesh {}x{}, micro-batch {}, dp {}, tp {}\n", i,
+                      s.firstLayer, s.lastLayer, s.layers(), i == 0 ? ", pre" : "",
+                      i + 1 == est.stages.size() ? ", post" : "", s.meshNodes, s.meshGpusPerNode,
+                      s.microBatch, s.dp, s.tp);
+    os << fmt::format("  zero: {}; checkpointed layers: {}; offload: weights {}, grads {}, "
+                      "optimizer {}, activations {}\n",
+                      flags(s.zero), s.ckptLayers, s.offload.weights, s.offload.grads,
+                      s.offload.optimizer, s.offload.activations);
+    os << fmt::format("  t = {:.3f} ms (stable forward+backward, incl. p2p {:.3f} ms), d = {:.3f} ms "
+                      "(extra of the first forward and last backward)\n",
+                      ms(e.t), ms(e.p2p), ms(e.d));
+    os << fmt::format("  {:<22}{:>14}{:>14}{:>14}{:>14}\n", "busy (ms)", "fwd stable",
+                      "bwd stable", "fwd first", "bwd last");
+    const PhaseLoad *phases[] = {&e.fwdStable, &e.bwdStable, &e.fwdFirst, &e.bwdLast};
+    const char *rows[] = {"compute", "gpu<->gpu (dp/zero)", "host->gpu", "gpu->host"};
+    for (unsigned r = 0; r < numStreams; ++r) {
+      os << fmt::format("  {:<22}", rows[r]);
+      for (const PhaseLoad *p : phases)
+        os << fmt::format("{:>14.3f}", ms(p->busy[r]));
+      os << "\n";
+    }
+    os << fmt::format("  {:<22}", "tp collectives");
+    for (const PhaseLoad *p : phases)
+      os << fmt::format("{:>14.3f}", ms(p->tp));
+    os << "\n" << fmt::format("  {:<22}", "exposed transfers");
+    for (const PhaseLoad *p : phases)
+      os << fmt::format("{:>14.3f}", ms(exposed(*p)));
+    os << "\n" << fmt::format("  {:<22}", "elapsed");
+    for (const PhaseLoad *p : phases)
+      os << fmt::format("{:>14.3f}", ms(p->elapsed));
+    os << "\n";
+    const MemoryBreakdown &m = e.mem;
+    os << fmt::format("  memory (GiB): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
+                      "saved activations {:.2f}, transient {:.2f}\n",
+                      gib(m.weights), gib(m.grads), gib(m.optimizer), gib(m.buffers),
+                      gib(m.savedActivations), gib(m.transient));
+    os << fmt::format("  peak {:.2f} GiB (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
+                      gib(m.peak()), gib(m.fwdPeak), gib(m.bwdPeak), gib(cluster.usableBytes()),
+                      e.fits ? "fits" : "DOES NOT FIT");
+  }
+  double peak = cluster.device.peakTflops;
+  os << fmt::format("\npipeline: iteration {:.4f} s, {:.0f} tokens/s, {:.1f} model TFLOP/s per GPU",
+                    est.iterationSeconds, est.tokensPerSecond, est.tflopsPerGpu);
+  if (peak > 0)
+    os << fmt::format(" ({:.1f}% of the {:.0f} TFLOP/s peak)", 100 * est.tflopsPerGpu / peak, peak);
+  os << "\n" << (est.fits ? "every stage fits in memory\n" : "some stage does not fit in memory\n");
+}
