@@ -5,6 +5,13 @@ using namespace mist;
 
 StageEvaluator::StageEvaluator(const ModelProfile &model, const Cluster &cluster,
                                const StageContext &ctx)
+    : StageEvaluator(StageNumbers{model.evaluate(RegionKind::Layer, ctx.microBatch, ctx.tp, cluster),
+                                  model.evaluate(RegionKind::Pre, ctx.microBatch, ctx.tp, cluster),
+                                  model.evaluate(RegionKind::Post, ctx.microBatch, ctx.tp, cluster)},
+                     cluster, ctx) {}
+
+StageEvaluator::StageEvaluator(const StageNumbers &n, const Cluster &cluster,
+                               const StageContext &ctx)
     : interference(cluster) {
   base.layers = ctx.layers;
   base.microBatch = ctx.microBatch;
@@ -16,9 +23,6 @@ StageEvaluator::StageEvaluator(const ModelProfile &model, const Cluster &cluster
   base.last = ctx.last;
   base.inflight = ctx.inflight;
   base.gradAccum = ctx.gradAccum;
-  StageNumbers n{model.evaluate(RegionKind::Layer, ctx.microBatch, ctx.tp, cluster),
-                 model.evaluate(RegionKind::Pre, ctx.microBatch, ctx.tp, cluster),
-                 model.evaluate(RegionKind::Post, ctx.microBatch, ctx.tp, cluster)};
   constants = makeStageConstants(base, n, cluster);
 }
 

@@ -45,6 +45,8 @@ struct StrategyResult {
 class StageEvaluator {
 public:
   StageEvaluator(const ModelProfile &model, const Cluster &cluster, const StageContext &ctx);
+  /// With the regions already evaluated at the context's micro-batch and tp.
+  StageEvaluator(const StageNumbers &numbers, const Cluster &cluster, const StageContext &ctx);
   /// Scores every strategy; `out` must have batch.size() entries.
   void evaluate(const StrategyBatch &batch, std::vector<StrategyResult> &out) const;
 

@@ -1,0 +1,227 @@
+//===- TunerTest.cpp - MILP wrapper, Pareto frontier, tuner exactness -----===//
+#include "passes/tuner/InterStage.h"
+#include "passes/tuner/Pareto.h"
+#include "passes/tuner/Tuner.h"
+#include "TestUtil.h"
+#include <functional>
+#include <map>
+#include <random>
+
+using namespace mist;
+using namespace mist::test;
+
+namespace {
+
+TEST(Milp, SolvesASmallKnapsack) {
+  // max 5a + 4b + 3c s.t. 2a + 3b + c <= 5, binaries: a + c = 8 with b? a=1,b=1: 9 (weight 5); a=1,c=1: 8.
+  Milp m;
+  m.setMinimize(false);
+  int a = m.addVar("a", Milp::Kind::Binary, 0, 1, 5);
+  int b = m.addVar("b", Milp::Kind::Binary, 0, 1, 4);
+  int c = m.addVar("c", Milp::Kind::Binary, 0, 1, 3);
+  EXPECT_GT(m.addRow("weight", {{a, 2}, {b, 3}, {c, 1}}, -INFINITY, 5), 0);
+  EXPECT_EQ(m.solve(), SolveStatus::Optimal);
+  EXPECT_DOUBLE_EQ(m.objective(), 9);
+  EXPECT_DOUBLE_EQ(m.value(a), 1);
+  EXPECT_DOUBLE_EQ(m.value(c), 0);
+}
+
+TEST(Milp, RejectsBadIndicesInsteadOfAborting) {
+  Milp m;
+  int x = m.addVar("x", Milp::Kind::Continuous, 0, 1, 1);
+  EXPECT_EQ(m.addRow("bad", {{x + 7, 1.0}}, 0, 1), -1);
+  EXPECT_EQ(m.addRow("nan", {{x, NAN}}, 0, 1), -1);
+  EXPECT_TRUE(std::isnan(m.value(99)));
+}
+
+TEST(Milp, ReportsInfeasibility) {
+  Milp m;
+  int x = m.addVar("x", Milp::Kind::Binary, 0, 1, 1);
+  m.addRow("impossible", {{x, 1}}, 2, 3);
+  EXPECT_EQ(m.solve(), SolveStatus::Infeasible);
+}
+
+TEST(Pareto, KeepsTheFrontierOnly) {
+  std::vector<ParetoPoint> pts = {{3, 1, 0}, {1, 5, 1}, {2, 2, 2}, {2, 3, 3}, {4, 1, 4}, {1, 6, 5}};
+  auto f = paretoFrontier(pts, 0);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].index, 1u);
+  EXPECT_EQ(f[1].index, 2u);
+  EXPECT_EQ(f[2].index, 0u);
+  auto two = paretoFrontier(pts, 2); // the two ends
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].index, 1u);
+  EXPECT_EQ(two[1].index, 0u);
+}
+
+TEST(InterStage, MilpMatchesBruteForceOnRandomTables) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 2.0);
+  for (int trial = 0; trial < 40; ++trial) {
+    int S = 1 + trial % 4, L = S + 3;
+    StageTable table(S);
+    size_t config = 0;
+    for (int i = 0; i < S; ++i)
+      for (int l = 1; l <= L - S + 1; ++l)
+        for (int k = 0; k < 3; ++k)
+          table[i][l].push_back({u(rng) * l, u(rng), config++});
+    InterStageOptions o;
+    o.totalLayers = L;
+    o.gradAccum = 1 + trial % 5;
+    o.imbalanceAware = trial % 3 != 0;
+    auto milp = solveInterStage(table, o), brute = bruteForceInterStage(table, o);
+    ASSERT_TRUE(milp && brute);
+    EXPECT_NEAR(milp->objective, brute->objective, 1e-9 * brute->objective) << trial;
+  }
+}
+
+Cluster fourGpus() {
+  Cluster c;
+  c.name = "four";
+  c.nodes = 1;
+  c.gpusPerNode = 4;
+  c.device = {"test", 0.012, 1.0, 100, 0.5, 500, 0.8, {}}; // 12 MiB: memory binds
+  c.collectives = {{1, 2, 50, 5}, {1, 4, 40, 5}};
+  c.h2dGBs = c.d2hGBs = 5;
+  c.hostLatencyUs = 5;
+  c.p2pIntraGBs = c.p2pInterGBs = 20;
+  c.interference = {{{Stream::Compute, Stream::G2G}, {1.1, 1.2}},
+                    {{Stream::Compute, Stream::H2D, Stream::D2H}, {1.05, 1.1, 1.1}}};
+  return c;
+}
+
+/// Every plan of the space, scored by the same model as estimatePlan.
+double bruteForceBest(const ModelProfile &mp, const Cluster &c, int64_t B, const SearchSpace &sp) {
+  InterferenceTable it(c);
+  const int gpus = c.totalGpus(), L = mp.numLayers;
+  double best = INFINITY;
+  for (int S = 1; S <= std::min(gpus, L); ++S) {
+    if (gpus % S)
+      continue;
+    int gps = gpus / S;
+    for (int64_t G : divisorsOf(B)) {
+      // Options of stage i: (layers, t, d) for every strategy that fits.
+      std::vector<std::vector<std::tuple<int, double, double>>> opts(S);
+      for (int i = 0; i < S; ++i)
+        for (int l : sp.layerOptions(L, S))
+          for (int tp = 1; tp <= gps; tp *= 2) {
+            if (gps % tp || mp.violatedAssumption(tp))
+              continue;
+            int dp = gps / tp;
+            if (B % (G * dp))
+              continue;
+            int b = static_cast<int>(B / (G * dp));
+            StageNumbers n{mp.evaluate(RegionKind::Layer, b, tp, c), mp.evaluate(RegionKind::Pre, b, tp, c),
+                           mp.evaluate(RegionKind::Post, b, tp, c)};
+            double p2p = (i + 1 < S ? n.layer.output / 20e9 : 0) + (i > 0 ? n.layer.gradIn / 20e9 : 0);
+            for (const ZeroFlags &z : sp.zeroOptions(dp))
+              for (const OffloadRatios &o : sp.offloadOptions())
+                for (int ck : sp.ckptOptions(l)) {
+                  StageKnobs k;
+                  k.layers = l;
+                  k.ckpt = ck;
+                  k.microBatch = b;
+                  k.dp = dp;
+                  k.tp = tp;
+                  k.meshGpusPerNode = gps;
+                  k.zero = z;
+                  k.offload = o;
+                  k.first = i == 0;
+                  k.last = i == S - 1;
+                  k.inflight = std::min<int>(S - i, G);
+                  k.gradAccum = G;
+                  StageEstimate e = estimateStage(k, n, c, it);
+                  if (e.fits)
+                    opts[i].push_back({l, e.t + p2p, e.d});
+                }
+          }
+      std::vector<double> t(S), d(S);
+      std::function<void(int, int)> rec = [&](int i, int used) {
+        if (i == S) {
+          if (used == L)
+            best = std::min(best, pipelineSeconds(t, d, G));
+          return;
+        }
+        for (auto &[l, ti, di] : opts[i]) {
+          t[i] = ti;
+          d[i] = di;
+          rec(i + 1, used + l);
+        }
+      };
+      rec(0, 0);
+    }
+  }
+  return best;
+}
+
+TEST(Tuner, EqualsTheBruteForceOptimum) {
+  auto c = compile("import \"gpt\"\n"
+                   "model g = gpt(vocab = 256, hidden = 128, layers = 4, heads = 4)\n"
+                   "train { seq_len = 128; global_batch = 8 }\n");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp) << c->diagText;
+  // 12 MiB per GPU leaves room for one stage; 8 MiB forces a pipeline.
+  for (double gib : {0.012, 0.008}) {
+    Cluster cl = fourGpus();
+    cl.device.memoryGiB = gib;
+    std::map<SpaceLevel, double> best;
+    for (SpaceLevel level : {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::Ckpt,
+                             SpaceLevel::Offload, SpaceLevel::Full}) {
+      TunerOptions opts;
+      opts.space.level = level;
+      opts.space.weightGradRatios = {0, 1};
+      opts.space.optActRatios = {0, 0.5};
+      opts.paretoLimit = 0; // whole frontiers: the MILP is then exact
+      auto r = tune(*mp, cl, 8, opts, c->diag);
+      ASSERT_TRUE(r) << c->diagText;
+      best[level] = r->estimate.iterationSeconds;
+      if (level != SpaceLevel::Full)
+        continue; // the ablation spaces choose with one tp and, for megatron, blind to d
+      double brute = bruteForceBest(*mp, cl, 8, opts.space);
+      ASSERT_TRUE(std::isfinite(brute));
+      EXPECT_NEAR(r->estimate.iterationSeconds, brute, 1e-9 * brute) << gib;
+      EXPECT_NEAR(r->objective, brute, 1e-9 * brute) << gib;
+      if (gib < 0.01)
+        EXPECT_GT(r->plan.stages.size(), 1u);
+    }
+    for (auto &[level, seconds] : best) // every ablation space is a subset of the full one
+      EXPECT_GE(seconds, best[SpaceLevel::Full] * (1 - 1e-12)) << spaceLevelName(level);
+  }
+}
+
+TEST(Tuner, IsDeterministic) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-llama.mist");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp);
+  Cluster cl = fourGpus();
+  TunerOptions opts;
+  auto a = tune(*mp, cl, 16, opts, c->diag), b = tune(*mp, cl, 16, opts, c->diag);
+  ASSERT_TRUE(a && b) << c->diagText;
+  EXPECT_EQ(a->estimate.iterationSeconds, b->estimate.iterationSeconds);
+  ASSERT_EQ(a->plan.stages.size(), b->plan.stages.size());
+  for (size_t i = 0; i < a->plan.stages.size(); ++i) {
+    EXPECT_EQ(a->plan.stages[i].lastLayer, b->plan.stages[i].lastLayer);
+    EXPECT_EQ(a->plan.stages[i].ckptLayers, b->plan.stages[i].ckptLayers);
+    EXPECT_EQ(a->plan.stages[i].tp, b->plan.stages[i].tp);
+  }
+}
+
+TEST(Tuner, ExplainsAnInfeasibleCluster) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/gpt3-1.3b.mist");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp);
+  Cluster cl = fourGpus(); // 20 MiB per GPU
+  TunerOptions opts;
+  opts.space.optActRatios = {0, 1};
+  opts.space.weightGradRatios = {0, 1};
+  EXPECT_FALSE(tune(*mp, cl, 8, opts, c->diag));
+  EXPECT_NE(c->diagText.find("no plan fits in memory: the smallest peak of any plan in the 'full' "
+                             "space is"),
+            std::string::npos)
+      << c->diagText;
+}
+
+} // namespace
