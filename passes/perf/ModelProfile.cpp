@@ -296,8 +296,8 @@ std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngin
   mp.modelName = m.name;
   auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
   const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);
-  if (!layers || *layers <= 0 || !seq || !seq->value) {
-    diag.error({}, "the layer count and the sequence length must be known");
+  if (!layers || *layers <= 0 || *layers > 1000000 || !seq || !seq->value) {
+    diag.error({}, "the layer count (at most 1,000,000) and the sequence length must be known");
     return std::nullopt;
   }
   mp.numLayers = static_cast<int>(*layers);

@@ -1,0 +1,25 @@
+//===- Activation.h - Elementwise GELU, SiLU, product and sum -------------===//
+#pragma once
+
+#include "stdlib/kernels/Tensor.h"
+
+namespace mist::kernels {
+
+/// One struct for the elementwise ops: `a` (and `b` for the binary ones) in,
+/// `out` out; backward reads `dout` and writes `da` (and `db`).
+struct ElementwiseArgs {
+  float *out;
+  const float *a, *b;
+  float *da, *db;
+  const float *dout;
+  Index n;
+};
+void geluFwdRef(const ElementwiseArgs &x); ///< tanh approximation, as GPT-2/3
+void geluBwdRef(const ElementwiseArgs &x);
+void siluFwdRef(const ElementwiseArgs &x);
+void siluBwdRef(const ElementwiseArgs &x);
+void mulFwdRef(const ElementwiseArgs &x);
+void mulBwdRef(const ElementwiseArgs &x);
+void addFwdRef(const ElementwiseArgs &x); ///< residual add; its backward is the identity
+
+} // namespace mist::kernels
