@@ -79,3 +79,29 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
     os << fmt::format(" ({:.1f}% of the {:.0f} TFLOP/s peak)", 100 * est.tflopsPerGpu / peak, peak);
   os << "\n" << (est.fits ? "every stage fits in memory\n" : "some stage does not fit in memory\n");
 }
+
+void mist::printPlanSummary(const Plan &plan, const PipelineEstimate &est, const Cluster &cluster,
+                            const ModelProfile &model, llvm::raw_ostream &os) {
+  os << fmt::format("plan for {} on {}: global batch {}, G = {}, {} stage{}\n", model.modelName,
+                    cluster.name, plan.globalBatch, plan.gradAccum, plan.stages.size(),
+                    plan.stages.size() == 1 ? "" : "s");
+  os << fmt::format("  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10} {:>10} {:>9}\n",
+                    "stage", "layers", "mesh", "b", "dp", "tp", "zero", "ckpt",
+                    "offload w/g/o/a", "t (ms)", "d (ms)", "peak GiB");
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const StagePlan &s = plan.stages[i];
+    const StageEstimate &e = est.stages[i];
+    std::string zero = std::string(s.zero.weights ? "w" : "-") + (s.zero.grads ? "g" : "-") +
+                       (s.zero.optimizer ? "o" : "-");
+    os << fmt::format("  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10.2f} {:>10.2f} "
+                      "{:>9.2f}\n",
+                      i, fmt::format("{}-{}", s.firstLayer, s.lastLayer),
+                      fmt::format("{}x{}", s.meshNodes, s.meshGpusPerNode), s.microBatch, s.dp, s.tp,
+                      zero, s.ckptLayers,
+                      fmt::format("{:g}/{:g}/{:g}/{:g}", s.offload.weights, s.offload.grads,
+                                  s.offload.optimizer, s.offload.activations),
+                      ms(e.t), ms(e.d), gib(e.mem.peak()));
+  }
+  os << fmt::format("  iteration {:.4f} s, {:.0f} tokens/s, {:.1f} model TFLOP/s per GPU\n",
+                    est.iterationSeconds, est.tokensPerSecond, est.tflopsPerGpu);
+}

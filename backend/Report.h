@@ -11,6 +11,10 @@
 
 namespace mist {
 
+/// A compact table: one line per stage and the totals.
+void printPlanSummary(const Plan &plan, const PipelineEstimate &est, const Cluster &cluster,
+                      const ModelProfile &model, llvm::raw_ostream &os);
+
 void printReport(const Plan &plan, const PipelineEstimate &est, const Cluster &cluster,
                  const ModelProfile &model, llvm::raw_ostream &os);
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "backend/Summary.h"
 #include "frontend/Frontend.h"
+#include "frontend/PlanActions.h"
 #include "ir/IRParser.h"
 #include "ir/OpSemantics.h"
 #include "ir/Printer.h"
@@ -20,6 +21,9 @@
 #ifndef MIST_STDLIB_DIR
 #define MIST_STDLIB_DIR ""
 #endif
+#ifndef MIST_CLUSTER_DIR
+#define MIST_CLUSTER_DIR ""
+#endif
 
 using namespace mist;
 namespace cl = llvm::cl;
@@ -27,7 +31,7 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class InputKind { Mist, IR };
-enum class Emit { AST, IR, CostedIR, Summary };
+enum class Emit { AST, IR, CostedIR, Summary, Plan, Report, Timeline };
 
 cl::OptionCategory category("mistc options");
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mist | module.mir>"), cl::Required,
@@ -42,7 +46,11 @@ cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
                    cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
                               clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
                               clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
-                              clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs")),
+                              clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs"),
+                              clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
+                              clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
+                              clEnumValN(Emit::Timeline, "timeline",
+                                         "predicted stream timeline (Chrome trace JSON)")),
                    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -63,6 +71,21 @@ cl::opt<std::string> modelName("model", cl::desc("model instance to compile (def
                                cl::cat(category));
 cl::opt<int64_t> seqLen("seq-len", cl::desc("override train.seq_len"), cl::init(0),
                         cl::cat(category));
+cl::opt<std::string> clusterName("cluster", cl::desc("cluster preset name or YAML file"),
+                                cl::value_desc("name|file"), cl::cat(category));
+cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster file)"), cl::init(0),
+                   cl::cat(category));
+cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
+                              cl::value_desc("plan.yaml"), cl::cat(category));
+cl::opt<std::string> space("space", cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
+                           cl::init("full"), cl::cat(category));
+cl::opt<unsigned> paretoK("pareto-k", cl::desc("Pareto points kept per stage context (0: all)"),
+                          cl::init(30), cl::cat(category));
+cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many seconds"),
+                          cl::init(0), cl::cat(category));
+cl::opt<std::string> dumpMilp("dump-milp", cl::desc("write every MILP as an LP file in this folder"),
+                              cl::value_desc("dir"), cl::cat(category));
+cl::opt<bool> quiet("quiet", cl::desc("no progress lines while tuning"), cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
 
@@ -100,7 +123,7 @@ bool buildPipeline(PassManager &pm, const Module &m, DiagnosticEngine &diag, boo
         names.push_back(p);
   } else {
     names = {"shape-infer", "tp-shard", "backward"};
-    if (emit == Emit::CostedIR || emit == Emit::Summary)
+    if (emit != Emit::IR)
       names.push_back("cost-model");
   }
   for (const std::string &n : names) {
@@ -165,6 +188,38 @@ int run() {
       failed(verifyModule(*m, diag)))
     return 1;
 
+  if (emit == Emit::Plan || emit == Emit::Report || emit == Emit::Timeline) {
+    if (clusterName.empty()) {
+      diag.error({}, "--emit=plan, report and timeline need --cluster");
+      return 1;
+    }
+    PlanActionOptions pa;
+    pa.cluster = clusterName;
+    pa.nodes = nodes;
+    pa.presetDirs = {MIST_CLUSTER_DIR};
+    pa.planPath = planPath;
+    auto level = parseSpaceLevel(space);
+    if (!level) {
+      diag.error({}, "unknown --space '" + space + "' (expected megatron, +zero, +ckpt, +offload or full)");
+      return 1;
+    }
+    if (nodes < 0 || timeLimit < 0) {
+      diag.error({}, "--nodes and --time-limit must not be negative");
+      return 1;
+    }
+    pa.tuner.space.level = *level;
+    pa.tuner.paretoLimit = paretoK;
+    pa.tuner.timeLimitSeconds = timeLimit;
+    pa.tuner.dumpMilpDir = dumpMilp;
+    pa.tuner.progress = !quiet;
+    pa.output = emit == Emit::Plan ? PlanOutput::Plan : emit == Emit::Report ? PlanOutput::Report
+                                                                             : PlanOutput::Timeline;
+    pa.summaryToStdout = outputPath != "-";
+    int rc = runPlanActions(*m, pa, diag, out.os());
+    if (rc == 0)
+      out.keep();
+    return rc;
+  }
   if (emit == Emit::Summary) {
     if (!m->state.costed) {
       diag.error({}, "--emit=summary needs the cost-model pass");

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mist {
@@ -19,7 +20,10 @@ namespace mist {
 /// The four streams of a pipeline stage (the time model's timeline rows).
 enum class Stream { Compute = 0, G2G = 1, H2D = 2, D2H = 3 };
 constexpr unsigned numStreams = 4;
+/// The stream's name in cluster files: "compute", "g2g", "h2d", "d2h".
 const char *streamName(Stream s);
+/// The inverse of streamName; nullopt for any other spelling.
+std::optional<Stream> parseStreamName(std::string_view name);
 
 /// A measured op time: op name (IR spelling, e.g. "linear", "attention_grad")
 /// and a shape key (the op's operand shapes, comma-separated dims, e.g.
@@ -69,5 +73,28 @@ struct Cluster {
   int totalGpus() const { return nodes * gpusPerNode; }
   double usableBytes() const { return device.memoryGiB * device.usableFraction * (1ull << 30); }
 };
+
+/// Bandwidth and latency of a collective over a group of `groupNodes` nodes
+/// with `groupGpusPerNode` GPUs on each, looked up in the collective table:
+///  1. an entry for exactly (groupNodes, groupGpusPerNode);
+///  2. else, among entries spanning the same number of nodes, the one with
+///     the largest gpusPerNode below the group's, taken as is (bandwidth
+///     does not fall as a group grows inside a node, so this errs slow);
+///  3. else the entries spanning the most nodes not above groupNodes (the
+///     fewest nodes when all span more): among them the largest
+///     gpusPerNode not above the group's, taken as is, or when all are
+///     larger the smallest one with its bandwidth scaled by
+///     groupGpusPerNode / entry.gpusPerNode (one link per GPU); the latency
+///     is scaled by groupNodes / entry.nodes when the group spans more
+///     nodes than the entry (a ring has one hop per node).
+/// Both figures are 0 when the table is empty (the loader rejects a
+/// multi-GPU cluster without one); a group of one GPU needs no lookup.
+struct CollectiveFigures {
+  double busGBs = 0;
+  double latencyUs = 0;
+};
+CollectiveFigures collectiveFigures(const Cluster &c, int groupNodes, int groupGpusPerNode);
+double collectiveBusGBs(const Cluster &c, int groupNodes, int groupGpusPerNode);
+double collectiveLatencyUs(const Cluster &c, int groupNodes, int groupGpusPerNode);
 
 } // namespace mist

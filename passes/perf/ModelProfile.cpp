@@ -240,20 +240,6 @@ void opTimes(const std::vector<OpProfile> &ops, double b, int tp, const Cluster 
   }
 }
 
-/// The collective-table entry for a group (exact, else same node span with
-/// the largest gpusPerNode not above the group's, else the closest).
-const CollectiveLink *lookupLink(const Cluster &c, int nodes, int gpn) {
-  const CollectiveLink *best = nullptr;
-  auto score = [&](const CollectiveLink &l) {
-    return std::abs(l.nodes - nodes) * 100 + std::abs(l.gpusPerNode - gpn) +
-           (l.gpusPerNode > gpn ? 50 : 0);
-  };
-  for (const CollectiveLink &l : c.collectives)
-    if (!best || score(l) < score(*best))
-      best = &l;
-  return best;
-}
-
 } // namespace
 
 double mist::collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
@@ -261,11 +247,11 @@ double mist::collectiveSeconds(const Cluster &c, double bytes, int nodes, int gp
   int n = nodes * gpusPerNode;
   if (n <= 1 || bytes <= 0)
     return 0;
-  const CollectiveLink *link = lookupLink(c, nodes, gpusPerNode);
-  if (!link || link->busGBs <= 0)
+  CollectiveFigures link = collectiveFigures(c, nodes, gpusPerNode);
+  if (link.busGBs <= 0)
     return 0;
-  return factor * (n - 1) / static_cast<double>(n) * bytes / (link->busGBs * 1e9) +
-         link->latencyUs * 1e-6;
+  return factor * (n - 1) / static_cast<double>(n) * bytes / (link.busGBs * 1e9) +
+         link.latencyUs * 1e-6;
 }
 
 RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Cluster &c) const {

@@ -12,12 +12,17 @@
 
 namespace mist {
 
+/// The plan-file version frontend/PlanLoader reads (`mist_plan: 1`).
+constexpr int planFormatVersion = 1;
+
 struct ZeroFlags {
   bool weights = false, grads = false, optimizer = false;
+  bool operator==(const ZeroFlags &) const = default;
 };
 
 struct OffloadRatios {
   double weights = 0, grads = 0, optimizer = 0, activations = 0; ///< each in [0, 1]
+  bool operator==(const OffloadRatios &) const = default;
 };
 
 struct StagePlan {
@@ -31,22 +36,25 @@ struct StagePlan {
 
   int layers() const { return lastLayer - firstLayer + 1; }
   int gpus() const { return meshNodes * meshGpusPerNode; }
+  bool operator==(const StagePlan &) const = default;
 };
 
 struct PlanPrediction {
   double iterationSeconds = 0;
   double tokensPerSecond = 0;
   std::vector<double> peakGiB;
+  bool operator==(const PlanPrediction &) const = default;
 };
 
 struct Plan {
-  int version = 1;
+  int version = planFormatVersion;
   std::string model;
   std::string cluster;
   int globalBatch = 0;
   int gradAccum = 1; ///< G: micro-batches per iteration
   std::vector<StagePlan> stages;
   std::optional<PlanPrediction> predicted;
+  bool operator==(const Plan &) const = default; ///< exact, doubles included
 };
 
 } // namespace mist

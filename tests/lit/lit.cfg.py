@@ -11,6 +11,8 @@ config.test_exec_root = os.path.join(os.path.dirname(config.mistc), "..", "tests
 config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%mistc", config.mistc))
+config.substitutions.append(("%mist-yaml-check", config.mist_yaml_check))
 config.substitutions.append(("%examples", config.examples_dir))
 config.substitutions.append(("%stdlib", config.stdlib_dir))
+config.substitutions.append(("%clusters", config.clusters_dir))
 config.substitutions.append(("%inputs", os.path.join(config.source_root, "Inputs")))

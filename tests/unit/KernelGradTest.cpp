@@ -161,8 +161,9 @@ TEST(KernelGrad, Elementwise) {
   auto x = random(n, 22), z = random(n, 23), r = random(n, 24);
   std::vector<float> y(n), dx(n), dz(n);
   ElementwiseArgs a{y.data(), x.data(), z.data(), dx.data(), dz.data(), r.data(), n};
-  for (auto [fwd, bwd, name] :
+  for (auto [fwdRef, bwd, name] :
        {std::tuple{&geluFwdRef, &geluBwdRef, "gelu"}, std::tuple{&siluFwdRef, &siluBwdRef, "silu"}}) {
+    auto fwd = fwdRef; // a copy: C++17 lambdas cannot capture structured bindings
     auto loss = [&] { fwd(a); return dot(y, r); };
     bwd(a);
     expectGradient(name, x, dx, loss);

@@ -1,0 +1,133 @@
+//===- AblationBench.cpp - Predicted speedup of each search space ---------===//
+/// \file
+/// The seed's ablation, on our performance model: GPT and Llama at 1.3B,
+/// 2.7B, 7B, 13B and 22B on 8, 16 and 32 GPUs of the L4 (sequence 2048) and
+/// A100-40GB (sequence 4096) presets, global batch 16 x GPUs. Each case is
+/// tuned in every --space; the table gives the predicted speedup of each
+/// space over `megatron` and the geometric means. Nothing here is tuned to
+/// the table: it is whatever the model and tuner predict.
+/// Usage: mist-bench-ablation [out.json]
+//===----------------------------------------------------------------------===//
+#include "frontend/ClusterLoader.h"
+#include "frontend/Frontend.h"
+#include "passes/tuner/Tuner.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fmt/format.h>
+#include <fstream>
+
+using namespace mist;
+
+namespace {
+
+struct Size {
+  const char *name;
+  int hidden, layers, heads, llamaFfn;
+};
+
+const Size sizes[] = {{"1.3B", 2048, 24, 16, 5632},
+                      {"2.7B", 2560, 32, 32, 6912},
+                      {"7B", 4096, 32, 32, 11008},
+                      {"13B", 5120, 40, 40, 13824},
+                      {"22B", 6144, 48, 64, 16384}};
+
+std::string source(bool llama, const Size &s) {
+  if (llama)
+    return fmt::format("import \"llama\"\nmodel m = llama(vocab = 50304, hidden = {}, layers = {}, "
+                       "heads = {}, ffn = {})\n",
+                       s.hidden, s.layers, s.heads, s.llamaFfn);
+  return fmt::format("import \"gpt\"\nmodel m = gpt(vocab = 50304, hidden = {}, layers = {}, "
+                     "heads = {})\n",
+                     s.hidden, s.layers, s.heads);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string out = argc > 1 ? argv[1] : "bench/results/ablation.json";
+  const SpaceLevel levels[] = {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::Ckpt,
+                               SpaceLevel::Offload, SpaceLevel::Full};
+  struct ClusterCase {
+    const char *preset;
+    int seq;
+  } clusters[] = {{"l4-24g", 2048}, {"a100-40g", 4096}};
+  std::printf("%-9s %-6s %-5s %5s %11s", "cluster", "model", "size", "GPUs", "megatron s");
+  for (int l = 1; l < 5; ++l)
+    std::printf(" %9s", spaceLevelName(levels[l]));
+  std::printf(" %8s\n", "tune s");
+  std::string json = "{\n  \"benchmark\": \"predicted speedup over the megatron space\",\n  \"cases\": [\n";
+  double logSum[5] = {0};
+  int counted = 0;
+  bool firstCase = true;
+  for (const ClusterCase &cc : clusters)
+    for (bool llama : {false, true})
+      for (const Size &sz : sizes)
+        for (int nodes : {1, 2, 4}) {
+          int gpus = 8 * nodes;
+          int64_t batch = 16 * gpus;
+          llvm::SourceMgr sm;
+          std::string diagText;
+          llvm::raw_string_ostream diagOs(diagText);
+          DiagnosticEngine diag(sm, diagOs);
+          unsigned id = sm.AddNewSourceBuffer(
+              llvm::MemoryBuffer::getMemBufferCopy(source(llama, sz), "ablation.mist"), llvm::SMLoc());
+          FrontendOptions fo;
+          fo.load.importDirs = {MIST_STDLIB_DIR};
+          fo.gen.seqLen = cc.seq;
+          fo.gen.globalBatch = batch;
+          auto m = compileMist(id, fo, diag);
+          if (!m || !runPipeline(*m, {}, diag))
+            return 1;
+          auto cluster = loadClusterByName(cc.preset, nodes, {MIST_CLUSTER_DIR}, diag);
+          auto profile = ModelProfile::build(*m, diag);
+          if (!cluster || !profile) {
+            std::fprintf(stderr, "%s", diagText.c_str());
+            return 1;
+          }
+          double seconds[5];
+          double tuneTime = 0;
+          for (int l = 0; l < 5; ++l) {
+            TunerOptions opts;
+            opts.space.level = levels[l];
+            auto start = std::chrono::steady_clock::now();
+            auto r = tune(*profile, *cluster, batch, opts, diag);
+            tuneTime += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            seconds[l] = r ? r->estimate.iterationSeconds : INFINITY;
+          }
+          std::printf("%-9s %-6s %-5s %5d %11.3f", cc.preset, llama ? "llama" : "gpt", sz.name, gpus,
+                      seconds[0]);
+          for (int l = 1; l < 5; ++l)
+            std::printf(" %9.3f", seconds[0] / seconds[l]);
+          std::printf(" %8.1f\n", tuneTime);
+          std::fflush(stdout);
+          bool base = std::isfinite(seconds[0]);
+          if (base) {
+            ++counted;
+            for (int l = 0; l < 5; ++l)
+              logSum[l] += std::log(seconds[0] / seconds[l]);
+          }
+          json += fmt::format("{}    {{\"cluster\": \"{}\", \"model\": \"{}\", \"size\": \"{}\", "
+                              "\"gpus\": {}, \"global_batch\": {}, \"seq\": {}, \"iteration_s\": {{",
+                              firstCase ? "" : ",\n", cc.preset, llama ? "llama" : "gpt", sz.name,
+                              gpus, batch, cc.seq);
+          for (int l = 0; l < 5; ++l)
+            json += fmt::format("{}\"{}\": {}", l ? ", " : "", spaceLevelName(levels[l]),
+                                std::isfinite(seconds[l]) ? fmt::format("{:.6g}", seconds[l]) : "null");
+          json += fmt::format("}}, \"tune_s\": {:.2f}}}", tuneTime);
+          firstCase = false;
+        }
+  std::printf("geometric mean speedup over megatron (%d cases where megatron fits):", counted);
+  json += "\n  ],\n  \"geomean_speedup_over_megatron\": {";
+  for (int l = 1; l < 5; ++l) {
+    double g = counted ? std::exp(logSum[l] / counted) : NAN;
+    std::printf(" %s %.3f", spaceLevelName(levels[l]), g);
+    json += fmt::format("{}\"{}\": {:.4f}", l > 1 ? ", " : "", spaceLevelName(levels[l]), g);
+  }
+  std::printf("\n");
+  json += fmt::format("}},\n  \"cases_counted\": {}\n}}\n", counted);
+  std::ofstream(out) << json;
+  std::printf("wrote %s\n", out.c_str());
+  return 0;
+}

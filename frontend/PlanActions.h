@@ -1,0 +1,32 @@
+//===- PlanActions.h - Tune, report and trace plans for a cluster ---------===//
+/// \file
+/// What the driver does after the pass pipeline when a cluster is given:
+/// load (or tune) a plan, then write it (--emit=plan), its report
+/// (--emit=report) or its predicted timeline (--emit=timeline).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/IR.h"
+#include "passes/tuner/Tuner.h"
+#include "support/Diagnostics.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mist {
+
+enum class PlanOutput { Plan, Report, Timeline };
+
+struct PlanActionOptions {
+  std::string cluster;                 ///< preset name or YAML path
+  int nodes = 0;                       ///< overrides the cluster's node count when > 0
+  std::vector<std::string> presetDirs; ///< where preset names are looked up
+  std::string planPath;                ///< a plan to evaluate instead of tuning
+  TunerOptions tuner;
+  PlanOutput output = PlanOutput::Report;
+  bool summaryToStdout = false; ///< the plan goes to a file: print the summary on stdout
+};
+
+/// Returns the process exit status.
+int runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+                   llvm::raw_ostream &out);
+
+} // namespace mist

@@ -1,0 +1,73 @@
+//===- Cluster.cpp - Stream names and collective-table lookup -------------===//
+#include "passes/perf/Cluster.h"
+
+#include <algorithm>
+
+using namespace mist;
+
+const char *mist::streamName(Stream s) {
+  switch (s) {
+  case Stream::Compute: return "compute";
+  case Stream::G2G: return "g2g";
+  case Stream::H2D: return "h2d";
+  case Stream::D2H: return "d2h";
+  }
+  return "?";
+}
+
+std::optional<Stream> mist::parseStreamName(std::string_view name) {
+  for (unsigned i = 0; i < numStreams; ++i)
+    if (name == streamName(static_cast<Stream>(i)))
+      return static_cast<Stream>(i);
+  return std::nullopt;
+}
+
+CollectiveFigures mist::collectiveFigures(const Cluster &c, int groupNodes, int groupGpusPerNode) {
+  CollectiveFigures f;
+  if (c.collectives.empty())
+    return f;
+  // 1 and 2: same node span, the largest gpusPerNode not above the group's.
+  const CollectiveLink *best = nullptr;
+  for (const CollectiveLink &l : c.collectives)
+    if (l.nodes == groupNodes && l.gpusPerNode <= groupGpusPerNode &&
+        (!best || l.gpusPerNode > best->gpusPerNode))
+      best = &l;
+  if (best)
+    return {best->busGBs, best->latencyUs};
+
+  // 3: the nearest node span not above the group's (else the smallest).
+  int span = 0;
+  for (const CollectiveLink &l : c.collectives)
+    if (l.nodes <= groupNodes)
+      span = std::max(span, l.nodes);
+  if (span == 0) {
+    span = c.collectives.front().nodes;
+    for (const CollectiveLink &l : c.collectives)
+      span = std::min(span, l.nodes);
+  }
+  const CollectiveLink *below = nullptr, *smallest = nullptr;
+  for (const CollectiveLink &l : c.collectives) {
+    if (l.nodes != span)
+      continue;
+    if (l.gpusPerNode <= groupGpusPerNode && (!below || l.gpusPerNode > below->gpusPerNode))
+      below = &l;
+    if (!smallest || l.gpusPerNode < smallest->gpusPerNode)
+      smallest = &l;
+  }
+  const CollectiveLink &e = below ? *below : *smallest;
+  f.busGBs = e.busGBs;
+  if (!below)
+    f.busGBs *= static_cast<double>(std::max(groupGpusPerNode, 1)) / std::max(e.gpusPerNode, 1);
+  f.latencyUs = e.latencyUs;
+  if (groupNodes > e.nodes)
+    f.latencyUs *= static_cast<double>(groupNodes) / std::max(e.nodes, 1);
+  return f;
+}
+
+double mist::collectiveBusGBs(const Cluster &c, int groupNodes, int groupGpusPerNode) {
+  return collectiveFigures(c, groupNodes, groupGpusPerNode).busGBs;
+}
+
+double mist::collectiveLatencyUs(const Cluster &c, int groupNodes, int groupGpusPerNode) {
+  return collectiveFigures(c, groupNodes, groupGpusPerNode).latencyUs;
+}
