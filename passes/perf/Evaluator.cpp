@@ -1,6 +1,8 @@
 //===- Evaluator.cpp - Scoring many strategies of one stage context -------===//
 #include "passes/perf/Evaluator.h"
 
+#include <cmath>
+
 using namespace mist;
 
 StageEvaluator::StageEvaluator(const ModelProfile &model, const Cluster &cluster,
@@ -26,25 +28,49 @@ StageEvaluator::StageEvaluator(const StageNumbers &n, const Cluster &cluster,
   constants = makeStageConstants(base, n, cluster);
 }
 
-void StageEvaluator::evaluate(const StrategyBatch &batch, std::vector<StrategyResult> &out) const {
+namespace {
+bool sameGroup(const ZeroFlags &za, const OffloadRatios &oa, const ZeroFlags &zb,
+               const OffloadRatios &ob) {
+  return za.weights == zb.weights && za.grads == zb.grads && za.optimizer == zb.optimizer &&
+         oa.weights == ob.weights && oa.grads == ob.grads && oa.optimizer == ob.optimizer &&
+         oa.activations == ob.activations;
+}
+} // namespace
+
+void StrategyBatch::add(ZeroFlags z, OffloadRatios o, int ckpt) {
+  if (items.empty() || !sameGroup(z, o, items.back().zero, items.back().offload))
+    groupStarts.push_back(items.size());
+  items.push_back({z, o, ckpt});
+}
+
+void StageEvaluator::evaluate(const StrategyBatch &batch, std::vector<StrategyResult> &out,
+                              bool timesOfFitsOnly) const {
   StageKnobs k = base;
-  LayerTimes lt;
-  bool have = false;
-  for (size_t i = 0, n = batch.size(); i < n; ++i) {
-    const StrategyBatch::Item &s = batch[i];
-    // Strategies that differ only in the checkpoint count share layer times.
-    bool same = have && s.zero.weights == k.zero.weights && s.zero.grads == k.zero.grads &&
-                s.zero.optimizer == k.zero.optimizer && s.offload.weights == k.offload.weights &&
-                s.offload.grads == k.offload.grads && s.offload.optimizer == k.offload.optimizer &&
-                s.offload.activations == k.offload.activations;
-    k.zero = s.zero;
-    k.offload = s.offload;
-    k.ckpt = s.ckpt;
-    if (!same) {
-      lt = layerTimes(k, constants, interference);
-      have = true;
+  for (size_t g = 0, groups = batch.numGroups(); g < groups; ++g) {
+    const size_t begin = batch.groupStart(g), end = batch.groupStart(g + 1);
+    k.zero = batch[begin].zero;
+    k.offload = batch[begin].offload;
+    // Strategies that differ only in the checkpoint count share the state
+    // memory and the per-layer times.
+    MemoryBreakdown states = stageStateMemory(k, constants.numbers);
+    LayerTimes lt;
+    bool haveTimes = false;
+    for (size_t i = begin; i < end; ++i) {
+      k.ckpt = batch[i].ckpt;
+      MemoryBreakdown m = stageMemory(k, constants.numbers, states);
+      StrategyResult &r = out[i];
+      r.peakBytes = m.peak();
+      r.perInflightBytes = m.perInflight;
+      r.fits = r.peakBytes <= constants.usableBytes;
+      if (!r.fits && timesOfFitsOnly) {
+        r.t = r.d = INFINITY;
+        continue;
+      }
+      if (!haveTimes) {
+        lt = layerTimes(k, constants, interference);
+        haveTimes = true;
+      }
+      stageTimes(k, constants, lt, r.t, r.d);
     }
-    StageScore sc = scoreStage(k, constants, lt);
-    out[i] = {sc.t, sc.d, sc.peakBytes, sc.fits};
   }
 }

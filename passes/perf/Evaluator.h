@@ -24,8 +24,13 @@ struct StageContext {
 /// Candidate strategies, one entry per strategy.
 class StrategyBatch {
 public:
-  void add(ZeroFlags z, OffloadRatios o, int ckpt) { items.push_back({z, o, ckpt}); }
+  void add(ZeroFlags z, OffloadRatios o, int ckpt);
   size_t size() const { return items.size(); }
+  /// Consecutive strategies with the same ZeRO flags and offload ratios form
+  /// a group (they differ only in the checkpoint count); group g is
+  /// [groupStart(g), groupStart(g + 1)).
+  size_t numGroups() const { return groupStarts.size(); }
+  size_t groupStart(size_t g) const { return g < groupStarts.size() ? groupStarts[g] : items.size(); }
   struct Item {
     ZeroFlags zero;
     OffloadRatios offload;
@@ -35,10 +40,12 @@ public:
 
 private:
   std::vector<Item> items;
+  std::vector<size_t> groupStarts;
 };
 
 struct StrategyResult {
   double t = 0, d = 0, peakBytes = 0;
+  double perInflightBytes = 0; ///< peak growth per extra in-flight micro-batch
   bool fits = false;
 };
 
@@ -47,8 +54,11 @@ public:
   StageEvaluator(const ModelProfile &model, const Cluster &cluster, const StageContext &ctx);
   /// With the regions already evaluated at the context's micro-batch and tp.
   StageEvaluator(const StageNumbers &numbers, const Cluster &cluster, const StageContext &ctx);
-  /// Scores every strategy; `out` must have batch.size() entries.
-  void evaluate(const StrategyBatch &batch, std::vector<StrategyResult> &out) const;
+  /// Scores every strategy; `out` must have batch.size() entries. With
+  /// `timesOfFitsOnly`, strategies over the memory budget get t = d = +inf
+  /// without their times being computed (the tuner drops them anyway).
+  void evaluate(const StrategyBatch &batch, std::vector<StrategyResult> &out,
+                bool timesOfFitsOnly = false) const;
 
 private:
   StageKnobs base;

@@ -163,7 +163,7 @@ void splitTimes(double stable, double edges, int gradAccum, double &t, double &d
 }
 
 /// Weights, gradients, optimizer state and their gather/staging buffers.
-MemoryBreakdown stateMemory(const StageKnobs &k, const StageNumbers &n) {
+MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   const RegionNumbers &L = n.layer;
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
@@ -187,7 +187,7 @@ MemoryBreakdown stateMemory(const StageKnobs &k, const StageNumbers &n) {
 
 /// Adds the activations of the in-flight micro-batches and the working set
 /// of the layer being computed to the state memory.
-MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n, MemoryBreakdown m) {
+MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, MemoryBreakdown m) {
   const RegionNumbers &L = n.layer;
   const OffloadRatios &o = k.offload;
   int full = k.layers - k.ckpt;
@@ -210,6 +210,7 @@ MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n, MemoryBr
     fwdWork = std::max(fwdWork, head);
   }
   double states = m.weights + m.grads + m.optimizer + m.buffers;
+  m.perInflight = perMicroBatch * keep;
   m.savedActivations = waiting + before;
   m.transient = std::max(fwdWork, bwdWork);
   m.fwdPeak = states + waiting + before + fwdWork;
@@ -255,7 +256,7 @@ LayerTimes mist::layerTimes(const StageKnobs &k, const StageConstants &sc,
       lt.load[p][ckpt] = l;
       lt.elapsed[p][ckpt] = interference.overlap(l.busy) + l.tp;
     }
-  lt.states = stateMemory(k, sc.numbers);
+  lt.states = statesOf(k, sc.numbers);
   return lt;
 }
 
@@ -268,17 +269,33 @@ StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
   e.bwdLast = stagePhase(Phase::BwdLast, k, sc, lt);
   splitTimes(e.fwdStable.elapsed + e.bwdStable.elapsed, e.fwdFirst.elapsed + e.bwdLast.elapsed,
              k.gradAccum, e.t, e.d);
-  e.mem = stageMemory(k, sc.numbers, lt.states);
+  e.mem = withActivations(k, sc.numbers, lt.states);
   e.fits = e.mem.peak() <= sc.usableBytes;
   return e;
 }
 
-StageScore mist::scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
-  StageScore r;
+MemoryBreakdown mist::stageStateMemory(const StageKnobs &k, const StageNumbers &n) {
+  return statesOf(k, n);
+}
+
+MemoryBreakdown mist::stageMemory(const StageKnobs &k, const StageNumbers &n,
+                                  const MemoryBreakdown &states) {
+  return withActivations(k, n, states);
+}
+
+void mist::stageTimes(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt,
+                      double &t, double &d) {
   splitTimes(phaseElapsed(Phase::FwdStable, k, sc, lt) + phaseElapsed(Phase::BwdStable, k, sc, lt),
              phaseElapsed(Phase::FwdFirst, k, sc, lt) + phaseElapsed(Phase::BwdLast, k, sc, lt),
-             k.gradAccum, r.t, r.d);
-  r.peakBytes = stageMemory(k, sc.numbers, lt.states).peak();
+             k.gradAccum, t, d);
+}
+
+StageScore mist::scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
+  StageScore r;
+  stageTimes(k, sc, lt, r.t, r.d);
+  MemoryBreakdown m = withActivations(k, sc.numbers, lt.states);
+  r.peakBytes = m.peak();
+  r.perInflightBytes = m.perInflight;
   r.fits = r.peakBytes <= sc.usableBytes;
   return r;
 }

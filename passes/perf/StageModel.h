@@ -47,6 +47,9 @@ struct MemoryBreakdown {
   double weights = 0, grads = 0, optimizer = 0, buffers = 0;
   double savedActivations = 0; ///< kept for backward (in-flight micro-batches and current)
   double transient = 0;        ///< working set of the layer being computed
+  /// Activations each waiting in-flight micro-batch keeps on the device: the
+  /// peak grows by this much per extra micro-batch in flight.
+  double perInflight = 0;
   double fwdPeak = 0, bwdPeak = 0;
   double peak() const { return std::max(fwdPeak, bwdPeak); }
 };
@@ -105,9 +108,19 @@ StageEstimate estimateStage(const StageKnobs &k, const StageConstants &sc, const
 /// functions as estimateStage without the per-stream breakdown.
 struct StageScore {
   double t = 0, d = 0, peakBytes = 0;
+  double perInflightBytes = 0; ///< MemoryBreakdown::perInflight
   bool fits = false;
 };
 StageScore scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt);
+
+/// The pieces of scoreStage, for searches that check memory before paying
+/// for times: the state memory (what LayerTimes::states holds), the full
+/// memory breakdown from it, and t and d.
+MemoryBreakdown stageStateMemory(const StageKnobs &k, const StageNumbers &n);
+MemoryBreakdown stageMemory(const StageKnobs &k, const StageNumbers &n,
+                            const MemoryBreakdown &states);
+void stageTimes(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt, double &t,
+                double &d);
 StageEstimate estimateStage(const StageKnobs &k, const StageConstants &sc,
                             const InterferenceTable &interference);
 StageEstimate estimateStage(const StageKnobs &k, const StageNumbers &n, const Cluster &c,

@@ -6,21 +6,31 @@
 
 using namespace mist;
 
-std::vector<ParetoPoint> mist::paretoFrontier(std::vector<ParetoPoint> points, size_t limit) {
-  std::sort(points.begin(), points.end(), [](const ParetoPoint &a, const ParetoPoint &b) {
-    if (a.t != b.t)
-      return a.t < b.t;
-    if (a.dPerG != b.dPerG)
-      return a.dPerG < b.dPerG;
-    return a.index < b.index;
-  });
-  std::vector<ParetoPoint> front;
-  double bestD = INFINITY;
-  for (const ParetoPoint &p : points)
-    if (p.dPerG < bestD) {
-      front.push_back(p);
-      bestD = p.dPerG;
-    }
+namespace {
+bool before(const ParetoPoint &a, const ParetoPoint &b) {
+  if (a.t != b.t)
+    return a.t < b.t;
+  if (a.dPerG != b.dPerG)
+    return a.dPerG < b.dPerG;
+  return a.index < b.index;
+}
+} // namespace
+
+void FrontierBuilder::insert(const ParetoPoint &p) {
+  auto it = std::lower_bound(front.begin(), front.end(), p, before);
+  // The kept point just before p has the smallest d/G of all points before p.
+  if (it != front.begin() && std::prev(it)->dPerG <= p.dPerG)
+    return;
+  // p now comes before every point it beats; those follow it contiguously.
+  auto beaten = it;
+  while (beaten != front.end() && beaten->dPerG >= p.dPerG)
+    ++beaten;
+  it = front.erase(it, beaten);
+  front.insert(it, p);
+}
+
+std::vector<ParetoPoint> mist::sampleFrontier(const std::vector<ParetoPoint> &front,
+                                              size_t limit) {
   if (limit == 0 || front.size() <= limit)
     return front;
   std::vector<bool> keep(front.size(), false);
@@ -44,4 +54,12 @@ std::vector<ParetoPoint> mist::paretoFrontier(std::vector<ParetoPoint> points, s
     if (keep[i])
       sampled.push_back(front[i]);
   return sampled;
+}
+
+std::vector<ParetoPoint> mist::paretoFrontier(const std::vector<ParetoPoint> &points,
+                                              size_t limit) {
+  FrontierBuilder b;
+  for (const ParetoPoint &p : points)
+    b.insert(p);
+  return sampleFrontier(b.frontier(), limit);
 }

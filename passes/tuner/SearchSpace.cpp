@@ -58,6 +58,8 @@ std::vector<int> SearchSpace::ckptOptions(int layers) const {
 }
 
 std::vector<int> SearchSpace::layerOptions(int total, int stages) const {
+  if (stages == 1)
+    return {total};
   int lo = total / stages, hi = (total + stages - 1) / stages;
   if (level >= SpaceLevel::Full) {
     lo -= layerSlack;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
 
 using namespace mist;
@@ -83,17 +84,52 @@ private:
   double bestObjective = INFINITY;
   std::optional<Plan> bestPlan;
   double smallestPeak = INFINITY; ///< over every strategy scored, for the infeasible message
-  std::vector<StrategyResult> results;
 };
 
 void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes, int meshGpn,
                        StageTable &table) {
   const int gps = meshNodes * meshGpn;
+  const double usable = cluster.usableBytes();
   table.assign(S, {});
+  // Stages differ in running pre (first) and post (last) and in how many
+  // micro-batches they hold, min(S - i, G), which only shifts the peak by
+  // whole micro-batches of activations: each (first, last) class is scored
+  // once and the fit is checked per position.
+  struct PositionClass {
+    bool first, last;
+    std::vector<int> positions; ///< increasing, so the last holds the fewest micro-batches
+  };
+  std::vector<PositionClass> classes;
   for (int i = 0; i < S; ++i) {
-    for (int l : opts.space.layerOptions(model.numLayers, S)) {
-      std::vector<ParetoPoint> points;
-      std::vector<StageCandidate> cands;
+    bool first = i == 0, last = i == S - 1;
+    auto it = std::find_if(classes.begin(), classes.end(), [&](const PositionClass &c) {
+      return c.first == first && c.last == last;
+    });
+    if (it == classes.end())
+      it = classes.insert(classes.end(), PositionClass{first, last, {}});
+    it->positions.push_back(i);
+  }
+  // Activations forward and gradients backward, once per micro-batch.
+  bool interNode = gps >= cluster.gpusPerNode;
+  double bw = (interNode ? cluster.p2pInterGBs : cluster.p2pIntraGBs) * 1e9;
+  auto send = [&](double bytes) { return bw > 0 ? bytes / bw + cluster.p2pLatencyUs * 1e-6 : 0; };
+
+  // One scored context per tp of the class.
+  struct Scored {
+    int tp, microBatch, dp;
+    double p2p;
+    const StrategyBatch *batch;
+    std::vector<StrategyResult> results;
+  };
+  std::vector<Scored> scored;
+  FrontierBuilder whole, group;
+  std::vector<std::pair<size_t, size_t>> owner; ///< point index -> (scored, strategy)
+  for (int l : opts.space.layerOptions(model.numLayers, S)) {
+    for (const PositionClass &cls : classes) {
+      // Scored at the position holding the fewest micro-batches; the others
+      // need perInflightBytes more per extra micro-batch.
+      const int fewest = std::min(S - cls.positions.back(), G);
+      scored.clear();
       for (int tp : tps) {
         int dp = gps / tp;
         if (B % (int64_t(G) * dp) != 0)
@@ -106,36 +142,64 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
         ctx.tp = tp;
         ctx.meshNodes = meshNodes;
         ctx.meshGpusPerNode = meshGpn;
-        ctx.first = i == 0;
-        ctx.last = i == S - 1;
-        ctx.inflight = std::min(S - i, G);
+        ctx.first = cls.first;
+        ctx.last = cls.last;
+        ctx.inflight = fewest;
         ctx.gradAccum = G;
         const StageNumbers &n = numbers(b, tp);
         StageEvaluator eval(n, cluster, ctx);
         const StrategyBatch &batch = strategies(l, dp);
-        results.resize(batch.size());
-        eval.evaluate(batch, results);
+        Scored &sc = scored.emplace_back();
+        sc.tp = tp;
+        sc.microBatch = b;
+        sc.dp = dp;
+        sc.p2p = (cls.last ? 0 : send(n.layer.output)) + (cls.first ? 0 : send(n.layer.gradIn));
+        sc.batch = &batch;
+        sc.results.resize(batch.size());
+        eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
         stats.evaluations += batch.size();
         ++stats.contexts;
-        // Activations forward and gradients backward, once per micro-batch.
-        bool interNode = gps >= cluster.gpusPerNode;
-        double bw = (interNode ? cluster.p2pInterGBs : cluster.p2pIntraGBs) * 1e9;
-        auto send = [&](double bytes) { return bw > 0 ? bytes / bw + cluster.p2pLatencyUs * 1e-6 : 0; };
-        double p2p = (i + 1 < S ? send(n.layer.output) : 0) + (i > 0 ? send(n.layer.gradIn) : 0);
-        for (size_t s = 0; s < batch.size(); ++s) {
-          smallestPeak = std::min(smallestPeak, results[s].peakBytes);
-          if (!results[s].fits)
-            continue;
-          points.push_back({results[s].t + p2p, results[s].d / G, cands.size()});
-          configs.push_back({l, batch[s].ckpt, b, dp, tp, batch[s].zero, batch[s].offload});
-          cands.push_back({results[s].t + p2p, results[s].d, configs.size() - 1});
-        }
+        for (const StrategyResult &r : sc.results)
+          smallestPeak = std::min(smallestPeak, r.peakBytes);
       }
-      std::vector<StageCandidate> kept;
-      for (const ParetoPoint &p : paretoFrontier(std::move(points), opts.paretoLimit))
-        kept.push_back(cands[p.index]);
-      if (!kept.empty())
-        table[i][l] = std::move(kept);
+      // Positions holding as many micro-batches share a frontier.
+      std::map<int, std::vector<StageCandidate>> byInflight;
+      for (int i : cls.positions) {
+        const int inflight = std::min(S - i, G);
+        auto it = byInflight.find(inflight);
+        if (it == byInflight.end()) {
+          whole.clear();
+          owner.clear();
+          for (size_t c = 0; c < scored.size(); ++c) {
+            const Scored &sc = scored[c];
+            const StrategyBatch &batch = *sc.batch;
+            // The frontier of the union is the frontier of the groups'
+            // frontiers; groups are small, so most points die cheaply there.
+            for (size_t g = 0; g < batch.numGroups(); ++g) {
+              group.clear();
+              for (size_t s = batch.groupStart(g), e = batch.groupStart(g + 1); s < e; ++s) {
+                const StrategyResult &r = sc.results[s];
+                if (r.fits && r.peakBytes + (inflight - fewest) * r.perInflightBytes <= usable)
+                  group.insert({r.t + sc.p2p, r.d / G, owner.size() + (s - batch.groupStart(g))});
+              }
+              for (const ParetoPoint &p : group.frontier())
+                whole.insert(p);
+              for (size_t s = batch.groupStart(g), e = batch.groupStart(g + 1); s < e; ++s)
+                owner.push_back({c, s});
+            }
+          }
+          std::vector<StageCandidate> kept;
+          for (const ParetoPoint &p : sampleFrontier(whole.frontier(), opts.paretoLimit)) {
+            const Scored &sc = scored[owner[p.index].first];
+            const StrategyBatch::Item &item = (*sc.batch)[owner[p.index].second];
+            configs.push_back({l, item.ckpt, sc.microBatch, sc.dp, sc.tp, item.zero, item.offload});
+            kept.push_back({p.t, p.dPerG * G, configs.size() - 1});
+          }
+          it = byInflight.emplace(inflight, std::move(kept)).first;
+        }
+        if (!it->second.empty())
+          table[i][l] = it->second;
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include "TestUtil.h"
 #include <functional>
 #include <map>
+#include <algorithm>
 #include <random>
 
 using namespace mist;
@@ -52,6 +53,32 @@ TEST(Pareto, KeepsTheFrontierOnly) {
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].index, 1u);
   EXPECT_EQ(two[1].index, 0u);
+}
+
+TEST(Pareto, IncrementalFrontierMatchesPairwiseDominance) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> coord(0, 12); // small range: many exact ties
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<ParetoPoint> pts;
+    for (size_t i = 0; i < 40; ++i)
+      pts.push_back({double(coord(rng)), double(coord(rng)), i});
+    std::shuffle(pts.begin(), pts.end(), rng); // insertion order must not matter
+    std::vector<size_t> expected;
+    for (const ParetoPoint &p : pts) {
+      bool beaten = false;
+      for (const ParetoPoint &q : pts)
+        beaten |= q.index != p.index && q.t <= p.t && q.dPerG <= p.dPerG &&
+                  (q.t < p.t || q.dPerG < p.dPerG || q.index < p.index);
+      if (!beaten)
+        expected.push_back(p.index);
+    }
+    std::vector<size_t> got;
+    for (const ParetoPoint &p : paretoFrontier(pts, 0))
+      got.push_back(p.index);
+    std::sort(expected.begin(), expected.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, expected) << "trial " << trial;
+  }
 }
 
 TEST(InterStage, MilpMatchesBruteForceOnRandomTables) {
