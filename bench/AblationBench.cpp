@@ -56,10 +56,10 @@ int main(int argc, char **argv) {
   std::printf("%-9s %-6s %-5s %5s %11s", "cluster", "model", "size", "GPUs", "megatron s");
   for (int l = 1; l < 5; ++l)
     std::printf(" %9s", spaceLevelName(levels[l]));
-  std::printf(" %8s\n", "tune s");
+  std::printf(" %9s %8s\n", "full s", "tune s");
   std::string json = "{\n  \"benchmark\": \"predicted speedup over the megatron space\",\n  \"cases\": [\n";
   double logSum[5] = {0};
-  int counted = 0;
+  int counted = 0, richerOnly = 0; // cases megatron cannot fit but the full space can
   bool firstCase = true;
   for (const ClusterCase &cc : clusters)
     for (bool llama : {false, true})
@@ -96,13 +96,18 @@ int main(int argc, char **argv) {
             tuneTime += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             seconds[l] = r ? r->estimate.iterationSeconds : INFINITY;
           }
-          std::printf("%-9s %-6s %-5s %5d %11.3f", cc.preset, llama ? "llama" : "gpt", sz.name, gpus,
-                      seconds[0]);
+          std::printf("%-9s %-6s %-5s %5d %11s", cc.preset, llama ? "llama" : "gpt", sz.name, gpus,
+                      std::isfinite(seconds[0]) ? fmt::format("{:.3f}", seconds[0]).c_str() : "no fit");
+          // "-": no plan of that space (or of megatron) fits.
           for (int l = 1; l < 5; ++l)
-            std::printf(" %9.3f", seconds[0] / seconds[l]);
-          std::printf(" %8.1f\n", tuneTime);
+            if (std::isfinite(seconds[0]) && std::isfinite(seconds[l]))
+              std::printf(" %9.3f", seconds[0] / seconds[l]);
+            else
+              std::printf(" %9s", "-");
+          std::printf(" %9.3f %8.1f\n", seconds[4], tuneTime);
           std::fflush(stdout);
           bool base = std::isfinite(seconds[0]);
+          richerOnly += !base && std::isfinite(seconds[4]);
           if (base) {
             ++counted;
             for (int l = 0; l < 5; ++l)
@@ -125,8 +130,9 @@ int main(int argc, char **argv) {
     std::printf(" %s %.3f", spaceLevelName(levels[l]), g);
     json += fmt::format("{}\"{}\": {:.4f}", l > 1 ? ", " : "", spaceLevelName(levels[l]), g);
   }
-  std::printf("\n");
-  json += fmt::format("}},\n  \"cases_counted\": {}\n}}\n", counted);
+  std::printf("\ncases where no megatron plan fits but a full-space plan does: %d\n", richerOnly);
+  json += fmt::format("}},\n  \"cases_counted\": {},\n  \"cases_only_full_space_fits\": {}\n}}\n",
+                      counted, richerOnly);
   std::ofstream(out) << json;
   std::printf("wrote %s\n", out.c_str());
   return 0;

@@ -71,3 +71,16 @@ double mist::collectiveBusGBs(const Cluster &c, int groupNodes, int groupGpusPer
 double mist::collectiveLatencyUs(const Cluster &c, int groupNodes, int groupGpusPerNode) {
   return collectiveFigures(c, groupNodes, groupGpusPerNode).latencyUs;
 }
+
+bool mist::p2pCrossesNodes(const Cluster &c, int from, int to, int ranks) {
+  const int gpn = std::max(1, c.gpusPerNode);
+  for (int r = 0; r < ranks; ++r)
+    if ((from + r) / gpn != (to + r) / gpn)
+      return true;
+  return false;
+}
+
+double mist::p2pSeconds(const Cluster &c, bool crossesNodes, double bytes) {
+  double gbs = crossesNodes ? c.p2pInterGBs : c.p2pIntraGBs;
+  return bytes > 0 && gbs > 0 ? bytes / (gbs * 1e9) + c.p2pLatencyUs * 1e-6 : 0;
+}

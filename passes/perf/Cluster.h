@@ -97,4 +97,12 @@ CollectiveFigures collectiveFigures(const Cluster &c, int groupNodes, int groupG
 double collectiveBusGBs(const Cluster &c, int groupNodes, int groupGpusPerNode);
 double collectiveLatencyUs(const Cluster &c, int groupNodes, int groupGpusPerNode);
 
+/// Pipeline stages occupy consecutive GPUs in node order; rank r of a stage
+/// starting at GPU `from` sends to rank r of the stage starting at `to`.
+/// True when any of the first `ranks` ranks sends between nodes.
+bool p2pCrossesNodes(const Cluster &c, int from, int to, int ranks);
+
+/// Seconds to send `bytes` to the neighbouring stage (0 for no bytes).
+double p2pSeconds(const Cluster &c, bool crossesNodes, double bytes);
+
 } // namespace mist

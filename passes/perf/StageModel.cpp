@@ -364,6 +364,9 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
                 std::to_string(cluster.totalGpus()));
 
   InterferenceTable interference(cluster);
+  std::vector<int> firstGpu(S + 1, 0); // stages sit on consecutive GPUs
+  for (int i = 0; i < S; ++i)
+    firstGpu[i + 1] = firstGpu[i] + plan.stages[i].gpus();
   PipelineEstimate pe;
   std::vector<double> t, d;
   pe.fits = true;
@@ -388,13 +391,17 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
                    model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};
     StageEstimate e = estimateStage(k, n, cluster, interference);
     // Activations go to the next stage and gradients come back, once per
-    // micro-batch each way, between nodes when a stage fills its nodes.
-    bool interNode = st.gpus() >= cluster.gpusPerNode;
-    double bw = (interNode ? cluster.p2pInterGBs : cluster.p2pIntraGBs) * 1e9;
-    auto send = [&](double bytes) {
-      return bw > 0 ? bytes / bw + cluster.p2pLatencyUs * 1e-6 : 0;
-    };
-    e.p2p = (i + 1 < S ? send(n.layer.output) : 0) + (i > 0 ? send(n.layer.gradIn) : 0);
+    // micro-batch each way.
+    if (i + 1 < S)
+      e.p2p += p2pSeconds(cluster,
+                          p2pCrossesNodes(cluster, firstGpu[i], firstGpu[i + 1],
+                                          std::min(st.gpus(), plan.stages[i + 1].gpus())),
+                          n.layer.output);
+    if (i > 0)
+      e.p2p += p2pSeconds(cluster,
+                          p2pCrossesNodes(cluster, firstGpu[i - 1], firstGpu[i],
+                                          std::min(st.gpus(), plan.stages[i - 1].gpus())),
+                          n.layer.gradIn);
     e.t += e.p2p;
     pe.fits &= e.fits;
     t.push_back(e.t);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 using namespace mist;
 
@@ -109,15 +110,13 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
       it = classes.insert(classes.end(), PositionClass{first, last, {}});
     it->positions.push_back(i);
   }
-  // Activations forward and gradients backward, once per micro-batch.
-  bool interNode = gps >= cluster.gpusPerNode;
-  double bw = (interNode ? cluster.p2pInterGBs : cluster.p2pIntraGBs) * 1e9;
-  auto send = [&](double bytes) { return bw > 0 ? bytes / bw + cluster.p2pLatencyUs * 1e-6 : 0; };
+  // Whether stage i's activations go to the next stage between nodes.
+  auto crossesAfter = [&](int i) { return p2pCrossesNodes(cluster, i * gps, (i + 1) * gps, gps); };
 
   // One scored context per tp of the class.
   struct Scored {
     int tp, microBatch, dp;
-    double p2p;
+    double outputBytes, gradInBytes; ///< sent to the next / previous stage per micro-batch
     const StrategyBatch *batch;
     std::vector<StrategyResult> results;
   };
@@ -153,7 +152,8 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
         sc.tp = tp;
         sc.microBatch = b;
         sc.dp = dp;
-        sc.p2p = (cls.last ? 0 : send(n.layer.output)) + (cls.first ? 0 : send(n.layer.gradIn));
+        sc.outputBytes = n.layer.output;
+        sc.gradInBytes = n.layer.gradIn;
         sc.batch = &batch;
         sc.results.resize(batch.size());
         eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
@@ -162,17 +162,23 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
         for (const StrategyResult &r : sc.results)
           smallestPeak = std::min(smallestPeak, r.peakBytes);
       }
-      // Positions holding as many micro-batches share a frontier.
-      std::map<int, std::vector<StageCandidate>> byInflight;
+      // Positions holding as many micro-batches, with their neighbours on
+      // the same nodes or not alike, share a frontier.
+      std::map<std::tuple<int, bool, bool>, std::vector<StageCandidate>> byPosition;
       for (int i : cls.positions) {
         const int inflight = std::min(S - i, G);
-        auto it = byInflight.find(inflight);
-        if (it == byInflight.end()) {
+        const bool crossPrev = i > 0 && crossesAfter(i - 1), crossNext = i + 1 < S && crossesAfter(i);
+        auto key = std::make_tuple(inflight, crossPrev, crossNext);
+        auto it = byPosition.find(key);
+        if (it == byPosition.end()) {
           whole.clear();
           owner.clear();
           for (size_t c = 0; c < scored.size(); ++c) {
             const Scored &sc = scored[c];
             const StrategyBatch &batch = *sc.batch;
+            const double p2p =
+                (i + 1 < S ? p2pSeconds(cluster, crossNext, sc.outputBytes) : 0) +
+                (i > 0 ? p2pSeconds(cluster, crossPrev, sc.gradInBytes) : 0);
             // The frontier of the union is the frontier of the groups'
             // frontiers; groups are small, so most points die cheaply there.
             for (size_t g = 0; g < batch.numGroups(); ++g) {
@@ -180,7 +186,7 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
               for (size_t s = batch.groupStart(g), e = batch.groupStart(g + 1); s < e; ++s) {
                 const StrategyResult &r = sc.results[s];
                 if (r.fits && r.peakBytes + (inflight - fewest) * r.perInflightBytes <= usable)
-                  group.insert({r.t + sc.p2p, r.d / G, owner.size() + (s - batch.groupStart(g))});
+                  group.insert({r.t + p2p, r.d / G, owner.size() + (s - batch.groupStart(g))});
               }
               for (const ParetoPoint &p : group.frontier())
                 whole.insert(p);
@@ -195,7 +201,7 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
             configs.push_back({l, item.ckpt, sc.microBatch, sc.dp, sc.tp, item.zero, item.offload});
             kept.push_back({p.t, p.dPerG * G, configs.size() - 1});
           }
-          it = byInflight.emplace(inflight, std::move(kept)).first;
+          it = byPosition.emplace(key, std::move(kept)).first;
         }
         if (!it->second.empty())
           table[i][l] = it->second;
