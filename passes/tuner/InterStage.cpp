@@ -105,7 +105,7 @@ std::optional<InterStageChoice> mist::solveInterStage(const StageTable &table,
   milp.addRow("layers", layerSum, opts.totalLayers, opts.totalLayers);
   if (std::isfinite(opts.upperBound)) {
     std::vector<std::pair<int, double>> obj{{maxT, G - 1}};
-    if (maxD > 0)
+    if (maxD >= 0)
       obj.push_back({maxD, 1});
     for (int i = 0; i < S; ++i)
       obj.push_back({T[i], 1});
