@@ -322,11 +322,14 @@ std::optional<TuneResult> Tuner::run() {
                                   bestObjective, elapsed());
   }
   stats.seconds = elapsed();
-  if (stats.timedOut)
+  if (stats.timedOut && bestPlan)
     diag.warning({}, fmt::format("the time limit of {} s stopped the search; the plan is the best "
                                  "found so far", opts.timeLimitSeconds));
   if (!bestPlan) {
-    if (validTp.empty())
+    if (stats.timedOut)
+      diag.error({}, fmt::format("the time limit of {} s stopped the search before any plan was "
+                                 "found", opts.timeLimitSeconds));
+    else if (validTp.empty())
       diag.error({}, "no tensor-parallel degree divides the model: " + tpFailure);
     else if (!anyBatchSplit)
       diag.error({}, fmt::format("the global batch {} cannot be split over the data-parallel "
@@ -340,7 +343,7 @@ std::optional<TuneResult> Tuner::run() {
                                  cluster.usableBytes() / (1ull << 30), cluster.device.memoryGiB,
                                  cluster.device.usableFraction));
     else
-      diag.error({}, "no plan was found before the time limit");
+      diag.error({}, "no plan was found");
     return std::nullopt;
   }
   auto est = estimatePlan(*bestPlan, model, cluster, diag);
