@@ -1,6 +1,7 @@
 //===- Report.cpp - Predicted figures of a plan ---------------------------===//
 #include "backend/Report.h"
 
+#include <cmath>
 #include <fmt/format.h>
 
 using namespace mist;
@@ -70,7 +71,14 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
                       gib(m.savedActivations), gib(m.transient));
     os << fmt::format("  peak {:.2f} GiB (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
                       gib(m.peak()), gib(m.fwdPeak), gib(m.bwdPeak), gib(cluster.usableBytes()),
-                      e.fits ? "fits" : "DOES NOT FIT");
+                      m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
+    if (m.host > 0) {
+      double share = cluster.hostBytesPerGpu();
+      os << (std::isfinite(share)
+                 ? fmt::format("  pinned host memory {:.2f} GiB of this GPU's {:.2f} GiB share: {}\n",
+                               gib(m.host), gib(share), m.host <= share ? "fits" : "DOES NOT FIT")
+                 : fmt::format("  pinned host memory {:.2f} GiB (no host limit given)\n", gib(m.host)));
+    }
   }
   double peak = cluster.device.peakTflops;
   os << fmt::format("\npipeline: iteration {:.4f} s, {:.0f} tokens/s, {:.1f} model TFLOP/s per GPU",

@@ -25,6 +25,10 @@ public:
   llvm::SMLoc loc() const { return range.Start; }
   const Kind kind;
   llvm::SMRange range;
+  /// Nodes on the longest path from this node to a leaf (1 for a leaf). The
+  /// parser bounds it, so the recursive walks of Sema and IRGen cannot
+  /// exhaust the stack, however long an operator chain such as 1+1+...+1 is.
+  unsigned height = 1;
 };
 using ExprPtr = std::unique_ptr<ExprAST>;
 

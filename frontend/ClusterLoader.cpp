@@ -71,10 +71,12 @@ public:
       p.getReal("latency_us", c.p2pLatencyUs, Need::Optional, Range::NonNegative);
     }
     if (auto host = m.get("host", Need::Required)) {
-      YamlMap h(r, *host, "host", {"h2d_gbs", "d2h_gbs", "latency_us"}, m.valueLoc("host"));
+      YamlMap h(r, *host, "host", {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib"},
+                m.valueLoc("host"));
       h.getReal("h2d_gbs", c.h2dGBs, Need::Required, Range::Positive);
       h.getReal("d2h_gbs", c.d2hGBs, Need::Required, Range::Positive);
       h.getReal("latency_us", c.hostLatencyUs, Need::Optional, Range::NonNegative);
+      h.getReal("memory_gib", c.hostMemoryGiB, Need::Optional, Range::Positive);
     }
     if (auto intf = m.get("interference", Need::Optional))
       parseInterference(*intf, m.valueLoc("interference"));

@@ -92,7 +92,7 @@ cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_bat
 std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
                                  bool &astOnly) {
   if (seqLen < 0 || globalBatch < 0) {
-    diag.error({}, "--seq-len and --global-batch must be positive");
+    diag.error({}, "--seq-len and --global-batch must not be negative");
     return nullptr;
   }
   FrontendOptions fo;
@@ -143,6 +143,12 @@ bool buildPipeline(PassManager &pm, const Module &m, DiagnosticEngine &diag, boo
 int run() {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::errs());
+  // A misspelled pass name would otherwise print nothing, silently.
+  for (const std::string &p : printAfter)
+    if (!p.empty() && !lookupPass(p)) {
+      diag.error({}, "unknown pass '" + p + "' in --print-ir-after (see --list-passes)");
+      return 1;
+    }
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   if (!buf) {
     diag.error({}, "cannot read '" + inputPath + "': " + buf.getError().message());

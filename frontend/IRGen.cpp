@@ -3,6 +3,7 @@
 
 #include "frontend/Builtins.h"
 #include "ir/OpSemantics.h"
+#include "llvm/ADT/ScopeExit.h"
 #include <cmath>
 #include <map>
 
@@ -27,6 +28,16 @@ struct EValue {
   static EValue ofReal(double r) { EValue e; e.kind = Kind::Real; e.real = r; return e; }
   static EValue ofBool(bool b) { EValue e; e.kind = Kind::Bool; e.flag = b; return e; }
 };
+
+/// Whether `e` is a whole number above zero that is too large for int64
+/// (exprToInt fails on it although it is positive and whole).
+bool isHugePositiveInteger(const Expr &e) {
+  Expr x = e.expand();
+  if (!GiNaC::is_a<GiNaC::numeric>(x))
+    return false;
+  const GiNaC::numeric &n = GiNaC::ex_to<GiNaC::numeric>(x);
+  return n.is_pos_integer() && !exprToInt(x);
+}
 
 const char *kindName(EValue::Kind k) {
   switch (k) {
@@ -69,7 +80,8 @@ private:
   std::optional<EValue> callBuiltin(const CallExpr &c, const Builtin &b, Env &env,
                                     const std::string &nameHint);
   std::optional<Expr> evalSize(const ExprAST &e, Env &env, const char *what);
-  std::optional<int64_t> evalConstInt(const ExprAST &e, Env &env, const char *what);
+  std::optional<int64_t> evalConstInt(const ExprAST &e, Env &env, const char *what,
+                                      bool allowZero = false);
   std::optional<double> evalRealArg(const ExprAST &e, Env &env, const char *what);
   bool checkPositive(const Expr &d, const ExprAST &at);
 
@@ -85,6 +97,10 @@ private:
   Region *region = nullptr;
   std::vector<std::string> path; ///< block-call naming segments
   unsigned callDepth = 0;
+  /// Where a name that is not bound is looked up, for the diagnostic.
+  bool inTrain = false;
+  /// Names assigned in the repeat section but not carried: post cannot see them.
+  std::vector<std::string> repeatLocals;
 };
 
 const InstanceDecl *IRGen::pickInstance() {
@@ -107,15 +123,20 @@ const InstanceDecl *IRGen::pickInstance() {
   return &mainFile.instances.back();
 }
 
-std::optional<int64_t> IRGen::evalConstInt(const ExprAST &e, Env &env, const char *what) {
+std::optional<int64_t> IRGen::evalConstInt(const ExprAST &e, Env &env, const char *what,
+                                           bool allowZero) {
   auto v = eval(e, env);
   if (!v)
     return std::nullopt;
   std::optional<int64_t> i;
   if (v->kind == EValue::Kind::Dim)
     i = exprToInt(v->dim);
-  if (!i || *i <= 0) {
-    error(e.loc(), std::string(what) + " must be a positive whole number", e.range);
+  if (!i || *i < 0 || (*i == 0 && !allowZero)) {
+    if (v->kind == EValue::Kind::Dim && isHugePositiveInteger(v->dim))
+      error(e.loc(), std::string(what) + " is too large", e.range);
+    else
+      error(e.loc(), std::string(what) + " must be a " + (allowZero ? "non-negative" : "positive") +
+                         " whole number", e.range);
     return std::nullopt;
   }
   return i;
@@ -128,8 +149,12 @@ std::optional<double> IRGen::evalRealArg(const ExprAST &e, Env &env, const char 
   if (v->kind == EValue::Kind::Real)
     return v->real;
   if (v->kind == EValue::Kind::Dim)
-    if (auto d = exprToDouble(v->dim))
-      return d;
+    if (auto d = exprToDouble(v->dim)) {
+      if (std::isfinite(*d))
+        return d;
+      error(e.loc(), std::string(what) + " is out of range", e.range);
+      return std::nullopt;
+    }
   error(e.loc(), std::string(what) + " must be a number, got a " + kindName(v->kind), e.range);
   return std::nullopt;
 }
@@ -138,11 +163,14 @@ bool IRGen::evalTrain() {
   TrainConfig &t = m->train;
   int64_t seqLen = 0;
   Env empty;
+  inTrain = true;
+  auto leaveTrain = llvm::make_scope_exit([&] { inTrain = false; });
   if (const TrainDecl *td = prog.train) {
     for (const TrainEntry &e : td->entries) {
       const std::string &k = e.key;
       if (k == "global_batch" || k == "seq_len" || k == "warmup_steps") {
-        auto v = evalConstInt(*e.value, empty, k.c_str());
+        // No warmup is a valid schedule; a batch or sequence of 0 is not.
+        auto v = evalConstInt(*e.value, empty, k.c_str(), /*allowZero=*/k == "warmup_steps");
         if (!v)
           return false;
         (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
@@ -248,7 +276,9 @@ bool IRGen::bindParams(const ModelDecl &tmpl, const InstanceDecl &inst, Env &env
       auto i = exprToInt(v->dim);
       if (!i || *i <= 0)
         return error(given->value->loc(), "model parameter '" + p.name +
-                                              "' must be a positive whole number",
+                                              (isHugePositiveInteger(v->dim)
+                                                   ? "' is too large"
+                                                   : "' must be a positive whole number"),
                      given->value->range);
       const Symbol *s = m->symbols.declare(p.name, SymbolKind::Model, *i);
       env[p.name] = EValue::ofDim(s->sym);
@@ -339,8 +369,15 @@ std::optional<EValue> IRGen::eval(const ExprAST &e, Env &env, const std::string 
   if (auto *id = llvm::dyn_cast<IdentExpr>(&e)) {
     auto it = env.find(id->name);
     if (it == env.end()) {
-      error(id->loc(), "'" + id->name + "' is not available here; a value from pre reaches the "
-                       "layers and post only if the repeat section reassigns it", id->range);
+      if (inTrain)
+        error(id->loc(), "use of undefined name '" + id->name +
+                             "' (train settings are constant expressions)", id->range);
+      else if (region == &m->post && llvm::is_contained(repeatLocals, id->name))
+        error(id->loc(), "'" + id->name + "' is local to the repeat section; post only sees "
+                         "values that pre computes and the repeat section reassigns", id->range);
+      else
+        error(id->loc(), "'" + id->name + "' is not available here; a value from pre reaches "
+                         "the layers and post only if the repeat section reassigns it", id->range);
       return std::nullopt;
     }
     return it->second;
@@ -427,6 +464,12 @@ std::optional<EValue> IRGen::evalBinary(const BinaryExpr &b, Env &env,
       return std::nullopt;
     }
     double v = b.op == '+' ? *l + *r : b.op == '-' ? *l - *r : b.op == '*' ? *l * *r : *l / *r;
+    if (!std::isfinite(*l) || !std::isfinite(*r) || !std::isfinite(v)) {
+      // An infinite real would reach the IR, whose text cannot represent it.
+      error(b.opLoc, std::string("result of '") + b.op + "' is out of range for a real number",
+            b.range);
+      return std::nullopt;
+    }
     return EValue::ofReal(v);
   }
   error(b.opLoc, std::string("operator '") + b.op + "' cannot combine a " + kindName(lhs->kind) +
@@ -545,6 +588,10 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
     else {
       auto r = v->kind == EValue::Kind::Real ? std::optional<double>(v->real)
                                              : exprToDouble(m->symbols.bindAll(v->dim));
+      if (r && !std::isfinite(*r)) {
+        error(ae.loc(), std::string("argument '") + p.name + "' is out of range", ae.range);
+        return std::nullopt;
+      }
       if (!r) {
         error(ae.loc(), std::string("argument '") + p.name + "' must be a constant number",
               ae.range);
@@ -695,6 +742,9 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
 
   // post
   region = &m->post;
+  for (const StmtAST &s : tmpl.body)
+    if (!s.isReturn && !llvm::is_contained(carried, s.target))
+      repeatLocals.push_back(s.target);
   Env postEnv = base;
   for (const std::string &c : carried) {
     m->post.fwd.args.push_back(std::make_unique<Value>());

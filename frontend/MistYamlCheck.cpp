@@ -64,7 +64,10 @@ void writeCluster(const Cluster &c, llvm::raw_ostream &os) {
      << ", inter_gbs: " << formatReal(c.p2pInterGBs)
      << ", latency_us: " << formatReal(c.p2pLatencyUs) << "}\n";
   os << "host: {h2d_gbs: " << formatReal(c.h2dGBs) << ", d2h_gbs: " << formatReal(c.d2hGBs)
-     << ", latency_us: " << formatReal(c.hostLatencyUs) << "}\n";
+     << ", latency_us: " << formatReal(c.hostLatencyUs);
+  if (c.hostMemoryGiB > 0)
+    os << ", memory_gib: " << formatReal(c.hostMemoryGiB);
+  os << "}\n";
   if (!c.interference.empty()) {
     os << "interference:\n";
     for (const InterferenceEntry &e : c.interference) {

@@ -1,6 +1,8 @@
 //===- Parser.cpp - Recursive-descent parser for .mist --------------------===//
 #include "frontend/Parser.h"
 
+#include <algorithm>
+
 using namespace mist;
 
 Parser::Parser(unsigned bufferId, DiagnosticEngine &diag)
@@ -27,13 +29,44 @@ void Parser::advance() {
   }
 }
 
+/// Tokens that only the textual IR uses: none is valid anywhere in a .mist
+/// source, so an error at one of them names the character rather than
+/// reporting what the grammar expected (`a % b` is not a modulo; `%b` would
+/// otherwise read as "found 'b'").
+static std::optional<std::string> irOnlyTokenMessage(const Token &t) {
+  switch (t.kind) {
+  case Tok::Percent:
+  case Tok::ValueName: return std::string("unexpected character '%' (there is no modulo operator)");
+  case Tok::GlobalName: return std::string("unexpected character '@'");
+  case Tok::Caret: return std::string("unexpected character '^' (there is no power operator)");
+  case Tok::Question: return std::string("unexpected character '?'");
+  case Tok::Dot: return std::string("unexpected character '.'");
+  case Tok::EqualEqual: return std::string("unexpected '==' (there are no comparison operators)");
+  default: return std::nullopt;
+  }
+}
+
 bool Parser::error(const llvm::Twine &msg) {
-  if (tok.is(Tok::Error))
+  if (tok.is(Tok::Error)) {
     diag.error(tok.loc(), tok.text == "unterminated string" ? "unterminated string literal"
                                                            : "invalid character in source",
                tok.range);
-  else
+  } else if (auto irOnly = irOnlyTokenMessage(tok)) {
+    // Underline the character itself, not the IR name that follows it.
+    llvm::SMRange r = tok.range;
+    if (tok.is(Tok::ValueName) || tok.is(Tok::GlobalName))
+      r.End = llvm::SMLoc::getFromPointer(tok.loc().getPointer() + 1);
+    diag.error(tok.loc(), *irOnly, r);
+  } else {
     diag.error(tok.loc(), msg, tok.range);
+  }
+  return false;
+}
+
+bool Parser::checkHeight(const ExprAST &e, llvm::SMLoc at) {
+  if (e.height <= maxHeight)
+    return true;
+  diag.error(at, "expression nested too deeply");
   return false;
 }
 
@@ -319,7 +352,7 @@ ExprPtr Parser::parseExpr(unsigned depth) {
     ExprPtr rhs = parseMultiplicative(depth);
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExpr>(rangeFrom(start), op, opLoc, std::move(lhs), std::move(rhs));
+    lhs = makeBinary(rangeFrom(start), op, opLoc, std::move(lhs), std::move(rhs));
   }
   return lhs;
 }
@@ -335,9 +368,20 @@ ExprPtr Parser::parseMultiplicative(unsigned depth) {
     ExprPtr rhs = parseUnary(depth);
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExpr>(rangeFrom(start), op, opLoc, std::move(lhs), std::move(rhs));
+    lhs = makeBinary(rangeFrom(start), op, opLoc, std::move(lhs), std::move(rhs));
   }
   return lhs;
+}
+
+/// A binary node; fails (returns null) when it makes the tree too high.
+ExprPtr Parser::makeBinary(llvm::SMRange range, char op, llvm::SMLoc opLoc, ExprPtr lhs,
+                           ExprPtr rhs) {
+  unsigned height = std::max(lhs->height, rhs->height) + 1;
+  auto e = std::make_unique<BinaryExpr>(range, op, opLoc, std::move(lhs), std::move(rhs));
+  e->height = height;
+  if (!checkHeight(*e, opLoc))
+    return nullptr;
+  return e;
 }
 
 /// unary := '-' unary | primary
@@ -352,7 +396,12 @@ ExprPtr Parser::parseUnary(unsigned depth) {
     ExprPtr operand = parseUnary(depth + 1);
     if (!operand)
       return nullptr;
-    return std::make_unique<UnaryExpr>(rangeFrom(start), std::move(operand));
+    unsigned height = operand->height + 1;
+    auto e = std::make_unique<UnaryExpr>(rangeFrom(start), std::move(operand));
+    e->height = height;
+    if (!checkHeight(*e, start))
+      return nullptr;
+    return e;
   }
   return parsePrimary(depth);
 }
@@ -396,6 +445,10 @@ ExprPtr Parser::parsePrimary(unsigned depth) {
       if (!expect(Tok::RParen, "to close the tuple"))
         return nullptr;
       tuple->range = rangeFrom(t.loc());
+      for (auto &el : tuple->elements)
+        tuple->height = std::max(tuple->height, el->height + 1);
+      if (!checkHeight(*tuple, t.loc()))
+        return nullptr;
       return tuple;
     }
     if (!expect(Tok::RParen, "to close the parenthesized expression"))
@@ -427,6 +480,7 @@ std::unique_ptr<CallExpr> Parser::parseCallRest(const Token &callee, unsigned de
     arg.value = parseExpr(depth + 1);
     if (!arg.value)
       return nullptr;
+    call->height = std::max(call->height, arg.value->height + 1);
     call->args.push_back(std::move(arg));
     if (!tok.is(Tok::Comma))
       break;
@@ -435,5 +489,7 @@ std::unique_ptr<CallExpr> Parser::parseCallRest(const Token &callee, unsigned de
   if (!expect(Tok::RParen, "to close the argument list"))
     return nullptr;
   call->range = rangeFrom(callee.loc());
+  if (!checkHeight(*call, callee.loc()))
+    return nullptr;
   return call;
 }

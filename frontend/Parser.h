@@ -24,12 +24,17 @@ public:
 
 private:
   static constexpr unsigned maxNesting = 256;
+  /// Bound on ExprAST::height. Nesting alone stays below it (maxNesting is
+  /// checked first); it limits long operator chains such as 1+1+...+1.
+  static constexpr unsigned maxHeight = 2 * maxNesting;
 
   const Token &peek();
   void advance();
   bool error(const llvm::Twine &msg);
   bool expect(Tok kind, const char *context);
   llvm::SMRange rangeFrom(llvm::SMLoc start) const;
+  bool checkHeight(const ExprAST &e, llvm::SMLoc at);
+  ExprPtr makeBinary(llvm::SMRange range, char op, llvm::SMLoc opLoc, ExprPtr lhs, ExprPtr rhs);
 
   bool parseImport(FileAST &file);
   bool parseBlock(FileAST &file);

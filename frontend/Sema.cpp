@@ -19,6 +19,15 @@ public:
   Loader(const LoadOptions &opts, DiagnosticEngine &diag, Program &program)
       : opts(opts), diag(diag), program(program) {}
 
+  /// Records the main file, so an import cycle that leads back to it is
+  /// harmless like any other repeated import (it is not parsed twice).
+  void markLoaded(unsigned buffer) {
+    llvm::StringRef path = diag.sourceMgr().getMemoryBuffer(buffer)->getBufferIdentifier();
+    llvm::SmallString<256> real;
+    if (llvm::sys::fs::is_regular_file(path) && !llvm::sys::fs::real_path(path, real))
+      loaded.insert(std::string(real));
+  }
+
   bool load(unsigned buffer, unsigned depth) {
     Parser parser(buffer, diag);
     auto file = parser.parseFile();
@@ -243,8 +252,10 @@ private:
         }
       }
       if (given[idx])
-        fail(a.value->loc(), "parameter '" + blk.params[idx].name + "' of block '" + blk.name +
-                                 "' is given twice");
+        fail(a.name.empty() ? a.value->loc() : a.nameRange.Start,
+             "parameter '" + blk.params[idx].name + "' of block '" + blk.name +
+                 "' is given twice",
+             a.name.empty() ? a.value->range : a.nameRange);
       given[idx] = true;
     }
     for (size_t i = 0; i < blk.params.size(); ++i)
@@ -276,8 +287,9 @@ private:
       }
       const BuiltinParam &p = b.params[idx];
       if (given[idx])
-        fail(a.value->loc(), "parameter '" + std::string(p.name) + "' of " + b.name +
-                                 " is given twice");
+        fail(a.name.empty() ? a.value->loc() : a.nameRange.Start,
+             "parameter '" + std::string(p.name) + "' of " + b.name + " is given twice",
+             a.name.empty() ? a.value->range : a.nameRange);
       given[idx] = true;
       if (p.kind == ArgKind::Word) {
         auto *id = llvm::dyn_cast<IdentExpr>(a.value.get());
@@ -307,6 +319,7 @@ std::unique_ptr<Program> mist::loadProgram(unsigned mainBuffer, const LoadOption
                                            DiagnosticEngine &diag) {
   auto program = std::make_unique<Program>();
   Loader loader(opts, diag, *program);
+  loader.markLoaded(mainBuffer);
   if (!loader.load(mainBuffer, 0))
     return nullptr;
   return program;

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cmath>
+
 #include <array>
 #include <map>
 #include <optional>
@@ -67,11 +69,16 @@ struct Cluster {
   std::vector<CollectiveLink> collectives;
   double p2pIntraGBs = 0, p2pInterGBs = 0, p2pLatencyUs = 0;
   double h2dGBs = 0, d2hGBs = 0, hostLatencyUs = 0; ///< pinned host memory, per GPU
+  double hostMemoryGiB = 0; ///< host memory per node offloading may pin; 0: unlimited
   std::vector<InterferenceEntry> interference;
   bool tpAcrossNodes = false; ///< whether a tp group may span nodes
 
   int totalGpus() const { return nodes * gpusPerNode; }
   double usableBytes() const { return device.memoryGiB * device.usableFraction * (1ull << 30); }
+  /// Each GPU's share of the node's pinnable host memory.
+  double hostBytesPerGpu() const {
+    return hostMemoryGiB > 0 ? hostMemoryGiB * (1ull << 30) / gpusPerNode : INFINITY;
+  }
 };
 
 /// Bandwidth and latency of a collective over a group of `groupNodes` nodes

@@ -61,7 +61,9 @@ void StageEvaluator::evaluate(const StrategyBatch &batch, std::vector<StrategyRe
       StrategyResult &r = out[i];
       r.peakBytes = m.peak();
       r.perInflightBytes = m.perInflight;
-      r.fits = r.peakBytes <= constants.usableBytes;
+      r.hostBytes = m.host;
+      r.hostPerInflightBytes = m.hostPerInflight;
+      r.fits = fitsIn(m, constants);
       if (!r.fits && timesOfFitsOnly) {
         r.t = r.d = INFINITY;
         continue;

@@ -46,6 +46,7 @@ private:
 struct StrategyResult {
   double t = 0, d = 0, peakBytes = 0;
   double perInflightBytes = 0; ///< peak growth per extra in-flight micro-batch
+  double hostBytes = 0, hostPerInflightBytes = 0; ///< pinned host memory, and its growth
   bool fits = false;
 };
 

@@ -182,6 +182,8 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
     m.buffers += 2 * bf16Bytes * L.params;
   if (o.optimizer > 0)
     m.buffers += stateBytes * L.params / shardO;
+  m.host = bf16Bytes * P / shardW * o.weights + bf16Bytes * P / shardG * o.grads +
+           stateBytes * P / shardO * o.optimizer;
   return m;
 }
 
@@ -211,6 +213,11 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   }
   double states = m.weights + m.grads + m.optimizer + m.buffers;
   m.perInflight = perMicroBatch * keep;
+  // The offloaded share of the same activations waits in pinned host memory.
+  m.hostPerInflight = perMicroBatch * o.activations;
+  m.host += std::max(0, k.inflight - 1) * m.hostPerInflight +
+            ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
+                o.activations;
   m.savedActivations = waiting + before;
   m.transient = std::max(fwdWork, bwdWork);
   m.fwdPeak = states + waiting + before + fwdWork;
@@ -244,6 +251,7 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   sc.d2hGBs = c.d2hGBs;
   sc.hostLatencyUs = c.hostLatencyUs;
   sc.usableBytes = c.usableBytes();
+  sc.hostBytes = c.hostBytesPerGpu();
   return sc;
 }
 
@@ -270,7 +278,7 @@ StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
   splitTimes(e.fwdStable.elapsed + e.bwdStable.elapsed, e.fwdFirst.elapsed + e.bwdLast.elapsed,
              k.gradAccum, e.t, e.d);
   e.mem = withActivations(k, sc.numbers, lt.states);
-  e.fits = e.mem.peak() <= sc.usableBytes;
+  e.fits = fitsIn(e.mem, sc);
   return e;
 }
 
@@ -296,7 +304,9 @@ StageScore mist::scoreStage(const StageKnobs &k, const StageConstants &sc, const
   MemoryBreakdown m = withActivations(k, sc.numbers, lt.states);
   r.peakBytes = m.peak();
   r.perInflightBytes = m.perInflight;
-  r.fits = r.peakBytes <= sc.usableBytes;
+  r.hostBytes = m.host;
+  r.hostPerInflightBytes = m.hostPerInflight;
+  r.fits = fitsIn(m, sc);
   return r;
 }
 

@@ -50,6 +50,9 @@ struct MemoryBreakdown {
   /// Activations each waiting in-flight micro-batch keeps on the device: the
   /// peak grows by this much per extra micro-batch in flight.
   double perInflight = 0;
+  /// Pinned host memory this GPU's offloaded state and activations occupy,
+  /// and its growth per extra in-flight micro-batch.
+  double host = 0, hostPerInflight = 0;
   double fwdPeak = 0, bwdPeak = 0;
   double peak() const { return std::max(fwdPeak, bwdPeak); }
 };
@@ -84,6 +87,7 @@ struct StageConstants {
   double adamSecondsPerParam = 0;
   double h2dGBs = 0, d2hGBs = 0, hostLatencyUs = 0;
   double usableBytes = 0;
+  double hostBytes = INFINITY; ///< Cluster::hostBytesPerGpu
 };
 
 /// Uses only the context fields of `ctx` (micro-batch, dp, tp, mesh).
@@ -109,9 +113,15 @@ StageEstimate estimateStage(const StageKnobs &k, const StageConstants &sc, const
 struct StageScore {
   double t = 0, d = 0, peakBytes = 0;
   double perInflightBytes = 0; ///< MemoryBreakdown::perInflight
+  double hostBytes = 0, hostPerInflightBytes = 0; ///< MemoryBreakdown::host, hostPerInflight
   bool fits = false;
 };
 StageScore scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt);
+
+/// Whether a stage's device peak and pinned host memory fit the budgets.
+inline bool fitsIn(const MemoryBreakdown &m, const StageConstants &sc) {
+  return m.peak() <= sc.usableBytes && m.host <= sc.hostBytes;
+}
 
 /// The pieces of scoreStage, for searches that check memory before paying
 /// for times: the state memory (what LayerTimes::states holds), the full

@@ -85,12 +85,13 @@ private:
   double bestObjective = INFINITY;
   std::optional<Plan> bestPlan;
   double smallestPeak = INFINITY; ///< over every strategy scored, for the infeasible message
+  bool hostBound = false;         ///< some strategy fit the device but not the host memory
 };
 
 void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes, int meshGpn,
                        StageTable &table) {
   const int gps = meshNodes * meshGpn;
-  const double usable = cluster.usableBytes();
+  const double usable = cluster.usableBytes(), hostUsable = cluster.hostBytesPerGpu();
   table.assign(S, {});
   // Stages differ in running pre (first) and post (last) and in how many
   // micro-batches they hold, min(S - i, G), which only shifts the peak by
@@ -159,8 +160,10 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
         eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
         stats.evaluations += batch.size();
         ++stats.contexts;
-        for (const StrategyResult &r : sc.results)
+        for (const StrategyResult &r : sc.results) {
           smallestPeak = std::min(smallestPeak, r.peakBytes);
+          hostBound |= r.peakBytes <= usable && r.hostBytes > hostUsable;
+        }
       }
       // Positions holding as many micro-batches, with their neighbours on
       // the same nodes or not alike, share a frontier.
@@ -185,7 +188,9 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
               group.clear();
               for (size_t s = batch.groupStart(g), e = batch.groupStart(g + 1); s < e; ++s) {
                 const StrategyResult &r = sc.results[s];
-                if (r.fits && r.peakBytes + (inflight - fewest) * r.perInflightBytes <= usable)
+                const int extra = inflight - fewest;
+                if (r.fits && r.peakBytes + extra * r.perInflightBytes <= usable &&
+                    r.hostBytes + extra * r.hostPerInflightBytes <= hostUsable)
                   group.insert({r.t + p2p, r.d / G, owner.size() + (s - batch.groupStart(g))});
               }
               for (const ParetoPoint &p : group.frontier())
@@ -341,7 +346,11 @@ std::optional<TuneResult> Tuner::run() {
                                  "({} GiB x {})",
                                  spaceLevelName(opts.space.level), smallestPeak / (1ull << 30),
                                  cluster.usableBytes() / (1ull << 30), cluster.device.memoryGiB,
-                                 cluster.device.usableFraction));
+                                 cluster.device.usableFraction) +
+                         (hostBound ? fmt::format("; plans whose peak fits offload more than the "
+                                                  "{} GiB of pinnable host memory per node",
+                                                  cluster.hostMemoryGiB)
+                                    : std::string()));
     else
       diag.error({}, "no plan was found");
     return std::nullopt;
