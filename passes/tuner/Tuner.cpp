@@ -86,6 +86,7 @@ private:
   std::optional<Plan> bestPlan;
   double smallestPeak = INFINITY; ///< over every strategy scored, for the infeasible message
   bool hostBound = false;         ///< some strategy fit the device but not the host memory
+  double smallestHost = INFINITY; ///< the least host memory of those
 };
 
 void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes, int meshGpn,
@@ -162,7 +163,10 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
         ++stats.contexts;
         for (const StrategyResult &r : sc.results) {
           smallestPeak = std::min(smallestPeak, r.peakBytes);
-          hostBound |= r.peakBytes <= usable && r.hostBytes > hostUsable;
+          if (r.peakBytes <= usable && r.hostBytes > hostUsable) {
+            hostBound = true;
+            smallestHost = std::min(smallestHost, r.hostBytes);
+          }
         }
       }
       // Positions holding as many micro-batches, with their neighbours on
@@ -331,6 +335,7 @@ std::optional<TuneResult> Tuner::run() {
     diag.warning({}, fmt::format("the time limit of {} s stopped the search; the plan is the best "
                                  "found so far", opts.timeLimitSeconds));
   if (!bestPlan) {
+    const double gib = double(1ull << 30), usableGiB = cluster.usableBytes() / gib;
     if (stats.timedOut)
       diag.error({}, fmt::format("the time limit of {} s stopped the search before any plan was "
                                  "found", opts.timeLimitSeconds));
@@ -340,17 +345,19 @@ std::optional<TuneResult> Tuner::run() {
       diag.error({}, fmt::format("the global batch {} cannot be split over the data-parallel "
                                  "replicas of any plan on {} GPUs",
                                  B, gpus));
+    else if (hostBound)
+      diag.error({}, fmt::format("no plan fits in memory: every plan in the '{}' space whose device "
+                                 "peak fits the {:.2f} GiB per GPU offloads at least {:.2f} GiB per "
+                                 "GPU to host memory, more than its {:.2f} GiB share of the {} GiB "
+                                 "pinnable per node",
+                                 spaceLevelName(opts.space.level), usableGiB, smallestHost / gib,
+                                 cluster.hostBytesPerGpu() / gib, cluster.hostMemoryGiB));
     else if (std::isfinite(smallestPeak))
       diag.error({}, fmt::format("no plan fits in memory: the smallest peak of any plan in the "
                                  "'{}' space is {:.2f} GiB per GPU, the cluster allows {:.2f} GiB "
                                  "({} GiB x {})",
-                                 spaceLevelName(opts.space.level), smallestPeak / (1ull << 30),
-                                 cluster.usableBytes() / (1ull << 30), cluster.device.memoryGiB,
-                                 cluster.device.usableFraction) +
-                         (hostBound ? fmt::format("; plans whose peak fits offload more than the "
-                                                  "{} GiB of pinnable host memory per node",
-                                                  cluster.hostMemoryGiB)
-                                    : std::string()));
+                                 spaceLevelName(opts.space.level), smallestPeak / gib, usableGiB,
+                                 cluster.device.memoryGiB, cluster.device.usableFraction));
     else
       diag.error({}, "no plan was found");
     return std::nullopt;

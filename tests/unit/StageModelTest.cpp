@@ -207,6 +207,44 @@ TEST(StageMemory, ActivationsOfInFlightMicroBatches) {
   EXPECT_DOUBLE_EQ(half.savedActivations, 0.5 * (3 * perMicroBatch + before) + 0.5 * 100e6);
 }
 
+TEST(StageMemory, PinnedHostMemoryOfOffloads) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageNumbers n = handNumbers();
+  StageKnobs k;
+  k.layers = 3;
+  k.ckpt = 1;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  k.inflight = 4;
+  k.last = false;
+  k.gradAccum = 8;
+  k.zero = {false, false, true};
+  k.offload = {0.5, 0.25, 0.75, 0.5};
+  const double P = 3e6;
+  double perMicroBatch = 2 * 100e6 + 1 * 10e6, before = 2 * 100e6;
+  MemoryBreakdown m = estimateStage(k, n, c, it).mem;
+  double state = 2 * P * 0.5 + 2 * P * 0.25 + 12 * P / 4 * 0.75;
+  EXPECT_DOUBLE_EQ(m.hostPerInflight, 0.5 * perMicroBatch);
+  EXPECT_DOUBLE_EQ(m.host, state + 0.5 * (3 * perMicroBatch + before));
+  EXPECT_TRUE(estimateStage(k, n, c, it).fits); // no host limit given
+  // 8 GPUs share the node's pinnable memory: 0.25 GiB each is not enough
+  // for the 0.39 GiB this GPU offloads.
+  c.hostMemoryGiB = 2;
+  EXPECT_FALSE(estimateStage(k, n, c, it).fits);
+  c.hostMemoryGiB = 8 * m.host / (1ull << 30);
+  EXPECT_TRUE(estimateStage(k, n, c, it).fits);
+  // The batched evaluator agrees, and reports the growth per micro-batch.
+  StageContext ctx{3, 1, 4, 1, 1, 4, true, false, 4, 8};
+  StrategyBatch batch;
+  batch.add(k.zero, k.offload, 1);
+  std::vector<StrategyResult> r(1);
+  StageEvaluator(n, c, ctx).evaluate(batch, r);
+  EXPECT_DOUBLE_EQ(r[0].hostBytes, m.host);
+  EXPECT_DOUBLE_EQ(r[0].hostPerInflightBytes, m.hostPerInflight);
+  EXPECT_TRUE(r[0].fits);
+}
+
 TEST(ModelProfile, LayerActivationsMatchTheCostModelClosedForm) {
   auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/gpt3-1.3b.mist");
   ASSERT_TRUE(c->module) << c->diagText;

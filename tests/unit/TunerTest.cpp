@@ -251,4 +251,25 @@ TEST(Tuner, ExplainsAnInfeasibleCluster) {
       << c->diagText;
 }
 
+TEST(Tuner, RespectsPinnedHostMemory) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp);
+  Cluster cl = fourGpus();
+  cl.device.memoryGiB = 0.0005; // 512 KiB: only plans that offload fit
+  TunerOptions opts;
+  opts.space.optActRatios = {0, 1};
+  opts.space.weightGradRatios = {0, 1};
+  auto roomy = tune(*mp, cl, 4, opts, c->diag);
+  ASSERT_TRUE(roomy) << c->diagText;
+  double host = 0;
+  for (const StageEstimate &s : roomy->estimate.stages)
+    host = std::max(host, s.mem.host);
+  ASSERT_GT(host, 0) << "the device budget should force an offload";
+  cl.hostMemoryGiB = 0.5 * host * cl.gpusPerNode / (1ull << 30);
+  EXPECT_FALSE(tune(*mp, cl, 4, opts, c->diag));
+  EXPECT_NE(c->diagText.find("offloads at least"), std::string::npos) << c->diagText;
+}
+
 } // namespace
