@@ -3,6 +3,7 @@
 
 #include "support/Lexer.h"
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -20,9 +21,11 @@ private:
   static constexpr unsigned maxNesting = 200;
 
   void advance() { tok = lex.next(); }
-  bool error(const llvm::Twine &msg) {
+  bool error(const llvm::Twine &msg) { return errorAt(tok, msg); }
+  /// Reports at `at`, for checks made after the offending token was consumed.
+  bool errorAt(const Token &at, const llvm::Twine &msg) {
     if (!failedOnce)
-      diag.error(tok.loc(), msg, tok.range);
+      diag.error(at.loc(), msg, at.range);
     failedOnce = true;
     return false;
   }
@@ -50,6 +53,7 @@ private:
   bool parseUnary(Expr &out, unsigned depth);
   bool parsePrimary(Expr &out, unsigned depth);
   bool parseInt(int64_t &out);
+  bool parseReal(double &out, const char *what);
   bool parseRegion(Region &r);
   bool parseBlock(Block &b);
   bool parseOp(Block &b);
@@ -79,6 +83,24 @@ bool IRParser::parseInt(int64_t &out) {
   long long v = std::strtoll(text.c_str(), nullptr, 10);
   if (errno == ERANGE)
     return error("integer '" + tok.text + "' is too large");
+  out = neg ? -v : v;
+  advance();
+  return true;
+}
+
+/// real := ['-'] (REAL | INTEGER), finite
+bool IRParser::parseReal(double &out, const char *what) {
+  Token start = tok;
+  bool neg = false;
+  if (tok.is(Tok::Minus)) {
+    neg = true;
+    advance();
+  }
+  if (!tok.is(Tok::Real) && !tok.is(Tok::Integer))
+    return errorAt(start, llvm::Twine("expected a number for '") + what + "'");
+  double v = std::strtod(tok.text.str().c_str(), nullptr);
+  if (!std::isfinite(v))
+    return error("number " + tok.text + " is out of range");
   out = neg ? -v : v;
   advance();
   return true;
@@ -136,11 +158,12 @@ bool IRParser::parseUnary(Expr &out, unsigned depth) {
     return false;
   if (tok.is(Tok::Caret)) {
     advance();
+    Token expTok = tok;
     int64_t p;
     if (!parseInt(p))
       return false;
     if (p < -64 || p > 64)
-      return error("exponent must be between -64 and 64");
+      return errorAt(expTok, "exponent must be between -64 and 64");
     out = GiNaC::pow(out, static_cast<int>(p));
   }
   return true;
@@ -183,11 +206,12 @@ bool IRParser::parseSym() {
   std::optional<int64_t> value;
   if (tok.is(Tok::Equal)) {
     advance();
+    Token valueTok = tok;
     int64_t v;
     if (!parseInt(v))
       return false;
     if (v <= 0)
-      return error("symbol values must be positive");
+      return errorAt(valueTok, "symbol values must be positive");
     value = v;
   }
   if (!expect(Tok::Colon, "before the symbol kind"))
@@ -202,10 +226,8 @@ bool IRParser::parseSym() {
   if (!kind)
     return error("expected a symbol kind (batch, seq, model or tp)");
   advance();
-  if (!m->symbols.declare(name.text.str(), *kind, value)) {
-    tok = name;
-    return error("symbol '" + name.text + "' is declared twice");
-  }
+  if (!m->symbols.declare(name.text.str(), *kind, value))
+    return errorAt(name, "symbol '" + name.text + "' is declared twice");
   return true;
 }
 
@@ -218,6 +240,7 @@ bool IRParser::parseTrain() {
   while (!tok.is(Tok::RBrace)) {
     if (!tok.is(Tok::Ident))
       return error("expected a train key");
+    Token keyTok = tok;
     std::string key = tok.text.str();
     advance();
     if (!expect(Tok::Equal, "after the train key"))
@@ -234,7 +257,7 @@ bool IRParser::parseTrain() {
           return error("unknown dtype '" + v + "'");
         (key == "dtype" ? t.dtype : t.masterDtype) = *dt;
       } else {
-        return error("unknown train key '" + key + "'");
+        return errorAt(keyTok, "unknown train key '" + key + "'");
       }
       advance();
     } else if (key == "global_batch" || key == "warmup_steps") {
@@ -251,11 +274,9 @@ bool IRParser::parseTrain() {
                      : key == "grad_clip"    ? &t.gradClip
                                              : nullptr;
       if (!slot)
-        return error("unknown train key '" + key + "'");
-      if (!tok.is(Tok::Real) && !tok.is(Tok::Integer))
-        return error("expected a number for '" + key + "'");
-      *slot = std::strtod(tok.text.str().c_str(), nullptr);
-      advance();
+        return errorAt(keyTok, "unknown train key '" + key + "'");
+      if (!parseReal(*slot, key.c_str()))
+        return false;
     }
     if (!tok.is(Tok::Comma))
       break;
@@ -307,12 +328,13 @@ bool IRParser::parseType(Value &v) {
   if (!expect(Tok::LBracket, "to open the shape"))
     return false;
   while (!tok.is(Tok::RBracket)) {
+    Token axisTok = tok;
     Expr d;
     if (!parseExpr(d))
       return false;
     t.shape.push_back(d);
     if (t.shape.size() > 8)
-      return error("tensors have at most 8 axes");
+      return errorAt(axisTok, "tensors have at most 8 axes");
     if (!tok.is(Tok::Comma))
       break;
     advance();
@@ -322,10 +344,14 @@ bool IRParser::parseType(Value &v) {
   if (isWord("shard")) {
     advance();
     int64_t axis;
-    if (!expect(Tok::LParen, "after 'shard'") || !parseInt(axis))
+    if (!expect(Tok::LParen, "after 'shard'"))
+      return false;
+    Token axisTok = tok;
+    if (!parseInt(axis))
       return false;
     if (axis < 0 || axis >= static_cast<int64_t>(t.shape.size()))
-      return error("shard axis " + std::to_string(axis) + " is out of range");
+      return errorAt(axisTok, "shard axis " + std::to_string(axis) + " is out of range for a rank-" +
+                                  std::to_string(t.shape.size()) + " tensor");
     t.shardAxis = static_cast<int>(axis);
     if (!expect(Tok::RParen, "after the shard axis"))
       return false;
@@ -351,10 +377,8 @@ Value *IRParser::lookupValue() {
 
 bool IRParser::defineValue(Value &v, const Token &nameTok) {
   v.name = nameTok.text.str();
-  if (!m->reserveName(v.name)) {
-    tok = nameTok;
-    return error("value '%" + nameTok.text + "' is defined twice");
-  }
+  if (!m->reserveName(v.name))
+    return errorAt(nameTok, "value '%" + nameTok.text + "' is defined twice");
   values[v.name] = &v;
   return true;
 }
@@ -371,9 +395,14 @@ bool IRParser::parseAttr(Attr &out) {
     advance();
     return true;
   }
-  if (tok.is(Tok::Real)) {
-    out = std::strtod(tok.text.str().c_str(), nullptr);
-    advance();
+  // A real, possibly negative (the printer writes `eps = -1.0`); `-` before
+  // anything else starts a size.
+  Lexer afterMinus = lex;
+  if (tok.is(Tok::Real) || (tok.is(Tok::Minus) && afterMinus.next().is(Tok::Real))) {
+    double v;
+    if (!parseReal(v, "the attribute"))
+      return false;
+    out = v;
     return true;
   }
   Expr e;
@@ -439,13 +468,14 @@ bool IRParser::parseOp(Block &b) {
   if (tok.is(Tok::LBrace)) {
     advance();
     while (tok.is(Tok::Ident)) {
+      Token keyTok = tok;
       std::string key = tok.text.str();
       advance();
       Attr a;
       if (!expect(Tok::Equal, "after the attribute name") || !parseAttr(a))
         return false;
       if (!op->attrs.emplace(key, a).second)
-        return error("attribute '" + key + "' is given twice");
+        return errorAt(keyTok, "attribute '" + key + "' is given twice");
       if (!tok.is(Tok::Comma))
         break;
       advance();
@@ -455,15 +485,24 @@ bool IRParser::parseOp(Block &b) {
   }
   if (!expect(Tok::Colon, "before the result types"))
     return false;
+  auto plural = [](size_t n, const char *word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  };
   for (size_t i = 0; i < resultNames.size(); ++i) {
-    if (i && !expect(Tok::Comma, "between result types"))
-      return false;
+    if (i && !tok.is(Tok::Comma))
+      return error("expected " + plural(resultNames.size(), "result type") + ", one per result, got " +
+                   std::to_string(i));
+    if (i)
+      advance();
     auto v = std::make_unique<Value>();
     if (!parseType(*v))
       return false;
     v->def = op.get();
     op->results.push_back(std::move(v));
   }
+  if (tok.is(Tok::Comma))
+    return error("more result types than the " + plural(resultNames.size(), "result") +
+                 " named before '='");
   if (isWord("cost")) {
     OpCost c;
     if (!parseCost(c))
@@ -566,11 +605,13 @@ bool IRParser::parseHeader() {
       Assumption a;
       int64_t zero;
       if (!parseExpr(a.dividend) || !expect(Tok::Percent, "in the assumption") ||
-          !parseExpr(a.divisor) || !expect(Tok::EqualEqual, "in the assumption") ||
-          !parseInt(zero))
+          !parseExpr(a.divisor) || !expect(Tok::EqualEqual, "in the assumption"))
+        return false;
+      Token zeroTok = tok;
+      if (!parseInt(zero))
         return false;
       if (zero != 0)
-        return error("assumptions have the form 'a % b == 0'");
+        return errorAt(zeroTok, "assumptions have the form 'a % b == 0'");
       m->assume(a.dividend, a.divisor);
     } else if (tok.is(Tok::KwTrain)) {
       if (!parseTrain())

@@ -42,7 +42,8 @@ public:
   }
   LogicalResult expectResults(size_t n) {
     if (op.results.size() != n)
-      return error(llvm::Twine(opName(op.kind)) + " has " + std::to_string(n) + " results, got " +
+      return error(llvm::Twine(opName(op.kind)) + " has " + std::to_string(n) +
+                   (n == 1 ? " result, got " : " results, got ") +
                    std::to_string(op.results.size()));
     return success();
   }
@@ -296,6 +297,13 @@ LogicalResult inferAttention(RuleContext &c) {
              failed(check(2, kv * *headDim, "value"))) {
     return failure();
   }
+  // Query heads share key/value heads in equal groups. The module records
+  // the fact as an assumption; with the sizes bound it can be checked now.
+  Expr groups = c.m.symbols.bindAll(*heads / *kvHeads);
+  if (GiNaC::is_a<GiNaC::numeric>(groups) && !GiNaC::ex_to<GiNaC::numeric>(groups).is_integer())
+    return c.error("attention needs heads to be a multiple of kv_heads, but " +
+                   c.str(c.m.symbols.bindAll(*heads)) + " is not a multiple of " +
+                   c.str(c.m.symbols.bindAll(*kvHeads)));
   c.m.assume(*heads, *kvHeads);
   Expr batch = q.shape[0], seq = q.shape[1];
   int axis = split ? 2 : -1;

@@ -88,6 +88,8 @@ private:
     }
   }
   static const Value &res0(const Op &op) { return *op.results[0]; }
+  /// Where a value is defined, when an op defines it (not for arguments).
+  static llvm::SMLoc locOf(const Value *v) { return v->def ? v->def->loc : llvm::SMLoc(); }
 
   void verifyRegion(const Region &r) {
     std::unordered_set<const Value *> scope;
@@ -119,7 +121,7 @@ private:
       for (size_t i = 0; i < to.args.size(); ++i) {
         const Value *y = from.yields[i], *a = to.args[i].get();
         if (y->typed && a->typed && !y->type.equals(a->type))
-          fail({}, std::string(what) + ": '%" + y->name + "' is " + y->type.str(m.symbols) +
+          fail(locOf(y), std::string(what) + ": '%" + y->name + "' is " + y->type.str(m.symbols) +
                        " but '%" + a->name + "' is " + a->type.str(m.symbols));
       }
     };
@@ -130,7 +132,7 @@ private:
       fail({}, "the post region must yield exactly one value, the loss");
     } else if (const Value *loss = m.post.fwd.yields[0];
                loss->typed && (loss->type.rank() != 0 || loss->type.dtype != DType::F32)) {
-      fail({}, "the loss '%" + loss->name + "' must be a f32 scalar, got " +
+      fail(locOf(loss), "the loss '%" + loss->name + "' must be a f32 scalar, got " +
                    loss->type.str(m.symbols));
     }
   }

@@ -37,11 +37,20 @@ public:
     for (auto it = r.fwd.ops.rbegin(); it != r.fwd.ops.rend(); ++it)
       if (failed(visit(**it)))
         return failure();
-    for (auto &a : r.fwd.args) {
-      auto g = grads.find(a.get());
+    for (size_t i = 0; i < r.fwd.args.size(); ++i) {
+      Value *a = r.fwd.args[i].get();
+      auto g = grads.find(a);
       if (g == grads.end()) {
-        diag.error({}, "no gradient reaches '%" + a->name + "' in the " +
-                           regionName(r.kind) + " region");
+        // Point at what the region computes instead: the value that replaces
+        // the argument in the layer, the loss in post.
+        Value *out = nullptr;
+        if (r.kind == RegionKind::Layer && i < r.fwd.yields.size())
+          out = r.fwd.yields[i];
+        else if (!r.fwd.yields.empty())
+          out = r.fwd.yields[0];
+        diag.error(out && out->def ? out->def->loc : llvm::SMLoc(),
+                   "no gradient reaches '%" + a->name + "' in the " + regionName(r.kind) +
+                       " region: its result does not depend on it");
         return failure();
       }
       bwd.yields.push_back(g->second);

@@ -57,12 +57,13 @@ private:
     }
     for (size_t i = 0; i < to.args.size(); ++i) {
       Value *y = from.yields[i], *a = to.args[i].get();
+      llvm::SMLoc loc = y->def ? y->def->loc : llvm::SMLoc();
       if (!y->typed) {
-        diag.error({}, "value '%" + y->name + "' flowing into the next region has no type");
+        diag.error(loc, "value '%" + y->name + "' flowing into the next region has no type");
         return failure();
       }
       if (a->typed && !a->type.equals(y->type)) {
-        diag.error({}, "argument '%" + a->name + "' is declared " + a->type.str(m.symbols) +
+        diag.error(loc, "argument '%" + a->name + "' is declared " + a->type.str(m.symbols) +
                            " but receives " + y->type.str(m.symbols));
         return failure();
       }
