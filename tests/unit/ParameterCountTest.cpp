@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "backend/Summary.h"
 #include "TestUtil.h"
+#include <cctype>
 
 using namespace mist;
 using namespace mist::test;
@@ -17,6 +18,16 @@ struct Published {
 };
 
 class PublishedCount : public ::testing::TestWithParam<Published> {};
+
+/// "gpt3-1.3b.mist" -> "gpt3_1_3b": test names that say which example failed.
+std::string exampleName(const char *file) {
+  std::string name(file);
+  name = name.substr(0, name.rfind(".mist"));
+  for (char &ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)))
+      ch = '_';
+  return name;
+}
 
 TEST_P(PublishedCount, WithinHalfAPercent) {
   auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/" + GetParam().file,
@@ -32,7 +43,8 @@ INSTANTIATE_TEST_SUITE_P(Examples, PublishedCount,
                          ::testing::Values(Published{"llama2-7b.mist", 6.74e9},
                                            Published{"llama2-13b.mist", 13.0e9},
                                            Published{"llama2-70b.mist", 69.0e9},
-                                           Published{"falcon-7b.mist", 6.92e9}));
+                                           Published{"falcon-7b.mist", 6.92e9}),
+                         [](const auto &info) { return exampleName(info.param.file); });
 // GPT-3's names are rounded (the 1.3B model has 1.316B parameters with
 // Megatron's padded vocabulary), so GPT is checked against its closed form.
 
@@ -57,7 +69,9 @@ INSTANTIATE_TEST_SUITE_P(Gpt3, GptClosedForm,
                                            GptShape{"gpt3-2.7b.mist", 2560, 32, 50304, 2048},
                                            GptShape{"gpt3-6.7b.mist", 4096, 32, 50304, 2048},
                                            GptShape{"gpt3-13b.mist", 5120, 40, 50304, 2048},
-                                           GptShape{"gpt3-22b.mist", 6144, 48, 50304, 2048}));
+                                           GptShape{"gpt3-22b.mist", 6144, 48, 50304, 2048},
+                                           GptShape{"gpt3-175b.mist", 12288, 96, 50304, 2048}),
+                         [](const auto &info) { return exampleName(info.param.file); });
 
 TEST(ParameterCount, LlamaClosedForm) {
   // Per layer: q, o: h^2; k, v: h * kv * h/a; gate, up, down: h * ffn; 2 norms.
