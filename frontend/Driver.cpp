@@ -86,6 +86,9 @@ cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many se
 cl::opt<std::string> dumpMilp("dump-milp", cl::desc("write every MILP as an LP file in this folder"),
                               cl::value_desc("dir"), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("no progress lines while tuning"), cl::cat(category));
+cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
+                               cl::desc("let stages differ in GPU count (full space; slower)"),
+                               cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
 
@@ -214,6 +217,7 @@ int run() {
       return 1;
     }
     pa.tuner.space.level = *level;
+    pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
     pa.tuner.paretoLimit = paretoK;
     pa.tuner.timeLimitSeconds = timeLimit;
     pa.tuner.dumpMilpDir = dumpMilp;

@@ -103,6 +103,22 @@ std::optional<InterStageChoice> mist::solveInterStage(const StageTable &table,
     }
   }
   milp.addRow("layers", layerSum, opts.totalLayers, opts.totalLayers);
+  if (opts.totalGpus > 0) {
+    std::vector<std::vector<std::pair<int, double>>> gpusOf(S);
+    for (const ZVar &z : zs)
+      gpusOf[z.stage].push_back({z.var, double(table[z.stage].at(z.layers)[z.k].gpus)});
+    std::vector<std::pair<int, double>> all;
+    for (int i = 0; i < S; ++i) {
+      all.insert(all.end(), gpusOf[i].begin(), gpusOf[i].end());
+      if (i + 1 < S) { // gpus_i - gpus_{i+1} >= 0
+        std::vector<std::pair<int, double>> row = gpusOf[i];
+        for (auto [z, g] : gpusOf[i + 1])
+          row.push_back({z, -g});
+        milp.addRow("gpus_order_" + std::to_string(i), row, 0, INFINITY);
+      }
+    }
+    milp.addRow("gpus", all, opts.totalGpus, opts.totalGpus);
+  }
   if (std::isfinite(opts.upperBound)) {
     std::vector<std::pair<int, double>> obj{{maxT, G - 1}};
     if (maxD >= 0)
@@ -143,9 +159,9 @@ std::optional<InterStageChoice> mist::bruteForceInterStage(const StageTable &tab
   std::vector<int> layers(S);
   std::vector<size_t> configs(S);
   std::vector<double> t(S), d(S);
-  std::function<void(int, int)> rec = [&](int i, int used) {
+  std::function<void(int, int, int, int)> rec = [&](int i, int used, int gpus, int prevGpus) {
     if (i == S) {
-      if (used != opts.totalLayers)
+      if (used != opts.totalLayers || (opts.totalGpus > 0 && gpus != opts.totalGpus))
         return;
       double obj = interStageObjective(t, d, opts.gradAccum, opts.imbalanceAware);
       if (!best || obj < best->objective - 1e-12)
@@ -154,13 +170,15 @@ std::optional<InterStageChoice> mist::bruteForceInterStage(const StageTable &tab
     }
     for (auto &[l, cands] : table[i])
       for (const StageCandidate &c : cands) {
+        if (opts.totalGpus > 0 && i > 0 && c.gpus > prevGpus)
+          continue;
         layers[i] = l;
         configs[i] = c.config;
         t[i] = c.t;
         d[i] = c.d;
-        rec(i + 1, used + l);
+        rec(i + 1, used + l, gpus + c.gpus, c.gpus);
       }
   };
-  rec(0, 0);
+  rec(0, 0, 0, 0);
   return best;
 }

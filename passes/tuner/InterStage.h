@@ -21,6 +21,7 @@ namespace mist {
 struct StageCandidate {
   double t = 0, d = 0;
   size_t config = 0; ///< the caller's index of the strategy
+  int gpus = 0;      ///< the stage's GPUs, for the device constraint (non-uniform meshes)
 };
 
 /// candidates[i] maps a layer count to the options of stage i with that many layers.
@@ -39,6 +40,10 @@ struct InterStageOptions {
   double upperBound = INFINITY; ///< prune: skip when no solution can beat this
   double timeLimitSeconds = 0;
   std::string dumpPath;         ///< write the LP here when set
+  /// Non-uniform meshes: when > 0 the chosen candidates' `gpus` sum to this,
+  /// and never grow along the pipeline (so every mesh starts on a multiple
+  /// of its size and no stage straddles nodes it does not fill).
+  int totalGpus = 0;
 };
 
 /// nullopt when no split is feasible (or none beats the upper bound).

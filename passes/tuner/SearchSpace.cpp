@@ -58,9 +58,15 @@ std::vector<int> SearchSpace::ckptOptions(int layers) const {
 }
 
 std::vector<int> SearchSpace::layerOptions(int total, int stages) const {
+  return layerOptionsForShare(total, stages, 1, stages);
+}
+
+std::vector<int> SearchSpace::layerOptionsForShare(int total, int stages, int gpus,
+                                                   int totalGpus) const {
   if (stages == 1)
     return {total};
-  int lo = total / stages, hi = (total + stages - 1) / stages;
+  int64_t share = int64_t(total) * gpus;
+  int lo = static_cast<int>(share / totalGpus), hi = static_cast<int>((share + totalGpus - 1) / totalGpus);
   if (level >= SpaceLevel::Full) {
     lo -= layerSlack;
     hi += layerSlack;
@@ -71,6 +77,23 @@ std::vector<int> SearchSpace::layerOptions(int total, int stages) const {
   for (int l = lo; l <= hi; ++l)
     out.push_back(l);
   return out;
+}
+
+std::vector<int> SearchSpace::nonUniformMeshSizes(int stages, int totalGpus,
+                                                  int gpusPerNode) const {
+  if (!nonUniformMeshes || level < SpaceLevel::Full || stages < 2)
+    return {};
+  std::vector<int> sizes;
+  for (int g = 1; g <= totalGpus; ++g) {
+    bool mesh = g >= gpusPerNode ? g % gpusPerNode == 0 : gpusPerNode % g == 0;
+    // Within a factor of 2 of the even share totalGpus / stages.
+    if (mesh && 2 * g * stages >= totalGpus && g * stages <= 2 * totalGpus)
+      sizes.push_back(g);
+  }
+  // Some mix must add up: the smallest and largest sizes bound every sum.
+  if (sizes.size() < 2 || sizes.front() * stages > totalGpus || sizes.back() * stages < totalGpus)
+    return {};
+  return sizes;
 }
 
 std::vector<int64_t> mist::divisorsOf(int64_t n) {

@@ -33,6 +33,10 @@ struct SearchSpace {
   std::vector<double> weightGradRatios = {0, .25, .375, .5, .75, 1};
   std::vector<double> optActRatios = {0, .25, .375, .5, .625, .75, .875, 1};
   int layerSlack = 2; ///< layer counts within this of the even split (full space)
+  /// Stages may differ in their number of GPUs (full space only): each
+  /// stage's mesh is a whole number of nodes or a divisor of a node, within
+  /// a factor of 2 of the even share, never growing along the pipeline.
+  bool nonUniformMeshes = false;
 
   bool zeroLevels() const { return level >= SpaceLevel::Zero; }
   bool flexibleCkpt() const { return level >= SpaceLevel::Ckpt; }
@@ -48,6 +52,13 @@ struct SearchSpace {
   std::vector<int> ckptOptions(int layers) const;
   /// Layer counts a stage may take when `stages` stages share `total` layers.
   std::vector<int> layerOptions(int total, int stages) const;
+  /// The same for a stage holding `gpus` of `totalGpus` GPUs: around its
+  /// share total * gpus / totalGpus of the layers.
+  std::vector<int> layerOptionsForShare(int total, int stages, int gpus, int totalGpus) const;
+  /// Mesh sizes the stages of an S-stage pipeline may use with non-uniform
+  /// meshes: valid meshes within a factor of 2 of the even share (empty
+  /// when there are fewer than two or no mix can add up).
+  std::vector<int> nonUniformMeshSizes(int stages, int totalGpus, int gpusPerNode) const;
 };
 
 std::vector<int64_t> divisorsOf(int64_t n);

@@ -19,9 +19,17 @@ namespace {
 /// A concrete strategy of one stage, referenced by MILP candidates.
 struct StageConfig {
   int layers, ckpt, microBatch, dp, tp;
+  int meshNodes, meshGpusPerNode;
   ZeroFlags zero;
   OffloadRatios offload;
 };
+
+/// The mesh of a stage with `gpus` GPUs: whole nodes, or a divisor of one.
+std::optional<std::pair<int, int>> meshOf(int gpus, int gpusPerNode) {
+  if (gpus >= gpusPerNode)
+    return gpus % gpusPerNode ? std::nullopt : std::optional(std::pair(gpus / gpusPerNode, gpusPerNode));
+  return gpusPerNode % gpus ? std::nullopt : std::optional(std::pair(1, gpus));
+}
 
 class Tuner {
 public:
@@ -66,9 +74,21 @@ private:
     return batchCache.emplace(key, std::move(batch)).first->second;
   }
 
-  void buildTable(int S, int G, const std::vector<int> &tps, int meshNodes, int meshGpn,
-                  StageTable &table);
-  void consider(int S, int G, int meshNodes, int meshGpn, const StageTable &table, bool imbalance);
+  /// The candidates of every stage of an S-stage pipeline for this G, with
+  /// stage meshes of the given sizes (one size: uniform meshes, whose
+  /// placement, and so p2p, is exact; several: non-uniform, p2p between
+  /// nodes assumed wherever the cluster has several). `onlyTp` > 0
+  /// restricts tp to one value.
+  void buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp, StageTable &table);
+  /// Solves the MILP for a table and keeps the plan when it is the best so far.
+  void consider(int S, int G, const StageTable &table, int totalGpus);
+  /// Whether some stage of `gpus` GPUs can split the batch at this G.
+  bool splitsBatch(int64_t G, int gpus) const {
+    for (int tp : validTp)
+      if (gpus % tp == 0 && B % (G * (gpus / tp)) == 0)
+        return true;
+    return false;
+  }
 
   const ModelProfile &model;
   const Cluster &cluster;
@@ -78,6 +98,7 @@ private:
   InterferenceTable interference;
   std::chrono::steady_clock::time_point start;
   std::vector<OffloadRatios> offloads;
+  std::vector<int> validTp; ///< tp degrees the model allows
   std::map<std::pair<int, int>, StageNumbers> numberCache;
   std::map<std::pair<int, bool>, StrategyBatch> batchCache;
   std::vector<StageConfig> configs;
@@ -89,10 +110,11 @@ private:
   double smallestHost = INFINITY; ///< the least host memory of those
 };
 
-void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes, int meshGpn,
+void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp,
                        StageTable &table) {
-  const int gps = meshNodes * meshGpn;
   const double usable = cluster.usableBytes(), hostUsable = cluster.hostBytesPerGpu();
+  const int gpus = cluster.totalGpus();
+  const bool uniform = sizes.size() == 1;
   table.assign(S, {});
   // Stages differ in running pre (first) and post (last) and in how many
   // micro-batches they hold, min(S - i, G), which only shifts the peak by
@@ -112,8 +134,6 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
       it = classes.insert(classes.end(), PositionClass{first, last, {}});
     it->positions.push_back(i);
   }
-  // Whether stage i's activations go to the next stage between nodes.
-  auto crossesAfter = [&](int i) { return p2pCrossesNodes(cluster, i * gps, (i + 1) * gps, gps); };
 
   // One scored context per tp of the class.
   struct Scored {
@@ -125,109 +145,126 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &tps, int meshNodes,
   std::vector<Scored> scored;
   FrontierBuilder whole, group;
   std::vector<std::pair<size_t, size_t>> owner; ///< point index -> (scored, strategy)
-  for (int l : opts.space.layerOptions(model.numLayers, S)) {
-    for (const PositionClass &cls : classes) {
-      // Scored at the position holding the fewest micro-batches; the others
-      // need perInflightBytes more per extra micro-batch.
-      const int fewest = std::min(S - cls.positions.back(), G);
-      scored.clear();
-      for (int tp : tps) {
-        int dp = gps / tp;
-        if (B % (int64_t(G) * dp) != 0)
-          continue;
-        int b = static_cast<int>(B / (int64_t(G) * dp));
-        StageContext ctx;
-        ctx.layers = l;
-        ctx.microBatch = b;
-        ctx.dp = dp;
-        ctx.tp = tp;
-        ctx.meshNodes = meshNodes;
-        ctx.meshGpusPerNode = meshGpn;
-        ctx.first = cls.first;
-        ctx.last = cls.last;
-        ctx.inflight = fewest;
-        ctx.gradAccum = G;
-        const StageNumbers &n = numbers(b, tp);
-        StageEvaluator eval(n, cluster, ctx);
-        const StrategyBatch &batch = strategies(l, dp);
-        Scored &sc = scored.emplace_back();
-        sc.tp = tp;
-        sc.microBatch = b;
-        sc.dp = dp;
-        sc.outputBytes = n.layer.output;
-        sc.gradInBytes = n.layer.gradIn;
-        sc.batch = &batch;
-        sc.results.resize(batch.size());
-        eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
-        stats.evaluations += batch.size();
-        ++stats.contexts;
-        for (const StrategyResult &r : sc.results) {
-          smallestPeak = std::min(smallestPeak, r.peakBytes);
-          if (r.peakBytes <= usable && r.hostBytes > hostUsable) {
-            hostBound = true;
-            smallestHost = std::min(smallestHost, r.hostBytes);
-          }
-        }
-      }
-      // Positions holding as many micro-batches, with their neighbours on
-      // the same nodes or not alike, share a frontier.
-      std::map<std::tuple<int, bool, bool>, std::vector<StageCandidate>> byPosition;
-      for (int i : cls.positions) {
-        const int inflight = std::min(S - i, G);
-        const bool crossPrev = i > 0 && crossesAfter(i - 1), crossNext = i + 1 < S && crossesAfter(i);
-        auto key = std::make_tuple(inflight, crossPrev, crossNext);
-        auto it = byPosition.find(key);
-        if (it == byPosition.end()) {
-          whole.clear();
-          owner.clear();
-          for (size_t c = 0; c < scored.size(); ++c) {
-            const Scored &sc = scored[c];
-            const StrategyBatch &batch = *sc.batch;
-            const double p2p =
-                (i + 1 < S ? p2pSeconds(cluster, crossNext, sc.outputBytes) : 0) +
-                (i > 0 ? p2pSeconds(cluster, crossPrev, sc.gradInBytes) : 0);
-            // The frontier of the union is the frontier of the groups'
-            // frontiers; groups are small, so most points die cheaply there.
-            for (size_t g = 0; g < batch.numGroups(); ++g) {
-              group.clear();
-              for (size_t s = batch.groupStart(g), e = batch.groupStart(g + 1); s < e; ++s) {
-                const StrategyResult &r = sc.results[s];
-                const int extra = inflight - fewest;
-                if (r.fits && r.peakBytes + extra * r.perInflightBytes <= usable &&
-                    r.hostBytes + extra * r.hostPerInflightBytes <= hostUsable)
-                  group.insert({r.t + p2p, r.d / G, owner.size() + (s - batch.groupStart(g))});
-              }
-              for (const ParetoPoint &p : group.frontier())
-                whole.insert(p);
-              for (size_t s = batch.groupStart(g), e = batch.groupStart(g + 1); s < e; ++s)
-                owner.push_back({c, s});
+  for (int g : sizes) {
+    auto mesh = meshOf(g, cluster.gpusPerNode);
+    if (!mesh)
+      continue;
+    // Whether stage i's activations go to the next stage between nodes.
+    auto crossesAfter = [&](int i) {
+      return uniform ? p2pCrossesNodes(cluster, i * g, (i + 1) * g, g) : cluster.nodes > 1;
+    };
+    for (int l : opts.space.layerOptionsForShare(model.numLayers, S, uniform ? 1 : g,
+                                                 uniform ? S : gpus)) {
+      for (const PositionClass &cls : classes) {
+        // Scored at the position holding the fewest micro-batches; the others
+        // need perInflightBytes more per extra micro-batch.
+        const int fewest = std::min(S - cls.positions.back(), G);
+        scored.clear();
+        for (int tp : validTp) {
+          if (g % tp || (onlyTp > 0 && tp != onlyTp))
+            continue;
+          int dp = g / tp;
+          if (B % (int64_t(G) * dp) != 0)
+            continue;
+          int b = static_cast<int>(B / (int64_t(G) * dp));
+          StageContext ctx;
+          ctx.layers = l;
+          ctx.microBatch = b;
+          ctx.dp = dp;
+          ctx.tp = tp;
+          ctx.meshNodes = mesh->first;
+          ctx.meshGpusPerNode = mesh->second;
+          ctx.first = cls.first;
+          ctx.last = cls.last;
+          ctx.inflight = fewest;
+          ctx.gradAccum = G;
+          const StageNumbers &n = numbers(b, tp);
+          StageEvaluator eval(n, cluster, ctx);
+          const StrategyBatch &batch = strategies(l, dp);
+          Scored &sc = scored.emplace_back();
+          sc.tp = tp;
+          sc.microBatch = b;
+          sc.dp = dp;
+          sc.outputBytes = n.layer.output;
+          sc.gradInBytes = n.layer.gradIn;
+          sc.batch = &batch;
+          sc.results.resize(batch.size());
+          eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
+          stats.evaluations += batch.size();
+          ++stats.contexts;
+          for (const StrategyResult &r : sc.results) {
+            smallestPeak = std::min(smallestPeak, r.peakBytes);
+            if (r.peakBytes <= usable && r.hostBytes > hostUsable) {
+              hostBound = true;
+              smallestHost = std::min(smallestHost, r.hostBytes);
             }
           }
-          std::vector<StageCandidate> kept;
-          for (const ParetoPoint &p : sampleFrontier(whole.frontier(), opts.paretoLimit)) {
-            const Scored &sc = scored[owner[p.index].first];
-            const StrategyBatch::Item &item = (*sc.batch)[owner[p.index].second];
-            configs.push_back({l, item.ckpt, sc.microBatch, sc.dp, sc.tp, item.zero, item.offload});
-            kept.push_back({p.t, p.dPerG * G, configs.size() - 1});
-          }
-          it = byPosition.emplace(key, std::move(kept)).first;
         }
-        if (!it->second.empty())
-          table[i][l] = it->second;
+        // Positions holding as many micro-batches, with their neighbours on
+        // the same nodes or not alike, share a frontier.
+        std::map<std::tuple<int, bool, bool>, std::vector<StageCandidate>> byPosition;
+        for (int i : cls.positions) {
+          const int inflight = std::min(S - i, G);
+          const bool crossPrev = i > 0 && crossesAfter(i - 1), crossNext = i + 1 < S && crossesAfter(i);
+          auto key = std::make_tuple(inflight, crossPrev, crossNext);
+          auto it = byPosition.find(key);
+          if (it == byPosition.end()) {
+            whole.clear();
+            owner.clear();
+            for (size_t c = 0; c < scored.size(); ++c) {
+              const Scored &sc = scored[c];
+              const StrategyBatch &batch = *sc.batch;
+              const double p2p = (i + 1 < S ? p2pSeconds(cluster, crossNext, sc.outputBytes) : 0) +
+                                 (i > 0 ? p2pSeconds(cluster, crossPrev, sc.gradInBytes) : 0);
+              // The frontier of the union is the frontier of the groups'
+              // frontiers; groups are small, so most points die cheaply there.
+              for (size_t gi = 0; gi < batch.numGroups(); ++gi) {
+                group.clear();
+                const size_t begin = batch.groupStart(gi), end = batch.groupStart(gi + 1);
+                for (size_t s = begin; s < end; ++s) {
+                  const StrategyResult &r = sc.results[s];
+                  const int extra = inflight - fewest;
+                  if (r.fits && r.peakBytes + extra * r.perInflightBytes <= usable &&
+                      r.hostBytes + extra * r.hostPerInflightBytes <= hostUsable)
+                    group.insert({r.t + p2p, r.d / G, owner.size() + (s - begin)});
+                }
+                for (const ParetoPoint &p : group.frontier())
+                  whole.insert(p);
+                for (size_t s = begin; s < end; ++s)
+                  owner.push_back({c, s});
+              }
+            }
+            std::vector<StageCandidate> kept;
+            for (const ParetoPoint &p : sampleFrontier(whole.frontier(), opts.paretoLimit)) {
+              const Scored &sc = scored[owner[p.index].first];
+              const StrategyBatch::Item &item = (*sc.batch)[owner[p.index].second];
+              configs.push_back({l, item.ckpt, sc.microBatch, sc.dp, sc.tp, mesh->first,
+                                 mesh->second, item.zero, item.offload});
+              kept.push_back({p.t, p.dPerG * G, configs.size() - 1, g});
+            }
+            it = byPosition.emplace(key, std::move(kept)).first;
+          }
+          std::vector<StageCandidate> &cands = table[i][l];
+          cands.insert(cands.end(), it->second.begin(), it->second.end());
+        }
       }
     }
   }
+  // A layer count with no candidate is no option.
+  for (auto &byLayers : table)
+    for (auto it = byLayers.begin(); it != byLayers.end();)
+      it = it->second.empty() ? byLayers.erase(it) : std::next(it);
 }
 
-void Tuner::consider(int S, int G, int meshNodes, int meshGpn, const StageTable &table,
-                     bool imbalance) {
+void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
   InterStageOptions io;
   io.totalLayers = model.numLayers;
   io.gradAccum = G;
-  io.imbalanceAware = imbalance;
+  io.imbalanceAware = opts.space.imbalanceAware();
   io.upperBound = bestObjective;
+  io.totalGpus = totalGpus;
   if (!opts.dumpMilpDir.empty())
-    io.dumpPath = fmt::format("{}/milp_S{}_G{}_{}.lp", opts.dumpMilpDir, S, stats.milps, G);
+    io.dumpPath = fmt::format("{}/milp_S{}_G{}_{}.lp", opts.dumpMilpDir, S, G, stats.milps);
   ++stats.milps;
   auto choice = solveInterStage(table, io);
   if (!choice)
@@ -244,8 +281,8 @@ void Tuner::consider(int S, int G, int meshNodes, int meshGpn, const StageTable 
     st.firstLayer = first;
     st.lastLayer = first + c.layers - 1;
     first += c.layers;
-    st.meshNodes = meshNodes;
-    st.meshGpusPerNode = meshGpn;
+    st.meshNodes = c.meshNodes;
+    st.meshGpusPerNode = c.meshGpusPerNode;
     st.microBatch = c.microBatch;
     st.dp = c.dp;
     st.tp = c.tp;
@@ -254,19 +291,11 @@ void Tuner::consider(int S, int G, int meshNodes, int meshGpn, const StageTable 
     st.offload = c.offload;
     plan.stages.push_back(st);
   }
-  // The megatron ablation chooses blind to d; judge every plan by the full formula.
-  std::vector<double> t, d;
-  for (int i = 0; i < S; ++i) {
-    const StageCandidate *cand = nullptr;
-    for (const StageCandidate &c : table[i].at(choice->layers[i]))
-      if (c.config == choice->configs[i])
-        cand = &c;
-    t.push_back(cand->t);
-    d.push_back(cand->d);
-  }
-  double objective = interStageObjective(t, d, G, /*imbalanceAware=*/true);
-  if (objective < bestObjective) {
-    bestObjective = objective;
+  // Judge every plan by the report's own estimate: the megatron ablation
+  // chooses blind to d, and non-uniform tables assume the slower p2p.
+  auto est = estimatePlan(plan, model, cluster, diag);
+  if (est && est->fits && est->iterationSeconds < bestObjective) {
+    bestObjective = est->iterationSeconds;
     bestPlan = std::move(plan);
   }
 }
@@ -279,7 +308,6 @@ std::optional<TuneResult> Tuner::run() {
     return std::nullopt;
   }
   offloads = opts.space.offloadOptions();
-  std::vector<int> validTp;
   std::string tpFailure;
   for (int tp = 1; tp <= gpus; tp *= 2) {
     if (tp > gpn && !cluster.tpAcrossNodes)
@@ -293,35 +321,35 @@ std::optional<TuneResult> Tuner::run() {
   }
   bool anyBatchSplit = false;
   for (int S = 1; S <= std::min(gpus, model.numLayers) && !outOfTime(); ++S) {
-    if (gpus % S)
+    const bool uniform = gpus % S == 0 && meshOf(gpus / S, gpn);
+    const std::vector<int> mixed = opts.space.nonUniformMeshSizes(S, gpus, gpn);
+    if (!uniform && mixed.empty())
       continue;
-    int gps = gpus / S;
-    int meshNodes = gps >= gpn ? gps / gpn : 1, meshGpn = gps >= gpn ? gpn : gps;
-    if (gps >= gpn ? gps % gpn != 0 : gpn % gps != 0)
-      continue;
-    std::vector<int> tps;
-    for (int tp : validTp)
-      if (gps % tp == 0)
-        tps.push_back(tp);
     for (int64_t G : divisorsOf(B)) {
       if (outOfTime())
         break;
-      bool splits = false;
-      for (int tp : tps)
-        splits |= B % (G * (gps / tp)) == 0;
-      if (!splits)
-        continue;
-      anyBatchSplit = true;
-      if (opts.space.tpPerStage()) {
-        StageTable table;
-        buildTable(S, static_cast<int>(G), tps, meshNodes, meshGpn, table);
-        consider(S, static_cast<int>(G), meshNodes, meshGpn, table, opts.space.imbalanceAware());
-      } else {
-        for (int tp : tps) { // one tp for the whole model
-          StageTable table;
-          buildTable(S, static_cast<int>(G), {tp}, meshNodes, meshGpn, table);
-          consider(S, static_cast<int>(G), meshNodes, meshGpn, table, opts.space.imbalanceAware());
+      StageTable table;
+      if (uniform && splitsBatch(G, gpus / S)) {
+        anyBatchSplit = true;
+        if (opts.space.tpPerStage()) {
+          buildTable(S, static_cast<int>(G), {gpus / S}, 0, table);
+          consider(S, static_cast<int>(G), table, 0);
+        } else {
+          for (int tp : validTp) { // one tp for the whole model
+            if ((gpus / S) % tp || B % (G * (gpus / S / tp)))
+              continue;
+            buildTable(S, static_cast<int>(G), {gpus / S}, tp, table);
+            consider(S, static_cast<int>(G), table, 0);
+          }
         }
+      }
+      bool mixedSplits = false;
+      for (int g : mixed)
+        mixedSplits |= splitsBatch(G, g);
+      if (mixedSplits) {
+        anyBatchSplit = true;
+        buildTable(S, static_cast<int>(G), mixed, 0, table);
+        consider(S, static_cast<int>(G), table, gpus);
       }
     }
     if (opts.progress)

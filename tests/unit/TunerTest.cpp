@@ -7,6 +7,7 @@
 #include <map>
 #include <algorithm>
 #include <random>
+#include <set>
 
 using namespace mist;
 using namespace mist::test;
@@ -53,6 +54,48 @@ TEST(Pareto, KeepsTheFrontierOnly) {
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].index, 1u);
   EXPECT_EQ(two[1].index, 0u);
+}
+
+TEST(InterStage, DeviceTotalAndOrderOnRandomTables) {
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> u(0.1, 2.0);
+  const int sizes[] = {1, 2, 4};
+  int mixed = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    int S = 2 + trial % 3, L = S + 2, totalGpus = 8;
+    StageTable table(S);
+    size_t config = 0;
+    for (int i = 0; i < S; ++i)
+      for (int l = 1; l <= L - S + 1; ++l)
+        for (int g : sizes) // more GPUs: faster
+          for (int k = 0; k < 2; ++k)
+            table[i][l].push_back({u(rng) * l / g, u(rng), config++, g});
+    InterStageOptions o;
+    o.totalLayers = L;
+    o.gradAccum = 1 + trial % 4;
+    o.totalGpus = totalGpus;
+    auto milp = solveInterStage(table, o), brute = bruteForceInterStage(table, o);
+    ASSERT_EQ(milp.has_value(), brute.has_value()) << trial;
+    if (!brute)
+      continue;
+    EXPECT_NEAR(milp->objective, brute->objective, 1e-9 * brute->objective) << trial;
+    std::map<size_t, int> gpusOf;
+    for (int i = 0; i < S; ++i)
+      for (auto &[l, cands] : table[i])
+        for (const StageCandidate &c : cands)
+          gpusOf[c.config] = c.gpus;
+    int used = 0, prev = totalGpus;
+    std::set<int> distinct;
+    for (size_t cfg : milp->configs) {
+      used += gpusOf[cfg];
+      EXPECT_LE(gpusOf[cfg], prev) << trial; // never growing along the pipeline
+      prev = gpusOf[cfg];
+      distinct.insert(gpusOf[cfg]);
+    }
+    EXPECT_EQ(used, totalGpus) << trial;
+    mixed += distinct.size() > 1;
+  }
+  EXPECT_GT(mixed, 0) << "some optimum should mix mesh sizes";
 }
 
 TEST(Pareto, IncrementalFrontierMatchesPairwiseDominance) {
@@ -117,66 +160,79 @@ Cluster fourGpus() {
   return c;
 }
 
-/// Every plan of the space, scored by the same model as estimatePlan.
+/// Every plan of the space, scored by the same model as estimatePlan: for
+/// every S, the uniform mesh and, with non-uniform meshes, every
+/// non-increasing mix of the allowed sizes that covers the GPUs.
 double bruteForceBest(const ModelProfile &mp, const Cluster &c, int64_t B, const SearchSpace &sp) {
   InterferenceTable it(c);
   const int gpus = c.totalGpus(), L = mp.numLayers;
   double best = INFINITY;
   for (int S = 1; S <= std::min(gpus, L); ++S) {
-    if (gpus % S)
-      continue;
-    int gps = gpus / S;
-    for (int64_t G : divisorsOf(B)) {
-      // Options of stage i: (layers, t, d) for every strategy that fits.
-      std::vector<std::vector<std::tuple<int, double, double>>> opts(S);
-      for (int i = 0; i < S; ++i)
-        for (int l : sp.layerOptions(L, S))
-          for (int tp = 1; tp <= gps; tp *= 2) {
-            if (gps % tp || mp.violatedAssumption(tp))
-              continue;
-            int dp = gps / tp;
-            if (B % (G * dp))
-              continue;
-            int b = static_cast<int>(B / (G * dp));
-            StageNumbers n{mp.evaluate(RegionKind::Layer, b, tp, c), mp.evaluate(RegionKind::Pre, b, tp, c),
-                           mp.evaluate(RegionKind::Post, b, tp, c)};
-            double p2p = (i + 1 < S ? n.layer.output / 20e9 : 0) + (i > 0 ? n.layer.gradIn / 20e9 : 0);
-            for (const ZeroFlags &z : sp.zeroOptions(dp))
-              for (const OffloadRatios &o : sp.offloadOptions())
-                for (int ck : sp.ckptOptions(l)) {
-                  StageKnobs k;
-                  k.layers = l;
-                  k.ckpt = ck;
-                  k.microBatch = b;
-                  k.dp = dp;
-                  k.tp = tp;
-                  k.meshGpusPerNode = gps;
-                  k.zero = z;
-                  k.offload = o;
-                  k.first = i == 0;
-                  k.last = i == S - 1;
-                  k.inflight = std::min<int>(S - i, G);
-                  k.gradAccum = G;
-                  StageEstimate e = estimateStage(k, n, c, it);
-                  if (e.fits)
-                    opts[i].push_back({l, e.t + p2p, e.d});
-                }
+    std::vector<std::vector<int>> sizeSets;
+    if (gpus % S == 0)
+      sizeSets.push_back({gpus / S});
+    if (auto mixed = sp.nonUniformMeshSizes(S, gpus, c.gpusPerNode); !mixed.empty())
+      sizeSets.push_back(mixed);
+    for (const std::vector<int> &sizes : sizeSets)
+      for (int64_t G : divisorsOf(B)) {
+        // Options of stage i: (layers, gpus, t, d) for every strategy that fits.
+        std::vector<std::vector<std::tuple<int, int, double, double>>> opts(S);
+        for (int i = 0; i < S; ++i)
+          for (int gps : sizes) {
+            const bool uniform = sizes.size() == 1;
+            for (int l : sp.layerOptionsForShare(L, S, uniform ? 1 : gps, uniform ? S : gpus))
+              for (int tp = 1; tp <= gps; tp *= 2) {
+                if (gps % tp || mp.violatedAssumption(tp))
+                  continue;
+                int dp = gps / tp;
+                if (B % (G * dp))
+                  continue;
+                int b = static_cast<int>(B / (G * dp));
+                StageNumbers n{mp.evaluate(RegionKind::Layer, b, tp, c),
+                               mp.evaluate(RegionKind::Pre, b, tp, c),
+                               mp.evaluate(RegionKind::Post, b, tp, c)};
+                double p2p = (i + 1 < S ? n.layer.output / 20e9 : 0) + (i > 0 ? n.layer.gradIn / 20e9 : 0);
+                for (const ZeroFlags &z : sp.zeroOptions(dp))
+                  for (const OffloadRatios &o : sp.offloadOptions())
+                    for (int ck : sp.ckptOptions(l)) {
+                      StageKnobs k;
+                      k.layers = l;
+                      k.ckpt = ck;
+                      k.microBatch = b;
+                      k.dp = dp;
+                      k.tp = tp;
+                      k.meshGpusPerNode = gps;
+                      k.zero = z;
+                      k.offload = o;
+                      k.first = i == 0;
+                      k.last = i == S - 1;
+                      k.inflight = std::min<int>(S - i, G);
+                      k.gradAccum = G;
+                      StageEstimate e = estimateStage(k, n, c, it);
+                      if (e.fits)
+                        opts[i].push_back({l, gps, e.t + p2p, e.d});
+                    }
+              }
           }
-      std::vector<double> t(S), d(S);
-      std::function<void(int, int)> rec = [&](int i, int used) {
-        if (i == S) {
-          if (used == L)
-            best = std::min(best, pipelineSeconds(t, d, G));
-          return;
-        }
-        for (auto &[l, ti, di] : opts[i]) {
-          t[i] = ti;
-          d[i] = di;
-          rec(i + 1, used + l);
-        }
-      };
-      rec(0, 0);
-    }
+        std::vector<double> t(S), d(S);
+        std::function<void(int, int, int, int)> rec = [&](int i, int used, int usedGpus, int prev) {
+          if (used > L || usedGpus > gpus)
+            return;
+          if (i == S) {
+            if (used == L && usedGpus == gpus)
+              best = std::min(best, pipelineSeconds(t, d, G));
+            return;
+          }
+          for (auto &[l, g, ti, di] : opts[i]) {
+            if (i > 0 && g > prev)
+              continue;
+            t[i] = ti;
+            d[i] = di;
+            rec(i + 1, used + l, usedGpus + g, g);
+          }
+        };
+        rec(0, 0, 0, gpus);
+      }
   }
   return best;
 }
@@ -214,6 +270,39 @@ TEST(Tuner, EqualsTheBruteForceOptimum) {
     }
     for (auto &[level, seconds] : best) // every ablation space is a subset of the full one
       EXPECT_GE(seconds, best[SpaceLevel::Full] * (1 - 1e-12)) << spaceLevelName(level);
+  }
+}
+
+TEST(Tuner, NonUniformMeshesEqualTheBruteForceOptimum) {
+  // Six layers on 4 GPUs: with non-uniform meshes S = 3 becomes possible
+  // (2 + 1 + 1 GPUs), which uniform meshes cannot do.
+  auto c = compile("import \"gpt\"\n"
+                   "model g = gpt(vocab = 256, hidden = 128, layers = 6, heads = 4)\n"
+                   "train { seq_len = 128; global_batch = 8 }\n");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp) << c->diagText;
+  for (double gib : {0.012, 0.007}) {
+    Cluster cl = fourGpus();
+    cl.device.memoryGiB = gib;
+    TunerOptions opts;
+    opts.space.weightGradRatios = {0};
+    opts.space.optActRatios = {0, 0.5};
+    opts.space.layerSlack = 1;
+    opts.paretoLimit = 0;
+    auto uniform = tune(*mp, cl, 8, opts, c->diag);
+    opts.space.nonUniformMeshes = true;
+    auto mixed = tune(*mp, cl, 8, opts, c->diag);
+    ASSERT_TRUE(mixed) << c->diagText;
+    double brute = bruteForceBest(*mp, cl, 8, opts.space);
+    ASSERT_TRUE(std::isfinite(brute));
+    EXPECT_NEAR(mixed->estimate.iterationSeconds, brute, 1e-9 * brute) << gib;
+    if (uniform) // a superset of the uniform space
+      EXPECT_LE(mixed->estimate.iterationSeconds, uniform->estimate.iterationSeconds * (1 + 1e-12));
+    int used = 0;
+    for (const StagePlan &s : mixed->plan.stages)
+      used += s.gpus();
+    EXPECT_EQ(used, 4);
   }
 }
 
