@@ -119,3 +119,14 @@ void Module::assume(const Expr &dividend, const Expr &divisor) {
       return;
   assumptions.push_back({dividend, divisor});
 }
+
+void Module::dropCosts() {
+  for (Region *r : regions) {
+    for (Block *b : {&r->fwd, r->bwd ? &*r->bwd : nullptr})
+      if (b)
+        for (auto &op : b->ops)
+          op->cost.reset();
+    r->summary.reset();
+  }
+  state.costed = false;
+}

@@ -142,6 +142,9 @@ public:
   bool reserveName(const std::string &name);
   /// Records `dividend % divisor == 0` unless an identical fact is present.
   void assume(const Expr &dividend, const Expr &divisor);
+  /// Removes every op cost and region summary and clears `costed`: a pass
+  /// that rewrites ops calls it so no cost of the old ops is printed or used.
+  void dropCosts();
 
 private:
   std::set<std::string> usedNames;

@@ -175,6 +175,7 @@ public:
       if (failed(BackwardBuilder(m, *r, diag).build()))
         return failure();
     m.state.differentiated = true;
+    m.dropCosts(); // the backward ops have none yet: cost-model runs again
     return success();
   }
 };

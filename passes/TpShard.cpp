@@ -35,6 +35,7 @@ public:
     if (m.state.tpSharded)
       return success();
     m.state.tpSharded = true;
+    m.dropCosts(); // they were computed for the unsharded ops
     for (Region *r : m.regions) {
       for (auto &a : r->fwd.args)
         a->typed = false;
