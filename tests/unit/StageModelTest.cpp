@@ -322,3 +322,45 @@ TEST(Evaluator, MatchesTheFullEstimateForEveryStrategy) {
 }
 
 } // namespace
+
+TEST(ModelProfile, MeasuredOpTimesReplaceTheRoofline) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp) << c->diagText;
+  Cluster cl = handCluster();
+  const int b = 2, tp = 1;
+  RegionNumbers roofline = mp->evaluate(RegionKind::Layer, b, tp, cl);
+  // The shape key of the layer's first linear: operand shapes at (b, tp).
+  const OpProfile *linear = nullptr;
+  for (const OpProfile &op : mp->region(RegionKind::Layer).fwd)
+    if (op.kind == OpKind::Linear && !linear)
+      linear = &op;
+  ASSERT_TRUE(linear);
+  std::string key;
+  for (size_t i = 0; i < linear->operandShapes.size(); ++i) {
+    key += i ? "," : "";
+    for (size_t j = 0; j < linear->operandShapes[i].size(); ++j)
+      key += (j ? "x" : "") + std::to_string(static_cast<long long>(linear->operandShapes[i][j].eval(b, tp)));
+  }
+  double flopRate = cl.device.peakTflops * 1e12 * cl.device.matmulEfficiency;
+  double byteRate = cl.device.memBandwidthGBs * 1e9 * cl.device.memEfficiency;
+  double rooflineTime = std::max(linear->flops.eval(b, tp) * linear->flopDiscount / flopRate,
+                                 linear->bytes.eval(b, tp) / byteRate);
+  int sameShape = 0; // every linear with that shape key takes the measured time
+  for (const OpProfile &op : mp->region(RegionKind::Layer).fwd) {
+    if (op.kind != OpKind::Linear || op.operandShapes.size() != linear->operandShapes.size())
+      continue;
+    bool same = true;
+    for (size_t i = 0; i < op.operandShapes.size(); ++i)
+      for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
+        same &= j < linear->operandShapes[i].size() &&
+                op.operandShapes[i][j].eval(b, tp) == linear->operandShapes[i][j].eval(b, tp);
+    sameShape += same;
+  }
+  cl.device.measured.push_back({"linear", key, 5e-3});
+  RegionNumbers measured = mp->evaluate(RegionKind::Layer, b, tp, cl);
+  EXPECT_NEAR(measured.fwdCompute - roofline.fwdCompute, sameShape * (5e-3 - rooflineTime), 1e-12);
+  EXPECT_DOUBLE_EQ(measured.bwdCompute, roofline.bwdCompute); // linear_grad is not in the table
+  EXPECT_GE(sameShape, 1);
+}
