@@ -1,6 +1,8 @@
 //===- Timeline.cpp - Predicted stream timeline as Chrome trace JSON ------===//
 #include "backend/Timeline.h"
 
+#include "backend/Schedule.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 
@@ -14,23 +16,6 @@ struct Event {
   std::string name;
   double start, duration; // seconds
 };
-
-/// The 1F1B order of stage i of S with G micro-batches: warm-up forwards,
-/// then one forward and one backward alternately, then the remaining
-/// backwards. Entries are (micro-batch, isForward).
-std::vector<std::pair<int, bool>> oneFOneB(int i, int S, int G) {
-  std::vector<std::pair<int, bool>> order;
-  int warm = std::min(S - i - 1, G), f = 0, b = 0;
-  for (; f < warm; ++f)
-    order.push_back({f, true});
-  while (f < G) {
-    order.push_back({f++, true});
-    order.push_back({b++, false});
-  }
-  while (b < G)
-    order.push_back({b++, false});
-  return order;
-}
 
 } // namespace
 

@@ -31,7 +31,7 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class InputKind { Mist, IR };
-enum class Emit { AST, IR, CostedIR, Summary, Plan, Report, Timeline };
+enum class Emit { AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule };
 
 cl::OptionCategory category("mistc options");
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mist | module.mir>"), cl::Required,
@@ -50,7 +50,9 @@ cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
                               clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
                               clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
                               clEnumValN(Emit::Timeline, "timeline",
-                                         "predicted stream timeline (Chrome trace JSON)")),
+                                         "predicted stream timeline (Chrome trace JSON)"),
+                              clEnumValN(Emit::Schedule, "schedule",
+                                         "what every stage does, step by step and stream by stream")),
                    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -197,9 +199,10 @@ int run() {
       failed(verifyModule(*m, diag)))
     return 1;
 
-  if (emit == Emit::Plan || emit == Emit::Report || emit == Emit::Timeline) {
+  if (emit == Emit::Plan || emit == Emit::Report || emit == Emit::Timeline ||
+      emit == Emit::Schedule) {
     if (clusterName.empty()) {
-      diag.error({}, "--emit=plan, report and timeline need --cluster");
+      diag.error({}, "--emit=plan, report, timeline and schedule need --cluster");
       return 1;
     }
     PlanActionOptions pa;
@@ -222,8 +225,10 @@ int run() {
     pa.tuner.timeLimitSeconds = timeLimit;
     pa.tuner.dumpMilpDir = dumpMilp;
     pa.tuner.progress = !quiet;
-    pa.output = emit == Emit::Plan ? PlanOutput::Plan : emit == Emit::Report ? PlanOutput::Report
-                                                                             : PlanOutput::Timeline;
+    pa.output = emit == Emit::Plan       ? PlanOutput::Plan
+                : emit == Emit::Report   ? PlanOutput::Report
+                : emit == Emit::Timeline ? PlanOutput::Timeline
+                                         : PlanOutput::Schedule;
     pa.summaryToStdout = outputPath != "-";
     int rc = runPlanActions(*m, pa, diag, out.os());
     if (rc == 0)

@@ -3,6 +3,7 @@
 
 #include "backend/PlanWriter.h"
 #include "backend/Report.h"
+#include "backend/Schedule.h"
 #include "backend/Timeline.h"
 #include "frontend/ClusterLoader.h"
 #include "frontend/PlanLoader.h"
@@ -54,6 +55,7 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
     printPlanSummary(plan, *estimate, *cluster, *model, opts.summaryToStdout ? llvm::outs() : llvm::errs());
     break;
   case PlanOutput::Report: printReport(plan, *estimate, *cluster, *model, out); break;
+  case PlanOutput::Schedule: printSchedule(plan, out); break;
   case PlanOutput::Timeline: {
     double simulated = writeTimeline(plan, *estimate, out);
     llvm::errs() << fmt::format("mistc: timeline of one iteration: {:.4f} s simulated, {:.4f} s "

@@ -13,7 +13,7 @@
 
 namespace mist {
 
-enum class PlanOutput { Plan, Report, Timeline };
+enum class PlanOutput { Plan, Report, Timeline, Schedule };
 
 struct PlanActionOptions {
   std::string cluster;                 ///< preset name or YAML path

@@ -1,0 +1,162 @@
+//===- ScheduleTest.cpp - The per-stage step sequence of a plan -----------===//
+/// The 1F1B order is deadlock-free and keeps at most min(S - i, G)
+/// micro-batches in flight on stage i (what the memory model charges), and
+/// every knob of the plan shows up as the steps it implies, and only then.
+//===----------------------------------------------------------------------===//
+#include "backend/Schedule.h"
+#include <gtest/gtest.h>
+
+using namespace mist;
+
+namespace {
+
+/// Replays every stage's order with blocking sends: a forward of micro-batch
+/// m on stage i needs stage i-1's forward of m, a backward needs stage
+/// i+1's backward of m (the last stage its own forward). Returns whether
+/// every stage finished.
+bool completes(int S, int G) {
+  std::vector<std::vector<std::pair<int, bool>>> orders;
+  for (int i = 0; i < S; ++i)
+    orders.push_back(oneFOneB(i, S, G));
+  std::vector<std::vector<bool>> fwd(S, std::vector<bool>(G)), bwd(S, std::vector<bool>(G));
+  std::vector<size_t> next(S, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int i = 0; i < S; ++i)
+      while (next[i] < orders[i].size()) {
+        auto [mb, forward] = orders[i][next[i]];
+        bool ready = forward ? (i == 0 || fwd[i - 1][mb]) : (i == S - 1 ? fwd[i][mb] : bwd[i + 1][mb]);
+        if (!ready)
+          break;
+        (forward ? fwd : bwd)[i][mb] = true;
+        ++next[i];
+        progress = true;
+      }
+  }
+  for (int i = 0; i < S; ++i)
+    if (next[i] != orders[i].size())
+      return false;
+  return true;
+}
+
+TEST(Schedule, OneFOneBIsCompleteDeadlockFreeAndBoundsInFlight) {
+  for (int S = 1; S <= 8; ++S)
+    for (int G = 1; G <= 12; ++G) {
+      EXPECT_TRUE(completes(S, G)) << "S " << S << " G " << G;
+      for (int i = 0; i < S; ++i) {
+        auto order = oneFOneB(i, S, G);
+        ASSERT_EQ(order.size(), size_t(2 * G));
+        int inFlight = 0, most = 0, f = 0, b = 0;
+        for (auto [mb, forward] : order) {
+          // Forwards and backwards each run in micro-batch order; a
+          // micro-batch's backward follows its forward.
+          EXPECT_EQ(mb, forward ? f++ : b++);
+          EXPECT_LT(b, f + 1);
+          inFlight += forward ? 1 : -1;
+          most = std::max(most, inFlight);
+        }
+        EXPECT_EQ(most, std::min(S - i, G)) << "S " << S << " G " << G << " stage " << i;
+      }
+    }
+}
+
+Plan twoStages() {
+  Plan p;
+  p.model = "m";
+  p.globalBatch = 16;
+  p.gradAccum = 4;
+  StagePlan a;
+  a.firstLayer = 0;
+  a.lastLayer = 3;
+  a.meshGpusPerNode = 4;
+  a.microBatch = 2;
+  a.dp = 2;
+  a.tp = 2;
+  StagePlan b = a;
+  b.firstLayer = 4;
+  b.lastLayer = 7;
+  p.stages = {a, b};
+  return p;
+}
+
+int count(const std::vector<ScheduleStep> &steps, const std::string &needle, int layer = -2) {
+  int n = 0;
+  for (const ScheduleStep &s : steps)
+    n += s.what.find(needle) != std::string::npos && (layer == -2 || s.layer == layer);
+  return n;
+}
+
+const std::vector<ScheduleStep> &phase(const StageSchedule &s, PhaseKind k) {
+  return s.phases[static_cast<int>(k)];
+}
+
+TEST(Schedule, DataParallelReductionFollowsTheZeroFlags) {
+  Plan p = twoStages();
+  StageSchedule none = buildStageSchedule(p, 1);
+  EXPECT_EQ(count(phase(none, PhaseKind::LastBackward), "all-reduce the gradients over dp"), 4);
+  EXPECT_EQ(count(phase(none, PhaseKind::Backward), "over dp"), 0); // accumulate locally
+  EXPECT_EQ(count(phase(none, PhaseKind::FirstForward), "all-gather"), 0);
+
+  p.stages[1].zero = {false, false, true}; // ZeRO-1
+  StageSchedule z1 = buildStageSchedule(p, 1);
+  EXPECT_EQ(count(phase(z1, PhaseKind::LastBackward), "reduce-scatter"), 4);
+  EXPECT_EQ(count(phase(z1, PhaseKind::FirstForward), "all-gather the updated weight shards"), 4);
+  EXPECT_EQ(count(phase(z1, PhaseKind::Forward), "all-gather"), 0);
+
+  p.stages[1].zero = {false, true, true}; // ZeRO-2
+  StageSchedule z2 = buildStageSchedule(p, 1);
+  EXPECT_EQ(count(phase(z2, PhaseKind::Backward), "reduce-scatter"), 4); // every micro-batch
+
+  p.stages[1].zero = {true, true, true}; // ZeRO-3
+  StageSchedule z3 = buildStageSchedule(p, 1);
+  EXPECT_EQ(count(phase(z3, PhaseKind::Forward), "all-gather the weights"), 4);
+  EXPECT_EQ(count(phase(z3, PhaseKind::Backward), "all-gather the weights"), 4);
+  EXPECT_EQ(count(phase(z3, PhaseKind::FirstForward), "updated weight shards"), 0);
+
+  p.stages[1].dp = 1; // nothing to reduce or shard over
+  p.stages[1].tp = 4;
+  StageSchedule single = buildStageSchedule(p, 1);
+  for (const auto &steps : single.phases)
+    EXPECT_EQ(count(steps, "over dp"), 0);
+}
+
+TEST(Schedule, CheckpointingRecomputesTheLastLayersOnly) {
+  Plan p = twoStages();
+  p.stages[0].ckptLayers = 3; // layers 1, 2, 3
+  StageSchedule s = buildStageSchedule(p, 0);
+  for (int l = 0; l <= 3; ++l) {
+    int expected = l >= 1 ? 1 : 0;
+    EXPECT_EQ(count(phase(s, PhaseKind::Backward), "recompute", l), expected) << l;
+    EXPECT_EQ(count(phase(s, PhaseKind::Forward), "keeping only the layer's input", l), expected) << l;
+  }
+}
+
+TEST(Schedule, OffloadStepsAppearExactlyForOffloadedState) {
+  Plan p = twoStages();
+  StageSchedule plain = buildStageSchedule(p, 0);
+  for (const auto &steps : plain.phases)
+    for (const ScheduleStep &s : steps)
+      EXPECT_TRUE(s.stream == ScheduleStream::Compute || s.stream == ScheduleStream::G2G) << s.what;
+
+  p.stages[0].offload = {0, 0, 0.5, 0.25}; // optimizer state and activations
+  StageSchedule off = buildStageSchedule(p, 0);
+  EXPECT_EQ(count(phase(off, PhaseKind::Forward), "swap out the saved activations (25%)"), 4);
+  EXPECT_EQ(count(phase(off, PhaseKind::Backward), "swap in the saved activations (25%)"), 4);
+  EXPECT_EQ(count(phase(off, PhaseKind::FirstForward), "fetch the offloaded optimizer state (50%)"), 4);
+  EXPECT_EQ(count(phase(off, PhaseKind::Forward), "optimizer"), 0); // only the first forward steps
+  EXPECT_EQ(count(phase(off, PhaseKind::Backward), "weights ("), 0);
+}
+
+TEST(Schedule, StagesTalkToTheirNeighbours) {
+  Plan p = twoStages();
+  StageSchedule first = buildStageSchedule(p, 0), last = buildStageSchedule(p, 1);
+  EXPECT_EQ(count(phase(first, PhaseKind::Forward), "send the activations to stage 1"), 1);
+  EXPECT_EQ(count(phase(first, PhaseKind::Backward), "receive the output gradients from stage 1"), 1);
+  EXPECT_EQ(count(phase(last, PhaseKind::Forward), "receive the micro-batch's activations from stage 0"), 1);
+  EXPECT_EQ(count(phase(last, PhaseKind::Backward), "send the input gradients to stage 0"), 1);
+  EXPECT_EQ(count(phase(first, PhaseKind::Forward), "pre forward"), 1);
+  EXPECT_EQ(count(phase(last, PhaseKind::Forward), "post forward"), 1);
+  EXPECT_EQ(count(phase(first, PhaseKind::Forward), "post"), 0);
+}
+
+} // namespace
