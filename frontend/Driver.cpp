@@ -31,7 +31,9 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class InputKind { Mist, IR };
-enum class Emit { AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule };
+enum class Emit {
+  AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan
+};
 
 cl::OptionCategory category("mistc options");
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mist | module.mir>"), cl::Required,
@@ -52,7 +54,10 @@ cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
                               clEnumValN(Emit::Timeline, "timeline",
                                          "predicted stream timeline (Chrome trace JSON)"),
                               clEnumValN(Emit::Schedule, "schedule",
-                                         "what every stage does, step by step and stream by stream")),
+                                         "what every stage does, step by step and stream by stream"),
+                              clEnumValN(Emit::Megatron, "megatron", "Megatron-LM arguments for the plan"),
+                              clEnumValN(Emit::DeepSpeed, "deepspeed", "DeepSpeed JSON config for the plan"),
+                              clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan")),
                    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -93,6 +98,17 @@ cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
                                cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
+
+/// The spelling of an --emit value, for messages.
+std::string emitName(Emit e) {
+  for (const auto &v : {std::pair(Emit::Plan, "plan"), std::pair(Emit::Report, "report"),
+                        std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
+                        std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
+                        std::pair(Emit::TorchTitan, "torchtitan")})
+    if (v.first == e)
+      return v.second;
+  return "?";
+}
 
 std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
                                  bool &astOnly) {
@@ -199,10 +215,9 @@ int run() {
       failed(verifyModule(*m, diag)))
     return 1;
 
-  if (emit == Emit::Plan || emit == Emit::Report || emit == Emit::Timeline ||
-      emit == Emit::Schedule) {
+  if (emit >= Emit::Plan) { // the plan actions
     if (clusterName.empty()) {
-      diag.error({}, "--emit=plan, report, timeline and schedule need --cluster");
+      diag.error({}, "--emit=" + emitName(emit) + " needs --cluster");
       return 1;
     }
     PlanActionOptions pa;
@@ -225,10 +240,8 @@ int run() {
     pa.tuner.timeLimitSeconds = timeLimit;
     pa.tuner.dumpMilpDir = dumpMilp;
     pa.tuner.progress = !quiet;
-    pa.output = emit == Emit::Plan       ? PlanOutput::Plan
-                : emit == Emit::Report   ? PlanOutput::Report
-                : emit == Emit::Timeline ? PlanOutput::Timeline
-                                         : PlanOutput::Schedule;
+    // The plan actions are listed in the same order in Emit and PlanOutput.
+    pa.output = static_cast<PlanOutput>(static_cast<int>(emit.getValue()) - static_cast<int>(Emit::Plan));
     pa.summaryToStdout = outputPath != "-";
     int rc = runPlanActions(*m, pa, diag, out.os());
     if (rc == 0)

@@ -2,6 +2,7 @@
 #include "frontend/PlanActions.h"
 
 #include "backend/PlanWriter.h"
+#include "backend/ExportProjection.h"
 #include "backend/Report.h"
 #include "backend/Schedule.h"
 #include "backend/Timeline.h"
@@ -11,6 +12,51 @@
 #include <fmt/format.h>
 
 using namespace mist;
+
+namespace {
+
+/// Projects the plan onto what the target framework can run, prices the
+/// projection with the same model, says what changed on stderr and writes
+/// the target's configuration.
+bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estimate,
+                const Cluster &cluster, const ModelProfile &model, PlanOutput output,
+                DiagnosticEngine &diag, llvm::raw_ostream &out) {
+  ExportTarget target = output == PlanOutput::Megatron    ? ExportTarget::Megatron
+                        : output == PlanOutput::DeepSpeed ? ExportTarget::DeepSpeed
+                                                          : ExportTarget::TorchTitan;
+  ExportProjection projected = projectForExport(plan, target, cluster.gpusPerNode);
+  auto cost = estimatePlan(projected.plan, model, cluster, diag);
+  if (!cost)
+    return false;
+  llvm::raw_ostream &err = llvm::errs();
+  if (projected.exact()) {
+    err << fmt::format("mistc: {} runs the plan as tuned: {:.4f} s per iteration predicted\n",
+                       exportTargetName(target), estimate.iterationSeconds);
+  } else {
+    err << fmt::format("mistc: {} cannot express the plan; writing the closest plan it can run:\n",
+                       exportTargetName(target));
+    for (const std::string &n : projected.notes)
+      err << "mistc:   - " << n << "\n";
+    err << fmt::format("mistc: predicted iteration: the plan {:.4f} s, the {} projection {:.4f} s "
+                       "({:+.1f}%){}\n",
+                       estimate.iterationSeconds, exportTargetName(target), cost->iterationSeconds,
+                       100 * (cost->iterationSeconds / estimate.iterationSeconds - 1),
+                       cost->fits ? "" : "; the projection does NOT fit in device memory");
+  }
+  if (target == ExportTarget::DeepSpeed && projected.plan.stages.size() > 1)
+    err << fmt::format("mistc: DeepSpeed builds the pipeline in code: "
+                       "PipelineModule(layers, num_stages={}, partition_method=\"uniform\")\n",
+                       projected.plan.stages.size());
+  ExportModel em = exportModelOf(m);
+  switch (target) {
+  case ExportTarget::Megatron: writeMegatronArgs(projected, em, out); break;
+  case ExportTarget::DeepSpeed: writeDeepSpeedConfig(projected, em, out); break;
+  case ExportTarget::TorchTitan: writeTorchTitanConfig(projected, em, out); break;
+  }
+  return true;
+}
+
+} // namespace
 
 int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
                          llvm::raw_ostream &out) {
@@ -56,6 +102,12 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
     break;
   case PlanOutput::Report: printReport(plan, *estimate, *cluster, *model, out); break;
   case PlanOutput::Schedule: printSchedule(plan, out); break;
+  case PlanOutput::Megatron:
+  case PlanOutput::DeepSpeed:
+  case PlanOutput::TorchTitan:
+    if (!exportPlan(m, plan, *estimate, *cluster, *model, opts.output, diag, out))
+      return 1;
+    break;
   case PlanOutput::Timeline: {
     double simulated = writeTimeline(plan, *estimate, out);
     llvm::errs() << fmt::format("mistc: timeline of one iteration: {:.4f} s simulated, {:.4f} s "

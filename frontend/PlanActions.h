@@ -13,7 +13,7 @@
 
 namespace mist {
 
-enum class PlanOutput { Plan, Report, Timeline, Schedule };
+enum class PlanOutput { Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan };
 
 struct PlanActionOptions {
   std::string cluster;                 ///< preset name or YAML path

@@ -1,0 +1,47 @@
+//===- DeepSpeedExport.cpp - A DeepSpeed JSON config for a plan -----------===//
+/// \file
+/// JSON has no comments: what the projection changed goes to stderr (the
+/// driver prints it), and the pipeline, which DeepSpeed sets up in code, is
+/// described in the "mistc" note the driver prints too.
+//===----------------------------------------------------------------------===//
+#include "backend/ExportProjection.h"
+
+#include <fmt/format.h>
+
+using namespace mist;
+
+void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportModel &model,
+                                llvm::raw_ostream &os) {
+  const Plan &p = projected.plan;
+  const StagePlan &s0 = p.stages.front();
+  const TrainConfig &t = model.train;
+  const int stage = s0.zero.weights ? 3 : s0.zero.grads ? 2 : s0.zero.optimizer ? 1 : 0;
+  os << "{\n";
+  os << fmt::format("  \"train_batch_size\": {},\n", p.globalBatch);
+  os << fmt::format("  \"train_micro_batch_size_per_gpu\": {},\n", s0.microBatch);
+  os << fmt::format("  \"gradient_accumulation_steps\": {},\n", p.gradAccum);
+  os << fmt::format("  \"gradient_clipping\": {:g},\n", t.gradClip);
+  os << "  \"bf16\": {\"enabled\": true},\n";
+  os << fmt::format("  \"optimizer\": {{\"type\": \"AdamW\", \"params\": {{\"lr\": {:g}, \"betas\": [{:g}, "
+                    "{:g}], \"eps\": {:g}, \"weight_decay\": {:g}}}}},\n",
+                    t.lr, t.beta1, t.beta2, t.eps, t.weightDecay);
+  os << "  \"zero_optimization\": {\n";
+  os << fmt::format("    \"stage\": {},\n", stage);
+  os << "    \"overlap_comm\": true,\n";
+  os << "    \"contiguous_gradients\": true";
+  if (s0.offload.optimizer > 0)
+    os << fmt::format(",\n    \"offload_optimizer\": {{\"device\": \"cpu\", \"pin_memory\": true, "
+                      "\"ratio\": {:g}}}",
+                      s0.offload.optimizer);
+  if (s0.offload.weights > 0)
+    os << ",\n    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}";
+  os << "\n  },\n";
+  os << "  \"activation_checkpointing\": {\n";
+  os << fmt::format("    \"partition_activations\": {},\n", s0.tp > 1 ? "true" : "false");
+  os << "    \"cpu_checkpointing\": false,\n";
+  os << fmt::format("    \"number_checkpoints\": {}\n", s0.ckptLayers);
+  os << "  }";
+  if (s0.tp > 1)
+    os << fmt::format(",\n  \"tensor_parallel\": {{\"autotp_size\": {}}}", s0.tp);
+  os << "\n}\n";
+}

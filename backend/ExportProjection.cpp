@@ -1,0 +1,269 @@
+//===- ExportProjection.cpp - The closest plan another framework can run --===//
+#include "backend/ExportProjection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+
+using namespace mist;
+
+const char *mist::exportTargetName(ExportTarget t) {
+  switch (t) {
+  case ExportTarget::Megatron: return "Megatron-LM";
+  case ExportTarget::DeepSpeed: return "DeepSpeed";
+  case ExportTarget::TorchTitan: return "TorchTitan";
+  }
+  return "?";
+}
+
+namespace {
+
+/// The value most layers use (ties: the earliest stage's), so the projection
+/// keeps what matters for most of the model.
+template <typename T, typename Get>
+T byMostLayers(const Plan &plan, Get get) {
+  std::vector<std::pair<T, int>> counts;
+  for (const StagePlan &s : plan.stages) {
+    T v = get(s);
+    auto it = std::find_if(counts.begin(), counts.end(), [&](auto &c) { return c.first == v; });
+    if (it == counts.end())
+      counts.push_back({v, s.layers()});
+    else
+      it->second += s.layers();
+  }
+  auto best = counts.begin();
+  for (auto it = counts.begin(); it != counts.end(); ++it)
+    if (it->second > best->second)
+      best = it;
+  return best->first;
+}
+
+std::string zeroName(const ZeroFlags &z) {
+  if (z.weights)
+    return "ZeRO-3";
+  if (z.grads)
+    return "ZeRO-2";
+  return z.optimizer ? "ZeRO-1" : "no ZeRO";
+}
+
+std::string splitText(const Plan &p) {
+  std::string t;
+  for (const StagePlan &s : p.stages)
+    t += (t.empty() ? "" : "/") + std::to_string(s.layers());
+  return t;
+}
+
+/// Even split with the remainder on the first stages.
+std::vector<int> evenSplit(int layers, int stages) {
+  std::vector<int> out(stages, layers / stages);
+  for (int i = 0; i < layers % stages; ++i)
+    ++out[i];
+  return out;
+}
+
+} // namespace
+
+ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, int gpusPerNode) {
+  ExportProjection out;
+  out.plan = plan;
+  out.gpusPerNode = gpusPerNode;
+  auto &notes = out.notes;
+  const char *name = exportTargetName(target);
+  const int S = static_cast<int>(plan.stages.size());
+  int layers = 0, gpus = 0;
+  for (const StagePlan &s : plan.stages) {
+    layers += s.layers();
+    gpus += s.gpus();
+  }
+  Plan &p = out.plan;
+
+  // One mesh, tp and dp for every stage.
+  int gps = gpus % S == 0 ? gpus / S : byMostLayers<int>(plan, [](const StagePlan &s) { return s.gpus(); });
+  if (gps * S != gpus)
+    notes.push_back(fmt::format("{} gives every stage the same GPUs: {} per stage, {} in all instead of {}",
+                                name, gps, gps * S, gpus));
+  int tp = byMostLayers<int>(plan, [](const StagePlan &s) { return s.tp; });
+  while (gps % tp)
+    tp /= 2;
+  int dp = gps / tp;
+  int G = plan.gradAccum;
+  if (plan.globalBatch % (int64_t(G) * dp) != 0) {
+    // Keep the global batch; pick the G nearest the original that splits it.
+    int best = 0;
+    for (int g = 1; g <= plan.globalBatch; ++g)
+      if (plan.globalBatch % (int64_t(g) * dp) == 0 && (!best || std::abs(g - G) < std::abs(best - G)))
+        best = g;
+    notes.push_back(fmt::format("gradient accumulation {} instead of {} to split the batch over dp = {}",
+                                best, G, dp));
+    G = best;
+  }
+  p.gradAccum = G;
+  const int b = static_cast<int>(plan.globalBatch / (int64_t(G) * dp));
+  bool meshDiffers = false, tpDiffers = false;
+  for (const StagePlan &s : plan.stages) {
+    meshDiffers |= s.gpus() != gps;
+    tpDiffers |= s.tp != tp || s.dp != dp;
+  }
+  if (tpDiffers || meshDiffers)
+    notes.push_back(fmt::format("one tp and dp for all stages: tp = {}, dp = {} (the plan: {})", tp, dp, [&] {
+      std::string t;
+      for (const StagePlan &s : plan.stages)
+        t += (t.empty() ? "" : ", ") + fmt::format("{}x{}", s.tp, s.dp);
+      return t + " as tp x dp";
+    }()));
+
+  // ZeRO: one level; what each target can run.
+  ZeroFlags zero = byMostLayers<ZeroFlags>(plan, [](const StagePlan &s) { return s.zero; });
+  if (dp == 1)
+    zero = {};
+  bool zeroDiffers = false;
+  for (const StagePlan &s : plan.stages)
+    zeroDiffers |= !(s.zero == zero) && s.dp > 1;
+  if (zeroDiffers)
+    notes.push_back(fmt::format("one ZeRO level for all stages: {}", zeroName(zero)));
+  if (target == ExportTarget::DeepSpeed && S > 1 && (zero.grads || zero.weights)) {
+    notes.push_back(fmt::format("DeepSpeed pipelines support ZeRO-1 at most: {} becomes ZeRO-1", zeroName(zero)));
+    zero = {false, false, true};
+  }
+  if (target == ExportTarget::TorchTitan && (zero.optimizer || zero.grads) && !zero.weights) {
+    notes.push_back(fmt::format("TorchTitan shards with FSDP: {} becomes ZeRO-3 (parameters "
+                                "kept gathered between forward and backward)",
+                                zeroName(zero)));
+    zero = {true, true, true};
+  }
+
+  // Offload: what each target can express.
+  OffloadRatios off = {};
+  double optimizerMax = 0;
+  bool fullState = true, anyOffload = false;
+  for (const StagePlan &s : plan.stages) {
+    optimizerMax = std::max(optimizerMax, s.offload.optimizer);
+    fullState &= s.offload.weights == 1 && s.offload.grads == 1 && s.offload.optimizer == 1;
+    anyOffload |= s.offload.weights > 0 || s.offload.grads > 0 || s.offload.optimizer > 0 ||
+                  s.offload.activations > 0;
+  }
+  if (target == ExportTarget::TorchTitan) {
+    if (fullState)
+      off = {1, 1, 1, 0};
+  } else {
+    off.optimizer = optimizerMax;
+    if (target == ExportTarget::DeepSpeed && zero.weights && fullState)
+      off.weights = 1;
+  }
+  bool offloadDiffers = false;
+  for (const StagePlan &s : plan.stages)
+    offloadDiffers |= !(s.offload == off);
+  if (anyOffload && offloadDiffers)
+    notes.push_back(fmt::format("offload (weights/grads/optimizer/activations) {:g}/{:g}/{:g}/{:g} on every stage: "
+                                "{}",
+                                off.weights, off.grads, off.optimizer, off.activations,
+                                target == ExportTarget::TorchTitan
+                                    ? "FSDP offloads all state or none"
+                                    : "only the optimizer state's share can be set"));
+
+  // Layer split.
+  std::vector<int> split;
+  for (const StagePlan &s : plan.stages)
+    split.push_back(s.layers());
+  if (target == ExportTarget::Megatron && S > 2) {
+    // First and last stages may differ; the middle ones must be equal.
+    int middle = layers - split.front() - split.back();
+    bool equal = std::all_of(split.begin() + 1, split.end() - 1, [&](int l) { return l == split[1]; });
+    if (!equal) {
+      if (middle % (S - 2) == 0)
+        std::fill(split.begin() + 1, split.end() - 1, middle / (S - 2));
+      else
+        split = evenSplit(layers, S);
+    }
+  } else if (target == ExportTarget::DeepSpeed) {
+    split = evenSplit(layers, S); // PipelineModule(partition_method="uniform")
+  }
+  Plan before = p;
+  int first = 0;
+  for (int i = 0; i < S; ++i) {
+    StagePlan &s = p.stages[i];
+    s.firstLayer = first;
+    s.lastLayer = first + split[i] - 1;
+    first += split[i];
+  }
+  if (splitText(p) != splitText(plan))
+    notes.push_back(fmt::format("layers per stage {} instead of {}", splitText(p), splitText(plan)));
+
+  // Recomputation.
+  int ckptMax = 0;
+  bool ckptEqual = true;
+  for (const StagePlan &s : plan.stages) {
+    ckptMax = std::max(ckptMax, s.ckptLayers);
+    ckptEqual &= s.ckptLayers == plan.stages.front().ckptLayers;
+  }
+  std::vector<int> ckpt(S);
+  if (target == ExportTarget::TorchTitan) {
+    bool none = ckptMax == 0, full = true;
+    for (int i = 0; i < S; ++i)
+      full &= plan.stages[i].ckptLayers == plan.stages[i].layers();
+    for (int i = 0; i < S; ++i) {
+      int l = p.stages[i].layers();
+      if (none)
+        ckpt[i] = 0;
+      else if (full)
+        ckpt[i] = l;
+      else { // every N-th layer
+        int n = std::max(1, static_cast<int>(std::lround(double(plan.stages[i].layers()) / ckptMax)));
+        ckpt[i] = l / n;
+      }
+    }
+  } else {
+    for (int i = 0; i < S; ++i)
+      ckpt[i] = std::min(ckptMax, p.stages[i].layers());
+  }
+  std::string ckptText;
+  bool ckptChanged = false;
+  for (int i = 0; i < S; ++i) {
+    ckptText += (i ? "/" : "") + std::to_string(ckpt[i]);
+    ckptChanged |= ckpt[i] != plan.stages[i].ckptLayers;
+  }
+  if (ckptChanged)
+    notes.push_back(fmt::format("checkpointed layers per stage {} (one setting for all stages)", ckptText));
+
+  for (int i = 0; i < S; ++i) {
+    StagePlan &s = p.stages[i];
+    s.meshNodes = gps >= gpusPerNode ? gps / gpusPerNode : 1;
+    s.meshGpusPerNode = gps >= gpusPerNode ? gpusPerNode : gps;
+    s.tp = tp;
+    s.dp = dp;
+    s.microBatch = b;
+    s.zero = zero;
+    s.offload = off;
+    s.ckptLayers = ckpt[i];
+  }
+  p.predicted.reset();
+  return out;
+}
+
+ExportModel mist::exportModelOf(const Module &m) {
+  ExportModel e;
+  e.name = m.name;
+  auto value = [&](const char *name) -> int64_t {
+    const Symbol *s = m.symbols.lookup(name);
+    return s && s->value ? *s->value : 0;
+  };
+  e.hidden = value("hidden");
+  e.heads = value("heads");
+  e.kvHeads = value("kv_heads");
+  e.ffn = value("ffn");
+  e.vocab = value("vocab");
+  if (const Symbol *s = m.symbols.ofKind(SymbolKind::Seq); s && s->value)
+    e.seqLen = *s->value;
+  if (auto l = exprToInt(m.symbols.bindAll(m.layer.repeat)))
+    e.layers = *l;
+  for (const Region *r : m.regions)
+    for (const auto &op : r->fwd.ops) {
+      e.rmsnorm |= op->kind == OpKind::RMSNorm;
+      e.rope |= op->kind == OpKind::Rope;
+      e.swiglu |= op->kind == OpKind::Silu;
+      e.learnedPositions |= op->kind == OpKind::PositionEmbedding;
+    }
+  e.train = m.train;
+  return e;
+}

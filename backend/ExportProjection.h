@@ -1,0 +1,50 @@
+//===- ExportProjection.h - The closest plan another framework can run ----===//
+/// \file
+/// Megatron-LM, DeepSpeed and TorchTitan run uniform plans: one tp, dp,
+/// micro-batch, ZeRO level and recomputation setting for every pipeline
+/// stage, and only some offload and layer-split shapes. A mistc plan may
+/// differ per stage; `projectForExport` turns it into the closest plan the
+/// target can express and says, knob by knob, what it had to change. The
+/// driver prices both plans with the same model so the user sees what the
+/// projection costs.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/IR.h"
+#include "passes/perf/Plan.h"
+#include "llvm/Support/raw_ostream.h"
+#include <string>
+#include <vector>
+
+namespace mist {
+
+enum class ExportTarget { Megatron, DeepSpeed, TorchTitan };
+const char *exportTargetName(ExportTarget t);
+
+struct ExportProjection {
+  Plan plan;                      ///< what the target will run
+  std::vector<std::string> notes; ///< every change from the original, one line each
+  int gpusPerNode = 1;            ///< of the cluster, for launch lines
+  bool exact() const { return notes.empty(); }
+};
+
+ExportProjection projectForExport(const Plan &plan, ExportTarget target, int gpusPerNode);
+
+/// What the exporters need to know of the model and its training setup.
+struct ExportModel {
+  std::string name;
+  int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, seqLen = 0;
+  bool rmsnorm = false, rope = false, swiglu = false, learnedPositions = false;
+  TrainConfig train;
+};
+ExportModel exportModelOf(const Module &m);
+
+/// The exporters, one per target: `projected` must come from projectForExport.
+void writeMegatronArgs(const ExportProjection &projected, const ExportModel &model,
+                       llvm::raw_ostream &os);
+void writeDeepSpeedConfig(const ExportProjection &projected, const ExportModel &model,
+                          llvm::raw_ostream &os);
+void writeTorchTitanConfig(const ExportProjection &projected, const ExportModel &model,
+                           llvm::raw_ostream &os);
+
+} // namespace mist
