@@ -8,18 +8,13 @@
 
 using namespace mist;
 
-namespace {
+const char *mist::timelineRowName(unsigned row) {
+  static const char *names[numTimelineRows] = {"compute", "gpu<->gpu", "host->gpu", "gpu->host",
+                                               "tp collectives"};
+  return row < numTimelineRows ? names[row] : "?";
+}
 
-struct Event {
-  int stage;
-  unsigned stream; ///< 0..3 streams, 4 = tp collectives inside compute
-  std::string name;
-  double start, duration; // seconds
-};
-
-} // namespace
-
-double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::raw_ostream &os) {
+SimulatedTimeline mist::simulateTimeline(const Plan &plan, const PipelineEstimate &est) {
   const int S = static_cast<int>(est.stages.size()), G = plan.gradAccum;
   std::vector<std::vector<double>> fwdEnd(S, std::vector<double>(G, 0)),
       bwdEnd(S, std::vector<double>(G, 0));
@@ -28,7 +23,7 @@ double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::
   std::vector<double> free(S, 0);
   for (int i = 0; i < S; ++i)
     orders.push_back(oneFOneB(i, S, G));
-  std::vector<Event> events;
+  std::vector<TimelineEvent> events;
   // Process ready work in order until every stage has run its schedule.
   bool progress = true;
   while (progress) {
@@ -52,7 +47,9 @@ double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::
                                      : (mb == G - 1 ? e.bwdLast : e.bwdStable);
         double start = std::max(ready, free[i]);
         std::string name = fmt::format("{}{}", forward ? "F" : "B", mb);
-        events.push_back({i, 0, name, start, p.elapsed});
+        // What the compute stream waits for beyond its own work and the tp collectives.
+        double exposed = std::max(0.0, p.elapsed - p.busy[0] - p.tp);
+        events.push_back({i, 0, name, start, p.elapsed, exposed});
         for (unsigned s = 1; s < numStreams; ++s)
           if (p.busy[s] > 0)
             events.push_back({i, s, name, start, p.busy[s]});
@@ -66,8 +63,12 @@ double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::
       }
     }
   }
-  double total = *std::max_element(free.begin(), free.end());
-  const char *threads[] = {"compute", "gpu<->gpu", "host->gpu", "gpu->host", "tp collectives"};
+  return {std::move(events), *std::max_element(free.begin(), free.end())};
+}
+
+double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::raw_ostream &os) {
+  const int S = static_cast<int>(est.stages.size());
+  SimulatedTimeline sim = simulateTimeline(plan, est);
   os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   bool firstEvent = true;
   auto emit = [&](const std::string &json) {
@@ -78,16 +79,16 @@ double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::
     emit(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": "
                      "{{\"name\": \"stage {} (layers {}-{})\"}}}}",
                      i, i, plan.stages[i].firstLayer, plan.stages[i].lastLayer));
-    for (unsigned t = 0; t < 5; ++t)
+    for (unsigned t = 0; t < numTimelineRows; ++t)
       emit(fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, "
                        "\"args\": {{\"name\": \"{}\"}}}}",
-                       i, t, threads[t]));
+                       i, t, timelineRowName(t)));
   }
-  for (const Event &e : events)
+  for (const TimelineEvent &e : sim.events)
     emit(fmt::format("{{\"ph\": \"X\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, "
                      "\"dur\": {:.3f}}}",
                      e.name, e.stage, e.stream, e.start * 1e6, e.duration * 1e6));
   os << "\n], \"otherData\": {\"predicted_iteration_s\": " << fmt::format("{:.6g}", est.iterationSeconds)
-     << ", \"simulated_iteration_s\": " << fmt::format("{:.6g}", total) << "}}\n";
-  return total;
+     << ", \"simulated_iteration_s\": " << fmt::format("{:.6g}", sim.seconds) << "}}\n";
+  return sim.seconds;
 }

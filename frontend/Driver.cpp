@@ -32,7 +32,8 @@ namespace {
 
 enum class InputKind { Mist, IR };
 enum class Emit {
-  AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan
+  AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan,
+  TimelineSvg
 };
 
 cl::OptionCategory category("mistc options");
@@ -57,7 +58,9 @@ cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
                                          "what every stage does, step by step and stream by stream"),
                               clEnumValN(Emit::Megatron, "megatron", "Megatron-LM arguments for the plan"),
                               clEnumValN(Emit::DeepSpeed, "deepspeed", "DeepSpeed JSON config for the plan"),
-                              clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan")),
+                              clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan"),
+                              clEnumValN(Emit::TimelineSvg, "timeline-svg",
+                                         "predicted stream timeline as an SVG picture")),
                    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -104,7 +107,7 @@ std::string emitName(Emit e) {
   for (const auto &v : {std::pair(Emit::Plan, "plan"), std::pair(Emit::Report, "report"),
                         std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
                         std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
-                        std::pair(Emit::TorchTitan, "torchtitan")})
+                        std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg")})
     if (v.first == e)
       return v.second;
   return "?";

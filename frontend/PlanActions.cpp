@@ -102,6 +102,7 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
     break;
   case PlanOutput::Report: printReport(plan, *estimate, *cluster, *model, out); break;
   case PlanOutput::Schedule: printSchedule(plan, out); break;
+  case PlanOutput::TimelineSvg: writeTimelineSvg(plan, *estimate, out); break;
   case PlanOutput::Megatron:
   case PlanOutput::DeepSpeed:
   case PlanOutput::TorchTitan:

@@ -13,7 +13,9 @@
 
 namespace mist {
 
-enum class PlanOutput { Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan };
+enum class PlanOutput {
+  Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan, TimelineSvg
+};
 
 struct PlanActionOptions {
   std::string cluster;                 ///< preset name or YAML path

@@ -16,3 +16,8 @@ config.substitutions.append(("%examples", config.examples_dir))
 config.substitutions.append(("%stdlib", config.stdlib_dir))
 config.substitutions.append(("%clusters", config.clusters_dir))
 config.substitutions.append(("%inputs", os.path.join(config.source_root, "Inputs")))
+
+# Tests that render in a browser run only where headless Chromium is installed.
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
