@@ -66,13 +66,15 @@ void mist::printSummary(const Module &m, llvm::raw_ostream &os) {
   const RegionSummary &s = *m.layer.summary;
   static const std::pair<const char *, const char *> rows[] = {
       {"fwd_flops", "forward FLOPs"},  {"bwd_flops", "backward FLOPs"},
-      {"saved", "saved activations"},  {"fwd_comm", "tp comm (forward)"},
-      {"bwd_comm", "tp comm (backward)"}};
+      {"saved", "saved activations"},  {"fwd_comm", "tp all-reduce (fwd)"},
+      {"bwd_comm", "tp all-reduce (bwd)"}};
   os << "  per layer and micro-batch:\n";
   for (auto &[key, label] : rows)
     if (auto e = s.get(key))
       os << fmt::format("    {:<20} {}\n", label, printExpr(*e, m.symbols));
-  os << "  per layer at b = 1, tp = 1:\n";
+  // The all-reduce rows give each rank's contribution, which does not depend
+  // on tp; at tp = 1 nothing is sent.
+  os << "  per layer at b = 1, tp = 1 (all-reduce: bytes per rank once tp > 1):\n";
   for (auto &[key, label] : rows)
     if (auto e = s.get(key)) {
       auto v = exprToDouble(m.symbols.bindAll(*e, unitPlan(m)));
