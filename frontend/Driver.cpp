@@ -33,7 +33,7 @@ namespace {
 enum class InputKind { Mist, IR };
 enum class Emit {
   AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan,
-  TimelineSvg
+  TimelineSvg, Lowered
 };
 
 cl::OptionCategory category("mistc options");
@@ -60,7 +60,9 @@ cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
                               clEnumValN(Emit::DeepSpeed, "deepspeed", "DeepSpeed JSON config for the plan"),
                               clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan"),
                               clEnumValN(Emit::TimelineSvg, "timeline-svg",
-                                         "predicted stream timeline as an SVG picture")),
+                                         "predicted stream timeline as an SVG picture"),
+                              clEnumValN(Emit::Lowered, "lowered",
+                                         "the IR at each stage's micro-batch and tp, sizes concrete")),
                    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -107,7 +109,8 @@ std::string emitName(Emit e) {
   for (const auto &v : {std::pair(Emit::Plan, "plan"), std::pair(Emit::Report, "report"),
                         std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
                         std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
-                        std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg")})
+                        std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg"),
+                        std::pair(Emit::Lowered, "lowered")})
     if (v.first == e)
       return v.second;
   return "?";

@@ -3,12 +3,14 @@
 
 #include "backend/PlanWriter.h"
 #include "backend/ExportProjection.h"
+#include "backend/Lowering.h"
 #include "backend/Report.h"
 #include "backend/Schedule.h"
 #include "backend/Timeline.h"
 #include "frontend/ClusterLoader.h"
 #include "frontend/PlanLoader.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
 #include <fmt/format.h>
 
 using namespace mist;
@@ -103,6 +105,22 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
   case PlanOutput::Report: printReport(plan, *estimate, *cluster, *model, out); break;
   case PlanOutput::Schedule: printSchedule(plan, out); break;
   case PlanOutput::TimelineSvg: writeTimelineSvg(plan, *estimate, out); break;
+  case PlanOutput::Lowered: {
+    // One listing per distinct stage shape (micro-batch, tp).
+    std::vector<std::pair<int, int>> done;
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+      std::pair<int, int> shape{plan.stages[i].microBatch, plan.stages[i].tp};
+      if (std::find(done.begin(), done.end(), shape) != done.end())
+        continue;
+      done.push_back(shape);
+      auto lowered = lowerForStage(m, shape.first, shape.second, diag);
+      if (!lowered)
+        return 1;
+      out << fmt::format("{}stage {}: ", i ? "\n" : "", i);
+      printLowered(*lowered, out);
+    }
+    break;
+  }
   case PlanOutput::Megatron:
   case PlanOutput::DeepSpeed:
   case PlanOutput::TorchTitan:

@@ -14,7 +14,7 @@
 namespace mist {
 
 enum class PlanOutput {
-  Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan, TimelineSvg
+  Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan, TimelineSvg, Lowered
 };
 
 struct PlanActionOptions {

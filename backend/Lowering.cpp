@@ -1,0 +1,287 @@
+//===- Lowering.cpp - The IR at one stage shape, with concrete sizes ------===//
+#include "backend/Lowering.h"
+
+#include "ir/Printer.h"
+#include <fmt/format.h>
+#include <numeric>
+
+using namespace mist;
+
+int64_t LoweredBuffer::elements() const {
+  return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<int64_t>());
+}
+
+std::vector<std::pair<int64_t, int64_t>> ParamLayout::rangesOf(int rank, int tp) const {
+  if (shardAxis < 0)
+    return {{0, fullShape.empty() ? 1 : fullShape[0]}};
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  int64_t offset = 0;
+  for (int64_t g : groups) {
+    int64_t part = g / tp;
+    ranges.push_back({offset + rank * part, offset + (rank + 1) * part});
+    offset += g;
+  }
+  return ranges;
+}
+
+const ParamLayout *LoweredStage::param(const std::string &name) const {
+  for (const ParamLayout &p : params)
+    if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+namespace {
+
+class Lowerer {
+public:
+  Lowerer(const Module &m, int b, int tp, DiagnosticEngine &diag) : m(m), diag(diag) {
+    out.microBatch = b;
+    out.tp = tp;
+  }
+
+  std::optional<LoweredStage> run() {
+    if (!m.state.shaped || !m.state.tpSharded || !m.state.differentiated) {
+      diag.error({}, "lowering needs a module after shape-infer, tp-shard and backward");
+      return std::nullopt;
+    }
+    for (const auto &v : m.inputs)
+      if (auto i = buffer(v.get()))
+        out.moduleInputs.push_back(*i);
+      else
+        return std::nullopt;
+    for (const Region *r : m.regions)
+      if (!lowerRegion(*r))
+        return std::nullopt;
+    return std::move(out);
+  }
+
+private:
+  /// `e` at the stage's b and the given tp.
+  std::optional<int64_t> eval(const Expr &e, int tp) const {
+    GiNaC::exmap at;
+    if (const Symbol *b = m.symbols.ofKind(SymbolKind::Batch))
+      at[b->sym] = out.microBatch;
+    if (const Symbol *t = m.symbols.ofKind(SymbolKind::TP))
+      at[t->sym] = tp;
+    return exprToInt(m.symbols.bindAll(e, at));
+  }
+
+  std::optional<std::vector<int64_t>> shapeAt(const Value *v, int tp) {
+    std::vector<int64_t> shape;
+    for (const Expr &d : v->type.shape) {
+      auto n = eval(d, tp);
+      if (!n || *n <= 0) {
+        diag.error(v->def ? v->def->loc : llvm::SMLoc(),
+                   fmt::format("lowering: a size of '%{}' is not a positive integer at b = {}, tp = {}: {}",
+                               v->name, out.microBatch, tp, printExpr(d, m.symbols)));
+        return std::nullopt;
+      }
+      shape.push_back(*n);
+    }
+    return shape;
+  }
+
+  std::optional<int> buffer(const Value *v) {
+    if (auto it = index.find(v); it != index.end())
+      return it->second;
+    auto shape = shapeAt(v, out.tp);
+    if (!shape)
+      return std::nullopt;
+    out.buffers.push_back({v->name, v->type.dtype, v->type.role, *shape});
+    return index[v] = static_cast<int>(out.buffers.size() - 1);
+  }
+
+  /// The fused q/k/v projection's group sizes along the output axis, when
+  /// this parameter is the weight or bias of a linear feeding `attention` alone.
+  std::optional<std::vector<int64_t>> qkvGroups(const Value *param) {
+    for (const Region *r : m.regions)
+      for (const auto &op : r->fwd.ops) {
+        if (op->kind != OpKind::Linear ||
+            std::find(op->operands.begin() + 1, op->operands.end(), param) == op->operands.end())
+          continue;
+        for (const Region *r2 : m.regions)
+          for (const auto &use : r2->fwd.ops)
+            if (use->kind == OpKind::Attention && use->operands.size() == 1 &&
+                use->operands[0] == op->result()) {
+              auto heads = use->dimAttr("heads"), kv = use->dimAttr("kv_heads"),
+                   hd = use->dimAttr("head_dim");
+              if (!heads || !kv || !hd)
+                return std::nullopt;
+              auto h = eval(*heads, 1), k = eval(*kv, 1), d = eval(*hd, 1);
+              if (!h || !k || !d)
+                return std::nullopt;
+              return std::vector<int64_t>{*h * *d, *k * *d, *k * *d};
+            }
+      }
+    return std::nullopt;
+  }
+
+  bool addParam(const Value *v) {
+    if (std::any_of(out.params.begin(), out.params.end(),
+                    [&](const ParamLayout &p) { return p.name == v->name; }))
+      return true;
+    ParamLayout p;
+    p.name = v->name;
+    auto full = shapeAt(v, 1);
+    if (!full)
+      return false;
+    p.fullShape = *full;
+    p.shardAxis = v->type.shardAxis;
+    if (p.shardAxis >= 0) {
+      int64_t size = p.fullShape[p.shardAxis];
+      auto groups = qkvGroups(v);
+      p.groups = groups ? *groups : std::vector<int64_t>{size};
+      int64_t sum = 0, local = 0;
+      for (int64_t g : p.groups) {
+        sum += g;
+        local += g / out.tp;
+        if (g % out.tp) {
+          diag.error(v->def ? v->def->loc : llvm::SMLoc(),
+                     fmt::format("lowering: '%{}' has a part of {} along axis {} that tp = {} does not divide",
+                                 v->name, g, p.shardAxis, out.tp));
+          return false;
+        }
+      }
+      const LoweredBuffer &b = out.buffers[index.at(v)];
+      if (sum != size || local != b.shape[p.shardAxis]) {
+        diag.error(v->def ? v->def->loc : llvm::SMLoc(),
+                   fmt::format("lowering: the shards of '%{}' do not add up ({} of {} along axis {})",
+                               v->name, local, size, p.shardAxis));
+        return false;
+      }
+    }
+    out.params.push_back(std::move(p));
+    return true;
+  }
+
+  bool lowerBlock(const Block &block, std::vector<LoweredOp> &ops, std::vector<int> &args,
+                  std::vector<int> &yields) {
+    for (const auto &a : block.args) {
+      auto i = buffer(a.get());
+      if (!i)
+        return false;
+      args.push_back(*i);
+    }
+    for (const auto &op : block.ops) {
+      if (op->kind == OpKind::Param) {
+        if (!buffer(op->result()) || !addParam(op->result()))
+          return false;
+        continue;
+      }
+      LoweredOp lo;
+      lo.kind = op->kind;
+      for (const Value *v : op->operands) {
+        auto i = buffer(v);
+        if (!i)
+          return false;
+        lo.operands.push_back(*i);
+      }
+      for (const auto &r : op->results) {
+        auto i = buffer(r.get());
+        if (!i)
+          return false;
+        lo.results.push_back(*i);
+      }
+      for (const auto &[name, attr] : op->attrs) {
+        if (const Expr *e = std::get_if<Expr>(&attr)) {
+          auto n = eval(*e, out.tp);
+          if (!n) {
+            diag.error(op->loc, fmt::format("lowering: attribute '{}' does not evaluate to an integer",
+                                            name));
+            return false;
+          }
+          lo.numbers[name] = static_cast<double>(*n);
+        } else if (const double *d = std::get_if<double>(&attr)) {
+          lo.numbers[name] = *d;
+        } else if (const bool *f = std::get_if<bool>(&attr)) {
+          lo.words[name] = *f ? "true" : "false";
+        } else {
+          lo.words[name] = std::get<EnumWord>(attr).word;
+        }
+      }
+      ops.push_back(std::move(lo));
+    }
+    for (const Value *v : block.yields) {
+      auto i = buffer(v);
+      if (!i)
+        return false;
+      yields.push_back(*i);
+    }
+    return true;
+  }
+
+  bool lowerRegion(const Region &r) {
+    LoweredRegion &lr = out.regions[static_cast<int>(r.kind)];
+    lr.kind = r.kind;
+    if (!lowerBlock(r.fwd, lr.forward, lr.inputs, lr.outputs))
+      return false;
+    return !r.bwd || lowerBlock(*r.bwd, lr.backward, lr.gradInputs, lr.gradOutputs);
+  }
+
+  const Module &m;
+  DiagnosticEngine &diag;
+  LoweredStage out;
+  std::map<const Value *, int> index;
+};
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s;
+  for (int64_t d : shape)
+    s += (s.empty() ? "" : "x") + std::to_string(d);
+  return s.empty() ? "scalar" : s;
+}
+
+} // namespace
+
+std::optional<LoweredStage> mist::lowerForStage(const Module &m, int microBatch, int tp,
+                                                DiagnosticEngine &diag) {
+  return Lowerer(m, microBatch, tp, diag).run();
+}
+
+void mist::printLowered(const LoweredStage &st, llvm::raw_ostream &os) {
+  int64_t params = 0, floats = 0;
+  for (const LoweredBuffer &b : st.buffers) {
+    floats += b.elements();
+    if (b.role == Role::Param)
+      params += b.elements();
+  }
+  os << fmt::format("lowered at b = {}, tp = {}: {} buffers, {} elements, {} of them parameters\n",
+                    st.microBatch, st.tp, st.buffers.size(), floats, params);
+  os << "parameters (full shape; what tp rank 0 holds along the shard axis):\n";
+  for (const ParamLayout &p : st.params) {
+    std::string held = "all";
+    if (p.shardAxis >= 0) {
+      held = fmt::format("axis {}:", p.shardAxis);
+      for (auto [b, e] : p.rangesOf(0, st.tp))
+        held += fmt::format(" [{}, {})", b, e);
+    }
+    os << fmt::format("  {:<32} {:<12} {}\n", p.name, shapeText(p.fullShape), held);
+  }
+  auto ref = [&](int i) {
+    const LoweredBuffer &b = st.buffers[i];
+    return fmt::format("%{}[{}]", b.name, shapeText(b.shape));
+  };
+  auto list = [&](const std::vector<int> &ids) {
+    std::string s;
+    for (int i : ids)
+      s += (s.empty() ? "" : ", ") + ref(i);
+    return s;
+  };
+  for (const LoweredRegion &r : st.regions) {
+    os << fmt::format("{} ({}) -> ({})\n", regionName(r.kind), list(r.inputs), list(r.outputs));
+    for (const std::vector<LoweredOp> *ops : {&r.forward, &r.backward}) {
+      if (ops == &r.backward)
+        os << fmt::format("  backward ({}) -> ({})\n", list(r.gradInputs), list(r.gradOutputs));
+      for (const LoweredOp &op : *ops) {
+        std::string attrs;
+        for (const auto &[k, v] : op.numbers)
+          attrs += fmt::format("{}{} = {:g}", attrs.empty() ? "" : ", ", k, v);
+        for (const auto &[k, v] : op.words)
+          attrs += fmt::format("{}{} = {}", attrs.empty() ? "" : ", ", k, v);
+        os << fmt::format("    {} = {}({}){}\n", list(op.results), opName(op.kind), list(op.operands),
+                          attrs.empty() ? "" : " {" + attrs + "}");
+      }
+    }
+  }
+}
