@@ -21,6 +21,12 @@
 #ifndef MIST_STDLIB_DIR
 #define MIST_STDLIB_DIR ""
 #endif
+#ifndef MIST_SOURCE_DIR
+#define MIST_SOURCE_DIR "."
+#endif
+#ifndef MIST_BUILD_DIR
+#define MIST_BUILD_DIR "build"
+#endif
 #ifndef MIST_CLUSTER_DIR
 #define MIST_CLUSTER_DIR ""
 #endif
@@ -33,7 +39,7 @@ namespace {
 enum class InputKind { Mist, IR };
 enum class Emit {
   AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan,
-  TimelineSvg, Lowered
+  TimelineSvg, Lowered, Trainer
 };
 
 cl::OptionCategory category("mistc options");
@@ -62,7 +68,9 @@ cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
                               clEnumValN(Emit::TimelineSvg, "timeline-svg",
                                          "predicted stream timeline as an SVG picture"),
                               clEnumValN(Emit::Lowered, "lowered",
-                                         "the IR at each stage's micro-batch and tp, sizes concrete")),
+                                         "the IR at each stage's micro-batch and tp, sizes concrete"),
+                              clEnumValN(Emit::Trainer, "trainer",
+                                         "train.cu: the trainer program for the plan")),
                    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -110,7 +118,7 @@ std::string emitName(Emit e) {
                         std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
                         std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
                         std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg"),
-                        std::pair(Emit::Lowered, "lowered")})
+                        std::pair(Emit::Lowered, "lowered"), std::pair(Emit::Trainer, "trainer")})
     if (v.first == e)
       return v.second;
   return "?";
@@ -249,6 +257,7 @@ int run() {
     // The plan actions are listed in the same order in Emit and PlanOutput.
     pa.output = static_cast<PlanOutput>(static_cast<int>(emit.getValue()) - static_cast<int>(Emit::Plan));
     pa.summaryToStdout = outputPath != "-";
+    pa.trainer = {inputPath, MIST_SOURCE_DIR, MIST_BUILD_DIR};
     int rc = runPlanActions(*m, pa, diag, out.os());
     if (rc == 0)
       out.keep();

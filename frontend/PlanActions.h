@@ -7,6 +7,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "backend/TrainerEmitter.h"
 #include "passes/tuner/Tuner.h"
 #include "support/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
@@ -14,7 +15,7 @@
 namespace mist {
 
 enum class PlanOutput {
-  Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan, TimelineSvg, Lowered
+  Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan, TimelineSvg, Lowered, Trainer
 };
 
 struct PlanActionOptions {
@@ -25,6 +26,7 @@ struct PlanActionOptions {
   TunerOptions tuner;
   PlanOutput output = PlanOutput::Report;
   bool summaryToStdout = false; ///< the plan goes to a file: print the summary on stdout
+  TrainerSource trainer;        ///< for --emit=trainer
 };
 
 /// Returns the process exit status.

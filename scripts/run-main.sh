@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: install dependencies, build, compile the
-# GPT-3 1.3B example (summary of parameters and per-layer costs), then tune a
-# training plan for it on the built-in 8 x A100-40GB preset and print the
-# plan's predicted report. (Emitting and running the trainer on CPU ranks
-# comes with the runtime, not built yet.)
+# The main job on a fresh machine: install dependencies, build, then
+#  1. compile GPT-3 1.3B and print its parameter and cost summary;
+#  2. tune a training plan for it on the built-in 8 x A100-40GB preset and
+#     print the plan's predicted report;
+#  3. emit train.cu for the tiny GPT (a one-rank plan: the trainer does not
+#     run multi-rank plans yet), build it with the line in its header and
+#     train it on CPU for a few steps, printing the loss.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -16,3 +18,11 @@ echo
 echo "plan written to $build/gpt3-1.3b.plan.yaml"
 echo
 "$mistc" "$root/examples/gpt3-1.3b.mist" --cluster a100-40g --plan "$build/gpt3-1.3b.plan.yaml" --emit=report
+echo
+work="$build/main-job-trainer"
+mkdir -p "$work"
+"$mistc" "$root/examples/tiny-gpt.mist" --cluster a100-40g --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" \
+  --emit=trainer -o "$work/train.cu"
+echo "train.cu written to $work/train.cu; building it with the line in its header"
+(cd "$work" && eval "$(grep '^//   c++' train.cu | sed 's|^//   ||')")
+"$work/train" --steps 30 --lr 3e-3 --log-every 5

@@ -1,0 +1,238 @@
+//===- Trainer.cpp - What an emitted train.cu hands to the runtime --------===//
+#include "runtime/trainer/Trainer.h"
+
+#include "stdlib/kernels/adamw/AdamW.h"
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+namespace mist::rt {
+
+Frame::Frame(const std::vector<BufferSpec> &buffers, bool layerFrame) {
+  floats.resize(buffers.size());
+  ints.resize(buffers.size());
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].layer != layerFrame)
+      continue;
+    size_t n = static_cast<size_t>(std::max<int64_t>(buffers[i].elements, 1));
+    if (buffers[i].kind == BufferKind::Ids)
+      ints[i].assign(n, 0);
+    else
+      floats[i].assign(n, 0.f);
+  }
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+struct Options {
+  int steps = 10, logEvery = 1;
+  uint64_t seed = 1234;
+  float lr = -1; ///< < 0: the model's
+  bool synthetic = true;
+};
+
+[[noreturn]] void usage(const char *why) {
+  std::fprintf(stderr, "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] [--synthetic]\n", why);
+  std::exit(2);
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    auto integer = [&](const std::string &v) {
+      char *end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (!end || *end || n < 0)
+        usage(("not a non-negative integer: " + v).c_str());
+      return n;
+    };
+    if (a == "--steps")
+      o.steps = static_cast<int>(integer(value()));
+    else if (a == "--log-every")
+      o.logEvery = std::max(1, static_cast<int>(integer(value())));
+    else if (a == "--seed")
+      o.seed = static_cast<uint64_t>(integer(value()));
+    else if (a == "--lr") {
+      std::string v = value();
+      char *end = nullptr;
+      o.lr = std::strtof(v.c_str(), &end);
+      if (!end || *end || !(o.lr > 0))
+        usage(("not a positive learning rate: " + v).c_str());
+    } else if (a == "--synthetic")
+      o.synthetic = true;
+    else
+      usage(("unknown flag " + a).c_str());
+  }
+  return o;
+}
+
+/// Sequence k of the data: a counting pattern with a per-sequence start and
+/// stride, learnable (the next token follows from the last two).
+void syntheticSequence(int64_t k, int seq, int vocab, int32_t *tokens, int32_t *targets) {
+  uint64_t h = splitmix64(uint64_t(k) * 7919 + 17);
+  int start = int(h % vocab), stride = 1 + int((h >> 20) % 7);
+  for (int t = 0; t < seq; ++t) {
+    tokens[t] = int32_t((start + t * stride) % vocab);
+    targets[t] = int32_t((start + (t + 1) * stride) % vocab);
+  }
+}
+
+} // namespace
+
+float initialValue(const std::string &name, int layer, int64_t index, uint64_t seed) {
+  if (endsWith(name, ".bias"))
+    return 0.f;
+  if (name.find("norm") != std::string::npos || name.find(".ln") != std::string::npos)
+    return 1.f;
+  uint64_t key = splitmix64(seed ^ fnv1a(name) ^ splitmix64(uint64_t(layer) + 1)) ^ uint64_t(index);
+  uint64_t a = splitmix64(key), b = splitmix64(key ^ 0x5bd1e995ull);
+  double u1 = (double(a >> 11) + 0.5) / 9007199254740992.0, u2 = double(b >> 11) / 9007199254740992.0;
+  return float(0.02 * std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+}
+
+int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
+  Options o = parse(argc, argv);
+  const float lr = o.lr > 0 ? o.lr : spec.lr;
+  Frame global(spec.buffers, false);
+  std::vector<Frame> layers(spec.layers, Frame(spec.buffers, true));
+  auto storage = [&](int buffer, int layer) -> std::vector<float> & {
+    return spec.buffers[buffer].layer ? layers[layer].vec(buffer) : global.vec(buffer);
+  };
+  // Parameters, their fp32 master copies, Adam moments and gradient sums.
+  struct State {
+    std::vector<float> master, m, v, grad;
+  };
+  std::vector<std::vector<State>> state(spec.params.size());
+  for (size_t p = 0; p < spec.params.size(); ++p) {
+    const ParamSpec &ps = spec.params[p];
+    int copies = spec.buffers[ps.buffer].layer ? spec.layers : 1;
+    for (int l = 0; l < copies; ++l) {
+      std::vector<float> &w = storage(ps.buffer, l);
+      for (size_t i = 0; i < w.size(); ++i)
+        w[i] = initialValue(ps.name, l, int64_t(i), o.seed);
+      state[p].push_back({w, std::vector<float>(w.size()), std::vector<float>(w.size()),
+                          std::vector<float>(w.size())});
+    }
+  }
+  const int64_t tokensPerMicroBatch = int64_t(spec.microBatch) * spec.seqLen;
+  std::printf("mistrt: training %s (%s) for %d steps: %d micro-batches of %d x %d tokens, lr %g\n",
+              spec.model.c_str(), spec.plan.c_str(), o.steps, spec.gradAccum, spec.microBatch,
+              spec.seqLen, lr);
+  for (int step = 1; step <= o.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    for (auto &copies : state)
+      for (State &s : copies)
+        std::fill(s.grad.begin(), s.grad.end(), 0.f);
+    double lossSum = 0;
+    for (int mb = 0; mb < spec.gradAccum; ++mb) {
+      for (int b = 0; b < spec.microBatch; ++b) {
+        int64_t k = (int64_t(step - 1) * spec.gradAccum + mb) * spec.microBatch + b;
+        syntheticSequence(k, spec.seqLen, spec.vocab, global.ids(spec.tokensBuffer) + b * spec.seqLen,
+                          global.ids(spec.targetsBuffer) + b * spec.seqLen);
+      }
+      // Forward through pre, every layer and post.
+      spec.preForward(global, layers[0]);
+      std::vector<float> x = global.vec(spec.preOut);
+      for (int l = 0; l < spec.layers; ++l) {
+        layers[l].vec(spec.layerIn) = x;
+        spec.layerForward(global, layers[l]);
+        x = layers[l].vec(spec.layerOut);
+      }
+      global.vec(spec.postIn) = x;
+      spec.postForward(global, layers[0]);
+      float loss = global.at(spec.lossBuffer)[0];
+      if (!std::isfinite(loss)) {
+        std::fprintf(stderr, "mistrt: rank 0: non-finite loss at step %d, micro-batch %d\n", step, mb);
+        return 1;
+      }
+      lossSum += loss;
+      // Backward; the op wrappers accumulate into parameter gradients, so
+      // they start from zero for every micro-batch and are summed here.
+      for (const ParamSpec &ps : spec.params)
+        for (int g : ps.grads)
+          for (int l = 0; l < (spec.buffers[g].layer ? spec.layers : 1); ++l)
+            std::fill(storage(g, l).begin(), storage(g, l).end(), 0.f);
+      global.vec(spec.postGradIn).assign(1, 1.f);
+      spec.postBackward(global, layers[0]);
+      std::vector<float> dx = global.vec(spec.postGradOut);
+      for (int l = spec.layers - 1; l >= 0; --l) {
+        layers[l].vec(spec.layerGradIn) = dx;
+        spec.layerBackward(global, layers[l]);
+        dx = layers[l].vec(spec.layerGradOut);
+      }
+      global.vec(spec.preGradIn) = dx;
+      spec.preBackward(global, layers[0]);
+      for (size_t p = 0; p < spec.params.size(); ++p)
+        for (size_t l = 0; l < state[p].size(); ++l)
+          for (int g : spec.params[p].grads) {
+            const std::vector<float> &src = storage(g, static_cast<int>(l));
+            std::vector<float> &sum = state[p][l].grad;
+            for (size_t i = 0; i < sum.size(); ++i)
+              sum[i] += src[i];
+          }
+    }
+    // The mean over micro-batches, clipped by the global norm.
+    double norm2 = 0;
+    for (auto &copies : state)
+      for (State &s : copies)
+        for (float g : s.grad)
+          norm2 += double(g) * g;
+    double norm = std::sqrt(norm2) / spec.gradAccum;
+    if (!std::isfinite(norm)) {
+      std::fprintf(stderr, "mistrt: rank 0: non-finite gradient norm at step %d\n", step);
+      return 1;
+    }
+    float scale = float(1.0 / spec.gradAccum) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
+    float stepLr = lr;
+    if (spec.warmupSteps > 0 && step <= spec.warmupSteps)
+      stepLr = lr * float(step) / float(spec.warmupSteps);
+    else if (o.steps > spec.warmupSteps) // cosine to 10% over the run
+      stepLr = lr * float(0.1 + 0.45 * (1 + std::cos(3.141592653589793 * (step - spec.warmupSteps) /
+                                                     std::max(1, o.steps - spec.warmupSteps))));
+    for (size_t p = 0; p < spec.params.size(); ++p)
+      for (size_t l = 0; l < state[p].size(); ++l) {
+        State &s = state[p][l];
+        std::vector<float> &w = storage(spec.params[p].buffer, static_cast<int>(l));
+        mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), w.data(), s.grad.data(),
+                                 int64_t(w.size()), stepLr, spec.beta1, spec.beta2, spec.eps,
+                                 spec.weightDecay, scale, step});
+      }
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (step % o.logEvery == 0 || step == o.steps)
+      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s\n", step,
+                  lossSum / spec.gradAccum, norm, stepLr,
+                  double(tokensPerMicroBatch) * spec.gradAccum / std::max(seconds, 1e-9));
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+} // namespace mist::rt

@@ -1,0 +1,77 @@
+//===- Trainer.h - What an emitted train.cu hands to the runtime ----------===//
+/// \file
+/// The emitted trainer (backend/TrainerEmitter.cpp) describes its model as
+/// tables (buffers, parameters) and straight-line functions, one per region
+/// and direction, that call the runtime's ops on a Frame; `runTrainer` does
+/// the rest: parameter initialization, data, gradient accumulation over the
+/// plan's micro-batches, clipping, AdamW with warmup and cosine decay, and
+/// logging. This first version runs plans of one stage on one rank (tp = 1,
+/// dp = 1); the multi-rank schedule follows docs/trainer-design.md.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mist::rt {
+
+enum class BufferKind { Float, Ids };
+
+struct BufferSpec {
+  const char *name;
+  int64_t elements;
+  BufferKind kind;
+  bool layer; ///< owned by the repeated layer: one copy per layer
+};
+
+/// A parameter and the gradient buffers that contribute to it (a tied
+/// weight gets one from each region that reads it).
+struct ParamSpec {
+  const char *name;
+  int buffer;
+  std::vector<int> grads;
+  std::vector<int64_t> shape; ///< full shape
+};
+
+/// The buffers of one layer (or of pre and post): every buffer's storage.
+class Frame {
+public:
+  /// A layer frame holds the layer's buffers, the global frame the others.
+  Frame(const std::vector<BufferSpec> &buffers, bool layerFrame);
+  float *at(int i) { return floats[i].data(); }
+  int32_t *ids(int i) { return ints[i].data(); }
+  std::vector<float> &vec(int i) { return floats[i]; }
+
+private:
+  std::vector<std::vector<float>> floats;
+  std::vector<std::vector<int32_t>> ints;
+};
+
+using RegionFn = void (*)(Frame &global, Frame &layer);
+
+struct TrainerSpec {
+  std::string model, plan;
+  std::vector<BufferSpec> buffers;
+  std::vector<ParamSpec> params;
+  int layers = 1, microBatch = 1, seqLen = 1, vocab = 1, gradAccum = 1;
+  int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
+  int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions
+  int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
+  RegionFn preForward = nullptr, layerForward = nullptr, postForward = nullptr;
+  RegionFn postBackward = nullptr, layerBackward = nullptr, preBackward = nullptr;
+  // Training setup from the model's train section.
+  float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weightDecay = 0.1f, gradClip = 1.f;
+  int warmupSteps = 0;
+};
+
+/// Parses the trainer's flags (--steps, --lr, --seed, --log-every,
+/// --synthetic) and trains. Returns the process exit status.
+int runTrainer(const TrainerSpec &spec, int argc, char **argv);
+
+/// The initial value of element `index` of parameter `name` (layer `layer`):
+/// a pure function of (seed, name, layer, index), so every plan, and every
+/// rank holding any part of the tensor, starts from the same model.
+float initialValue(const std::string &name, int layer, int64_t index, uint64_t seed);
+
+} // namespace mist::rt

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Emits train.cu for a one-rank plan of a tiny model, builds it with the
+# line written in its header, trains for a few steps on synthetic data and
+# checks that the loss falls.
+#   train-tiny.sh MISTC MODEL.mist PLAN.yaml WORKDIR
+set -euo pipefail
+mistc=$1 model=$2 plan=$3 work=$4
+mkdir -p "$work"
+"$mistc" "$model" --cluster a100-40g --plan "$plan" --emit=trainer -o "$work/train.cu"
+build=$(grep '^//   c++' "$work/train.cu" | sed 's|^//   ||')
+(cd "$work" && eval "$build")
+"$work/train" --steps 25 --lr 3e-3 --log-every 1 | tee "$work/log.txt"
+first=$(awk '/^step/ {print $4; exit}' "$work/log.txt")
+last=$(awk '/^step/ {v = $4} END {print v}' "$work/log.txt")
+echo "loss $first -> $last"
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 5.0 && b < a - 0.5) }'
