@@ -3,6 +3,7 @@
 #
 #   tests/fuzz/run-fuzz.sh mist [SECONDS] [LIBFUZZER-ARGS...]   fuzz .mist source (default 60 s)
 #   tests/fuzz/run-fuzz.sh ir   [SECONDS] [LIBFUZZER-ARGS...]   fuzz the textual IR
+#   tests/fuzz/run-fuzz.sh yaml [SECONDS] [LIBFUZZER-ARGS...]   fuzz cluster and plan files
 #   tests/fuzz/run-fuzz.sh --build-only                        configure and build only
 #   tests/fuzz/run-fuzz.sh --repro mist|ir FILE...              run inputs once, print the report
 #
@@ -40,14 +41,15 @@ build() {
       -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
   fi
-  nice -n "$NICE" cmake --build "$BUILD" --target mist-fuzzer mist-ir-fuzzer -j "$JOBS"
+  nice -n "$NICE" cmake --build "$BUILD" --target mist-fuzzer mist-ir-fuzzer mist-yaml-fuzzer -j "$JOBS"
 }
 
 target_of() {
   case $1 in
     mist) echo mist-fuzzer ;;
     ir) echo mist-ir-fuzzer ;;
-    *) die "unknown fuzzer '$1' (expected mist or ir)" ;;
+    yaml) echo mist-yaml-fuzzer ;;
+    *) die "unknown fuzzer '$1' (expected mist, ir or yaml)" ;;
   esac
 }
 
@@ -78,7 +80,10 @@ LOGS=$FUZZ_DIR/logs
 mkdir -p "$CORPUS" "$CRASHES" "$LOGS"
 
 SEEDS=()
-if [[ $KIND == mist ]]; then
+if [[ $KIND == yaml ]]; then
+  SEEDS=("$ROOT/stdlib/clusters" "$ROOT/examples/plans" "$ROOT/tests/lit/driver/Inputs")
+  DICT=$ROOT/tests/fuzz/yaml.dict
+elif [[ $KIND == mist ]]; then
   SEEDS=("$ROOT/examples" "$ROOT/stdlib/models") # read only: new inputs go to $CORPUS
   DICT=$ROOT/tests/fuzz/mist.dict
 else
