@@ -67,22 +67,57 @@ llvm::SMLoc YamlReader::loc(const YAML::Node &n, llvm::SMLoc fallback) const {
   return loc(n.Mark());
 }
 
+namespace {
+
+/// The offset of the first column-0 document marker (`---`) that starts a
+/// second document with content, or npos. YAML forbids `---` at column 0
+/// inside scalars, so such a line always starts a document. (yaml-cpp 0.7's
+/// LoadAll can loop forever on some malformed input, so the documents after
+/// the first are found here instead of parsed.)
+size_t secondDocument(llvm::StringRef text) {
+  bool content = false, inSecond = false;
+  size_t secondAt = llvm::StringRef::npos;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    llvm::StringRef line = text.slice(pos, end == llvm::StringRef::npos ? text.size() : end);
+    bool marker = line == "---" || line.startswith("--- ") || line.startswith("---\t");
+    llvm::StringRef rest = marker ? line.drop_front(3).ltrim() : line.ltrim();
+    bool meaningful = !rest.empty() && !rest.startswith("#") && line != "...";
+    if (marker && content && !inSecond) {
+      inSecond = true;
+      secondAt = pos;
+    }
+    if (meaningful) {
+      if (inSecond)
+        return secondAt;
+      content = true;
+    }
+    if (end == llvm::StringRef::npos)
+      break;
+    pos = end + 1;
+  }
+  return llvm::StringRef::npos;
+}
+
+} // namespace
+
 std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
   const llvm::MemoryBuffer *buf = diag.sourceMgr().getMemoryBuffer(bufferId);
+  llvm::StringRef text = buf->getBuffer();
+  if (size_t second = secondDocument(text); second != llvm::StringRef::npos) {
+    diag.error(llvm::SMLoc::getFromPointer(text.data() + second),
+               "a " + what.str() + " file holds one YAML document, found a second");
+    return std::nullopt;
+  }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(buf->getBuffer()));
+    YAML::Node doc = YAML::Load(text.str());
+    if (doc.IsDefined() && !doc.IsNull())
+      docs.push_back(doc);
   } catch (const YAML::Exception &e) {
     diag.error(loc(e.mark), "invalid YAML: " + e.msg);
     return std::nullopt;
   }
-  // Empty documents after the first (a trailing `---`) are harmless.
-  for (size_t i = 1; i < docs.size(); ++i)
-    if (!docs[i].IsNull()) {
-      diag.error(loc(docs[i].Mark()), "a " + what + " file holds one YAML document, found " +
-                                          std::to_string(docs.size()));
-      return std::nullopt;
-    }
   if (docs.empty() || !docs[0].IsMap()) {
     diag.error(docs.empty() ? bufferStart() : loc(docs[0]),
                "expected a " + what + " (a YAML mapping), found " +

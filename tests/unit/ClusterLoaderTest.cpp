@@ -249,8 +249,11 @@ TEST(ClusterLoader, RejectsBadFiles) {
   expectError("- 1\n- 2\n", "1:1", "expected a cluster description (a YAML mapping), found a "
                                    "sequence");
   expectError("", "1:1", "expected a cluster description (a YAML mapping), found nothing");
-  expectError(std::string(baseCluster) + "---\nname: two\n", "19:1",
-              "a cluster description file holds one YAML document, found 2");
+  expectError(std::string(baseCluster) + "---\nname: two\n", "18:1",
+              "a cluster description file holds one YAML document, found a second");
+  // A trailing marker, or one followed by comments only, starts no document.
+  EXPECT_TRUE(loadText(std::string(baseCluster) + "---\n# nothing\n...\n")->cluster)
+      << "an empty second document is harmless";
 }
 
 TEST(ClusterLoader, NullValueIsLocatedAtItsKey) {
