@@ -254,7 +254,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
                     "{1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
                     src.sourceRoot, src.buildDir);
-  os << "// Run: ./train --steps 20 [--lr X] [--seed N] [--log-every N]\n\n";
+  os << "// Run: ./train --steps 20 [--lr X] [--seed N] [--log-every N] [--trace timeline.json]\n\n";
   os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/Trainer.h\"\n\n";
   os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";
   const char *names[3][2] = {{"preForward", "preBackward"},

@@ -51,10 +51,37 @@ struct Options {
   uint64_t seed = 1234;
   float lr = -1; ///< < 0: the model's
   bool synthetic = true;
+  std::string trace; ///< write the last step's measured timeline here
 };
 
+/// Measured intervals of the last step, for --trace.
+struct TraceEvent {
+  std::string name;
+  double start, duration; ///< seconds from the step's start
+};
+
+bool writeTrace(const std::string &path, const std::string &model, const std::vector<TraceEvent> &events) {
+  std::FILE *f = std::fopen(path.c_str(), "w");
+  if (!f)
+    return false;
+  std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+  std::fprintf(f, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": "
+                  "\"stage 0 (%s, measured)\"}},\n",
+               model.c_str());
+  std::fprintf(f, "  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 0, \"args\": "
+                  "{\"name\": \"compute\"}}");
+  for (const TraceEvent &e : events)
+    std::fprintf(f, ",\n  {\"ph\": \"X\", \"name\": \"%s\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, "
+                    "\"dur\": %.3f}",
+                 e.name.c_str(), e.start * 1e6, e.duration * 1e6);
+  std::fprintf(f, "\n]}\n");
+  return std::fclose(f) == 0;
+}
+
 [[noreturn]] void usage(const char *why) {
-  std::fprintf(stderr, "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] [--synthetic]\n", why);
+  std::fprintf(stderr, "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
+                       "[--synthetic] [--trace FILE]\n",
+               why);
   std::exit(2);
 }
 
@@ -88,6 +115,8 @@ Options parse(int argc, char **argv) {
         usage(("not a positive learning rate: " + v).c_str());
     } else if (a == "--synthetic")
       o.synthetic = true;
+    else if (a == "--trace")
+      o.trace = value();
     else
       usage(("unknown flag " + a).c_str());
   }
@@ -146,8 +175,18 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   std::printf("mistrt: training %s (%s) for %d steps: %d micro-batches of %d x %d tokens, lr %g\n",
               spec.model.c_str(), spec.plan.c_str(), o.steps, spec.gradAccum, spec.microBatch,
               spec.seqLen, lr);
+  std::vector<TraceEvent> trace;
   for (int step = 1; step <= o.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
+    trace.clear();
+    // Runs one region function and, for --trace, records when.
+    auto timed = [&](RegionFn fn, Frame &layer, const std::string &name) {
+      auto t0 = std::chrono::steady_clock::now();
+      fn(global, layer);
+      auto t1 = std::chrono::steady_clock::now();
+      trace.push_back({name, std::chrono::duration<double>(t0 - start).count(),
+                       std::chrono::duration<double>(t1 - t0).count()});
+    };
     for (auto &copies : state)
       for (State &s : copies)
         std::fill(s.grad.begin(), s.grad.end(), 0.f);
@@ -159,15 +198,16 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                           global.ids(spec.targetsBuffer) + b * spec.seqLen);
       }
       // Forward through pre, every layer and post.
-      spec.preForward(global, layers[0]);
+      const std::string mbName = std::to_string(mb);
+      timed(spec.preForward, layers[0], "pre F" + mbName);
       std::vector<float> x = global.vec(spec.preOut);
       for (int l = 0; l < spec.layers; ++l) {
         layers[l].vec(spec.layerIn) = x;
-        spec.layerForward(global, layers[l]);
+        timed(spec.layerForward, layers[l], "layer " + std::to_string(l) + " F" + mbName);
         x = layers[l].vec(spec.layerOut);
       }
       global.vec(spec.postIn) = x;
-      spec.postForward(global, layers[0]);
+      timed(spec.postForward, layers[0], "post F" + mbName);
       float loss = global.at(spec.lossBuffer)[0];
       if (!std::isfinite(loss)) {
         std::fprintf(stderr, "mistrt: rank 0: non-finite loss at step %d, micro-batch %d\n", step, mb);
@@ -181,15 +221,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
           for (int l = 0; l < (spec.buffers[g].layer ? spec.layers : 1); ++l)
             std::fill(storage(g, l).begin(), storage(g, l).end(), 0.f);
       global.vec(spec.postGradIn).assign(1, 1.f);
-      spec.postBackward(global, layers[0]);
+      timed(spec.postBackward, layers[0], "post B" + mbName);
       std::vector<float> dx = global.vec(spec.postGradOut);
       for (int l = spec.layers - 1; l >= 0; --l) {
         layers[l].vec(spec.layerGradIn) = dx;
-        spec.layerBackward(global, layers[l]);
+        timed(spec.layerBackward, layers[l], "layer " + std::to_string(l) + " B" + mbName);
         dx = layers[l].vec(spec.layerGradOut);
       }
       global.vec(spec.preGradIn) = dx;
-      spec.preBackward(global, layers[0]);
+      timed(spec.preBackward, layers[0], "pre B" + mbName);
       for (size_t p = 0; p < spec.params.size(); ++p)
         for (size_t l = 0; l < state[p].size(); ++l)
           for (int g : spec.params[p].grads) {
@@ -231,6 +271,13 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                   lossSum / spec.gradAccum, norm, stepLr,
                   double(tokensPerMicroBatch) * spec.gradAccum / std::max(seconds, 1e-9));
     std::fflush(stdout);
+  }
+  if (!o.trace.empty()) {
+    if (!writeTrace(o.trace, spec.model, trace)) {
+      std::fprintf(stderr, "mistrt: rank 0: cannot write the trace to %s\n", o.trace.c_str());
+      return 1;
+    }
+    std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());
   }
   return 0;
 }

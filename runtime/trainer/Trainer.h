@@ -66,7 +66,10 @@ struct TrainerSpec {
 };
 
 /// Parses the trainer's flags (--steps, --lr, --seed, --log-every,
-/// --synthetic) and trains. Returns the process exit status.
+/// --synthetic, --trace FILE) and trains. Returns the process exit status.
+/// --trace writes the measured timeline of the last step in the Chrome /
+/// Perfetto trace format mistc's --emit=timeline uses (one event per region,
+/// direction and micro-batch, on the compute row of stage 0).
 int runTrainer(const TrainerSpec &spec, int argc, char **argv);
 
 /// The initial value of element `index` of parameter `name` (layer `layer`):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Emits train.cu for a one-rank plan of a tiny model, builds it with the
 # line written in its header, trains for a few steps on synthetic data and
-# checks that the loss falls.
+# checks that the loss falls and that --trace writes the measured timeline.
 #   train-tiny.sh MISTC MODEL.mist PLAN.yaml WORKDIR
 set -euo pipefail
 mistc=$1 model=$2 plan=$3 work=$4
@@ -9,7 +9,16 @@ mkdir -p "$work"
 "$mistc" "$model" --cluster a100-40g --plan "$plan" --emit=trainer -o "$work/train.cu"
 build=$(grep '^//   c++' "$work/train.cu" | sed 's|^//   ||')
 (cd "$work" && eval "$build")
-"$work/train" --steps 25 --lr 3e-3 --log-every 1 | tee "$work/log.txt"
+"$work/train" --steps 25 --lr 3e-3 --log-every 1 --trace "$work/trace.json" | tee "$work/log.txt"
+# The measured timeline is Chrome trace JSON with every region's forward and backward.
+python3 - "$work/trace.json" <<'PY'
+import json, sys
+events = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["ph"] == "X"]
+names = {e["name"].split()[0] for e in events}
+assert {"pre", "layer", "post"} <= names, names
+assert all(e["dur"] >= 0 for e in events)
+print(f"trace: {len(events)} measured events")
+PY
 first=$(awk '/^step/ {print $4; exit}' "$work/log.txt")
 last=$(awk '/^step/ {v = $4} END {print v}' "$work/log.txt")
 echo "loss $first -> $last"
