@@ -24,6 +24,32 @@ std::vector<std::pair<int64_t, int64_t>> ParamLayout::rangesOf(int rank, int tp)
   return ranges;
 }
 
+AttentionGeometry mist::attentionGeometry(const LoweredStage &st, const LoweredOp &op) {
+  AttentionGeometry g;
+  const bool grad = op.kind == OpKind::AttentionGrad;
+  g.firstInput = grad ? 1 : 0;
+  g.fused = op.operands.size() == (grad ? 4u : 1u);
+  g.outOperand = grad ? (g.fused ? 2 : 4) : 0;
+  auto hd = op.numbers.find("head_dim");
+  g.headDim = hd == op.numbers.end() ? 1 : static_cast<int64_t>(hd->second);
+  const std::vector<int64_t> &out = st.buffers[grad ? op.operands[g.outOperand] : op.results[0]].shape;
+  g.batch = out[0];
+  g.seq = out[1];
+  g.heads = out[2] / g.headDim;
+  if (g.fused) {
+    int64_t width = st.buffers[op.operands[g.firstInput]].shape[2];
+    g.kvHeads = (width - g.heads * g.headDim) / (2 * g.headDim);
+    g.qStride = g.kvStride = width;
+    g.kOffset = g.heads * g.headDim;
+    g.vOffset = (g.heads + g.kvHeads) * g.headDim;
+  } else {
+    g.kvHeads = st.buffers[op.operands[g.firstInput + 1]].shape[2] / g.headDim;
+    g.qStride = g.heads * g.headDim;
+    g.kvStride = g.kvHeads * g.headDim;
+  }
+  return g;
+}
+
 const ParamLayout *LoweredStage::param(const std::string &name) const {
   for (const ParamLayout &p : params)
     if (p.name == name)

@@ -67,6 +67,19 @@ struct LoweredStage {
   const ParamLayout *param(const std::string &name) const;
 };
 
+/// How an attention op (or its gradient) reads its inputs on this rank: the
+/// local head counts, and for a fused qkv the offsets of k and v within each
+/// token's row. Emitters and executors share it so they agree.
+struct AttentionGeometry {
+  bool fused = false;
+  int64_t batch = 0, seq = 0, heads = 0, kvHeads = 0, headDim = 0;
+  int64_t qStride = 0, kvStride = 0; ///< floats between tokens of q / of k and v
+  int64_t kOffset = 0, vOffset = 0;  ///< fused: where k and v start in a token's row
+  size_t firstInput = 0;             ///< operand index of q (1 for the gradient: dy first)
+  size_t outOperand = 0;             ///< gradient: the operand holding the forward output
+};
+AttentionGeometry attentionGeometry(const LoweredStage &st, const LoweredOp &op);
+
 /// Needs a module after shape-infer, tp-shard and backward; reports why not,
 /// or which size does not evaluate to a positive integer, and returns nullopt.
 std::optional<LoweredStage> lowerForStage(const Module &m, int microBatch, int tp,

@@ -135,37 +135,20 @@ public:
     }
     case OpKind::Attention:
     case OpKind::AttentionGrad: {
-      bool grad = op.kind == OpKind::AttentionGrad;
-      size_t first = grad ? 1 : 0;
-      bool fused = op.operands.size() == (grad ? 4u : 1u);
-      const int64_t hd = static_cast<int64_t>(num("head_dim", 1));
-      auto os = shape(grad ? op.operands[fused ? 2 : 4] : r0);
-      const int64_t heads = os[2] / hd;
-      int64_t kv, qStride, kvStride;
-      std::string q = in(first), k, v;
-      if (fused) {
-        int64_t width = shape(op.operands[first])[2];
-        kv = (width - heads * hd) / (2 * hd);
-        k = fmt::format("{} + {}", q, heads * hd);
-        v = fmt::format("{} + {}", q, (heads + kv) * hd);
-        qStride = kvStride = width;
+      AttentionGeometry g = attentionGeometry(st, op);
+      std::string q = in(g.firstInput);
+      std::string k = g.fused ? fmt::format("{} + {}", q, g.kOffset) : in(g.firstInput + 1);
+      std::string v = g.fused ? fmt::format("{} + {}", q, g.vOffset) : in(g.firstInput + 2);
+      std::string shapeArg = fmt::format("AttentionShape{{{}, {}, {}, {}, {}, {}}}", g.batch, g.seq, g.heads,
+                                         g.kvHeads, g.headDim, flag("causal") ? "true" : "false");
+      if (op.kind == OpKind::Attention) {
+        out = fmt::format("attention({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), q, k, v, g.qStride,
+                          g.kvStride, shapeArg);
       } else {
-        kv = shape(op.operands[first + 1])[2] / hd;
-        k = in(first + 1);
-        v = in(first + 2);
-        qStride = heads * hd;
-        kvStride = kv * hd;
-      }
-      std::string shapeArg = fmt::format("AttentionShape{{{}, {}, {}, {}, {}, {}}}", os[0], os[1], heads, kv, hd,
-                                         flag("causal") ? "true" : "false");
-      if (!grad) {
-        out = fmt::format("attention({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), q, k, v, qStride,
-                          kvStride, shapeArg);
-      } else {
-        std::string dq = res(0), dk = fused ? fmt::format("{} + {}", dq, heads * hd) : res(1),
-                    dv = fused ? fmt::format("{} + {}", dq, (heads + kv) * hd) : res(2);
+        std::string dq = res(0), dk = g.fused ? fmt::format("{} + {}", dq, g.kOffset) : res(1),
+                    dv = g.fused ? fmt::format("{} + {}", dq, g.vOffset) : res(2);
         out = fmt::format("attentionGrad({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});", dq, dk, dv, in(0), q,
-                          k, v, in(fused ? 2 : 4), in(fused ? 3 : 5), qStride, kvStride, shapeArg);
+                          k, v, in(g.outOperand), in(g.outOperand + 1), g.qStride, g.kvStride, shapeArg);
       }
       return true;
     }

@@ -227,36 +227,17 @@ private:
     }
     case OpKind::Attention:
     case OpKind::AttentionGrad: {
-      bool grad = op.kind == OpKind::AttentionGrad;
-      size_t first = grad ? 1 : 0; // attention_grad starts with d out
-      bool fused = op.operands.size() == (grad ? 4u : 1u);
-      const int64_t hd = static_cast<int64_t>(num("head_dim"));
-      const int outIdx = grad ? op.operands[fused ? 2 : 4] : r0;
-      auto os = shape(outIdx);
-      const int64_t heads = os[2] / hd;
-      int64_t kv, qStride, kvStride;
-      const float *q = in(first), *k, *v;
-      if (fused) {
-        int64_t width = shape(op.operands[first])[2];
-        kv = (width - heads * hd) / (2 * hd);
-        k = q + heads * hd;
-        v = q + (heads + kv) * hd;
-        qStride = kvStride = width;
+      AttentionGeometry g = attentionGeometry(st, op);
+      const float *q = in(g.firstInput);
+      const float *k = g.fused ? q + g.kOffset : in(g.firstInput + 1);
+      const float *v = g.fused ? q + g.vOffset : in(g.firstInput + 2);
+      AttentionShape s{g.batch, g.seq, g.heads, g.kvHeads, g.headDim, flag("causal")};
+      if (op.kind == OpKind::Attention) {
+        attention(outp(0), outp(1), q, k, v, g.qStride, g.kvStride, s);
       } else {
-        kv = shape(op.operands[first + 1])[2] / hd;
-        k = in(first + 1);
-        v = in(first + 2);
-        qStride = heads * hd;
-        kvStride = kv * hd;
-      }
-      AttentionShape s{os[0], os[1], heads, kv, hd, flag("causal")};
-      if (!grad) {
-        attention(outp(0), outp(1), q, k, v, qStride, kvStride, s);
-      } else {
-        float *dq = outp(0), *dk = fused ? dq + heads * hd : outp(1),
-              *dv = fused ? dq + (heads + kv) * hd : outp(2);
-        attentionGrad(dq, dk, dv, in(0), q, k, v, in(fused ? 2 : 4), in(fused ? 3 : 5), qStride,
-                      kvStride, s);
+        float *dq = outp(0), *dk = g.fused ? dq + g.kOffset : outp(1), *dv = g.fused ? dq + g.vOffset : outp(2);
+        attentionGrad(dq, dk, dv, in(0), q, k, v, in(g.outOperand), in(g.outOperand + 1), g.qStride,
+                      g.kvStride, s);
       }
       break;
     }
