@@ -1,0 +1,238 @@
+//===- MpiCommunicator.cpp - Communicator over MPI, MPI lifetime, aborting ===//
+#include "runtime/comm/MpiCommunicator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+namespace mist::rt {
+
+namespace {
+
+/// The world rank, remembered at MPI_Init so abortJob can name the rank even
+/// after MPI_Finalize; -1 before MpiRuntime.
+int worldRankForMessages = -1;
+
+bool mpiIsLive() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+/// Turns a failed MPI call into the end of the job, with MPI's own words.
+void check(int rc, const char *call) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  std::string what = MPI_Error_string(rc, text, &length) == MPI_SUCCESS
+                         ? std::string(text, length)
+                         : "MPI error code " + std::to_string(rc);
+  abortJob(std::string(call) + " failed: " + what);
+}
+
+/// Calls `move(offset, count)` for consecutive pieces of [0, n) of at most
+/// `chunk` elements; nothing when n is 0.
+template <class Move> void inChunks(size_t n, size_t chunk, Move move) {
+  for (size_t offset = 0; offset < n; offset += chunk)
+    move(offset, static_cast<int>(std::min(chunk, n - offset)));
+}
+
+/// An uncaught exception on one rank would otherwise leave the others
+/// waiting in their next collective.
+[[noreturn]] void abortOnUncaughtException() {
+  std::string why = "terminate called";
+  if (std::exception_ptr current = std::current_exception()) {
+    try {
+      std::rethrow_exception(current);
+    } catch (const std::exception &e) {
+      why = std::string("uncaught exception: ") + e.what();
+    } catch (...) {
+      why = "uncaught exception";
+    }
+  }
+  abortJob(why);
+}
+
+} // namespace
+
+[[noreturn]] void abortJob(const std::string &why) {
+  std::string rank = worldRankForMessages >= 0 ? std::to_string(worldRankForMessages) : "?";
+  std::fprintf(stderr, "mistrt: rank %s: %s\n", rank.c_str(), why.c_str());
+  std::fflush(stderr);
+  if (mpiIsLive())
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1); // not live, or MPI_Abort returned
+}
+
+//===----------------------------------------------------------------------===//
+// MpiRuntime
+//===----------------------------------------------------------------------===//
+
+MpiRuntime::MpiRuntime(int &argc, char **&argv) {
+  int provided = 0;
+  // MPI_Init's errors are fatal under the default handler: it never returns one.
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &worldRankForMessages);
+  // Errors not tied to a communicator are raised on MPI_COMM_WORLD (MPI 3)
+  // or MPI_COMM_SELF (MPI 4): make both return, so check() reports them.
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  if (provided < MPI_THREAD_FUNNELED)
+    abortJob("MPI does not provide MPI_THREAD_FUNNELED");
+  std::set_terminate(abortOnUncaughtException);
+}
+
+MpiRuntime::~MpiRuntime() {
+  if (mpiIsLive())
+    MPI_Finalize();
+}
+
+//===----------------------------------------------------------------------===//
+// MpiCommunicator
+//===----------------------------------------------------------------------===//
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool owned, size_t maxPerCall)
+    : comm(comm), owned(owned), maxPerCall(maxPerCall) {
+  check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  check(MPI_Comm_rank(comm, &myRank), "MPI_Comm_rank");
+  check(MPI_Comm_size(comm, &groupSize), "MPI_Comm_size");
+}
+
+std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
+  if (!mpiIsLive())
+    abortJob("MpiCommunicator::world() needs a live MpiRuntime");
+  return std::unique_ptr<MpiCommunicator>(
+      new MpiCommunicator(MPI_COMM_WORLD, /*owned=*/false, defaultMaxElementsPerCall));
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  // After MPI_Finalize the communicator is gone with MPI; freeing it is an error.
+  if (owned && mpiIsLive())
+    check(MPI_Comm_free(&comm), "MPI_Comm_free");
+}
+
+void MpiCommunicator::setMaxElementsPerCall(size_t n) {
+  maxPerCall = std::clamp<size_t>(n, 1, INT_MAX);
+}
+
+void MpiCommunicator::allReduceSum(float *data, size_t n) {
+  // Element-wise, so each chunk is an independent all-reduce.
+  inChunks(n, maxPerCall, [&](size_t offset, int count) {
+    check(MPI_Allreduce(MPI_IN_PLACE, data + offset, count, MPI_FLOAT, MPI_SUM, comm),
+          "MPI_Allreduce");
+  });
+}
+
+void MpiCommunicator::allGather(const float *in, float *out, size_t nPerRank) {
+  size_t ranks = static_cast<size_t>(groupSize);
+  if (nPerRank <= maxPerCall / ranks) {
+    int count = static_cast<int>(nPerRank);
+    check(MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, comm), "MPI_Allgather");
+    return;
+  }
+  // Gather the same slice of every member's block per call: a receive type of
+  // `count` floats whose extent is a whole block drops member r's slice at
+  // out + r * nPerRank + offset, with no staging copy.
+  size_t chunk = std::max<size_t>(1, maxPerCall / ranks);
+  inChunks(nPerRank, chunk, [&](size_t offset, int count) {
+    MPI_Datatype slice, strided;
+    check(MPI_Type_contiguous(count, MPI_FLOAT, &slice), "MPI_Type_contiguous");
+    check(MPI_Type_create_resized(slice, 0, static_cast<MPI_Aint>(nPerRank * sizeof(float)),
+                                  &strided),
+          "MPI_Type_create_resized");
+    check(MPI_Type_commit(&strided), "MPI_Type_commit");
+    check(MPI_Allgather(in + offset, count, MPI_FLOAT, out + offset, 1, strided, comm),
+          "MPI_Allgather");
+    check(MPI_Type_free(&strided), "MPI_Type_free");
+    check(MPI_Type_free(&slice), "MPI_Type_free");
+  });
+}
+
+void MpiCommunicator::reduceScatterSum(const float *in, float *out, size_t nPerRank) {
+  size_t ranks = static_cast<size_t>(groupSize);
+  if (nPerRank <= maxPerCall / ranks) {
+    check(MPI_Reduce_scatter_block(in, out, static_cast<int>(nPerRank), MPI_FLOAT, MPI_SUM, comm),
+          "MPI_Reduce_scatter_block");
+    return;
+  }
+  // MPI promises its predefined sums only on predefined types (no strided
+  // trick as in allGather), so a huge reduce-scatter is one reduce per
+  // member's block and chunk. Only reduce-scatters of more than
+  // maxElementsPerCall in all come here, where the extra latency is noise.
+  inChunks(nPerRank, maxPerCall, [&](size_t offset, int count) {
+    for (int root = 0; root < groupSize; ++root)
+      check(MPI_Reduce(in + root * nPerRank + offset, root == myRank ? out + offset : nullptr,
+                       count, MPI_FLOAT, MPI_SUM, root, comm),
+            "MPI_Reduce");
+  });
+}
+
+void MpiCommunicator::broadcast(float *data, size_t n, int root) {
+  inChunks(n, maxPerCall, [&](size_t offset, int count) {
+    check(MPI_Bcast(data + offset, count, MPI_FLOAT, root, comm), "MPI_Bcast");
+  });
+}
+
+size_t MpiCommunicator::maxBytesPerCall() const {
+  return std::min<size_t>(maxPerCall * sizeof(float), INT_MAX);
+}
+
+// send and recv cut the bytes the same way (both sides know the size), and
+// MPI keeps messages of one sender and tag in order. A zero-byte message is
+// still sent, so a send always pairs with a recv.
+void MpiCommunicator::send(const void *data, size_t bytes, int peer, int tag) {
+  const char *at = static_cast<const char *>(data);
+  size_t chunk = maxBytesPerCall();
+  size_t offset = 0;
+  do {
+    int count = static_cast<int>(std::min(chunk, bytes - offset));
+    check(MPI_Send(at + offset, count, MPI_BYTE, peer, tag, comm), "MPI_Send");
+    offset += count;
+  } while (offset < bytes);
+}
+
+void MpiCommunicator::recv(void *data, size_t bytes, int peer, int tag) {
+  char *at = static_cast<char *>(data);
+  size_t chunk = maxBytesPerCall();
+  size_t offset = 0;
+  do {
+    int count = static_cast<int>(std::min(chunk, bytes - offset));
+    MPI_Status status;
+    // A longer message fails here with MPI_ERR_TRUNCATE; a shorter one below.
+    check(MPI_Recv(at + offset, count, MPI_BYTE, peer, tag, comm, &status), "MPI_Recv");
+    int received = 0;
+    check(MPI_Get_count(&status, MPI_BYTE, &received), "MPI_Get_count");
+    if (received != count)
+      abortJob("recv from rank " + std::to_string(peer) + " tag " + std::to_string(tag) +
+               ": expected " + std::to_string(count) + " bytes, got " + std::to_string(received));
+    offset += count;
+  } while (offset < bytes);
+}
+
+double MpiCommunicator::allReduceMax(double v) {
+  double result = 0;
+  check(MPI_Allreduce(&v, &result, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce");
+  return result;
+}
+
+double MpiCommunicator::allReduceSumDouble(double v) {
+  double result = 0;
+  check(MPI_Allreduce(&v, &result, 1, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce");
+  return result;
+}
+
+void MpiCommunicator::barrier() { check(MPI_Barrier(comm), "MPI_Barrier"); }
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  MPI_Comm part = MPI_COMM_NULL;
+  check(MPI_Comm_split(comm, color < 0 ? MPI_UNDEFINED : color, key, &part), "MPI_Comm_split");
+  if (part == MPI_COMM_NULL)
+    return nullptr;
+  return std::unique_ptr<Communicator>(new MpiCommunicator(part, /*owned=*/true, maxPerCall));
+}
+
+} // namespace mist::rt
