@@ -1,0 +1,2 @@
+" Mist model descriptions (lang/SPEC.md)
+autocmd BufRead,BufNewFile *.mist setfiletype mist
