@@ -4,8 +4,9 @@
 /// writes host C++ with the model as tables and straight-line functions (one
 /// per region and direction, one call per IR op, each with its IR line as a
 /// comment) and a main that hands them to runtime/trainer (runTrainer). No
-/// kernels are in the file. This version emits plans of one stage on one
-/// rank (dp = tp = 1); the multi-rank schedule is docs/trainer-design.md's
+/// kernels are in the file. This version emits plans of one stage with
+/// tp = 1, no ZeRO and no checkpointing, on any number of data-parallel MPI
+/// ranks; the rest of the multi-rank schedule is docs/trainer-design.md's
 /// next step, and other plans get a clear error.
 //===----------------------------------------------------------------------===//
 #pragma once

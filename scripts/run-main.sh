@@ -24,5 +24,5 @@ mkdir -p "$work"
 "$mistc" "$root/examples/tiny-gpt.mist" --cluster a100-40g --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" \
   --emit=trainer -o "$work/train.cu"
 echo "train.cu written to $work/train.cu; building it with the line in its header"
-(cd "$work" && eval "$(grep '^//   c++' train.cu | sed 's|^//   ||')")
+(cd "$work" && eval "$(grep '^//   mpicxx' train.cu | sed 's|^//   ||')")
 "$work/train" --steps 30 --lr 3e-3 --log-every 5

@@ -1,6 +1,8 @@
 //===- Trainer.cpp - What an emitted train.cu hands to the runtime --------===//
 #include "runtime/trainer/Trainer.h"
 
+#include "runtime/comm/MpiCommunicator.h"
+
 #include "stdlib/kernels/adamw/AdamW.h"
 #include <chrono>
 #include <cmath>
@@ -148,6 +150,13 @@ float initialValue(const std::string &name, int layer, int64_t index, uint64_t s
 }
 
 int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
+  MpiRuntime mpi(argc, argv);
+  std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
+  const int rank = world->rank(), dp = spec.dp;
+  if (world->size() != dp)
+    abortJob("the plan has " + std::to_string(dp) + " data-parallel rank" + (dp == 1 ? "" : "s") +
+             ", the job has " + std::to_string(world->size()) + " (run it with mpirun -np " +
+             std::to_string(dp) + ")");
   Options o = parse(argc, argv);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   Frame global(spec.buffers, false);
@@ -172,9 +181,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     }
   }
   const int64_t tokensPerMicroBatch = int64_t(spec.microBatch) * spec.seqLen;
-  std::printf("mistrt: training %s (%s) for %d steps: %d micro-batches of %d x %d tokens, lr %g\n",
-              spec.model.c_str(), spec.plan.c_str(), o.steps, spec.gradAccum, spec.microBatch,
-              spec.seqLen, lr);
+  if (rank == 0)
+    std::printf("mistrt: training %s (%s) for %d steps on %d rank%s: %d micro-batches of %d x %d "
+                "tokens per rank, lr %g\n",
+                spec.model.c_str(), spec.plan.c_str(), o.steps, dp, dp == 1 ? "" : "s",
+                spec.gradAccum, spec.microBatch, spec.seqLen, lr);
   std::vector<TraceEvent> trace;
   for (int step = 1; step <= o.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -193,7 +204,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     double lossSum = 0;
     for (int mb = 0; mb < spec.gradAccum; ++mb) {
       for (int b = 0; b < spec.microBatch; ++b) {
-        int64_t k = (int64_t(step - 1) * spec.gradAccum + mb) * spec.microBatch + b;
+        // Sequence k of the step's global batch: micro-batch k / (dp b), rank (k mod dp b) / b.
+        int64_t k = int64_t(step - 1) * spec.gradAccum * dp * spec.microBatch +
+                    (int64_t(mb) * dp + rank) * spec.microBatch + b;
         syntheticSequence(k, spec.seqLen, spec.vocab, global.ids(spec.tokensBuffer) + b * spec.seqLen,
                           global.ids(spec.targetsBuffer) + b * spec.seqLen);
       }
@@ -209,10 +222,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       global.vec(spec.postIn) = x;
       timed(spec.postForward, layers[0], "post F" + mbName);
       float loss = global.at(spec.lossBuffer)[0];
-      if (!std::isfinite(loss)) {
-        std::fprintf(stderr, "mistrt: rank 0: non-finite loss at step %d, micro-batch %d\n", step, mb);
-        return 1;
-      }
+      if (!std::isfinite(loss))
+        abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " + std::to_string(mb));
       lossSum += loss;
       // Backward; the op wrappers accumulate into parameter gradients, so
       // they start from zero for every micro-batch and are summed here.
@@ -239,18 +250,24 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
               sum[i] += src[i];
           }
     }
-    // The mean over micro-batches, clipped by the global norm.
+    // Sum over the data-parallel replicas; every rank then holds the same
+    // gradients and takes the same step.
+    if (dp > 1) {
+      for (auto &copies : state)
+        for (State &s : copies)
+          world->allReduceSum(s.grad.data(), s.grad.size());
+      lossSum = world->allReduceSumDouble(lossSum);
+    }
+    // The mean over micro-batches and replicas, clipped by the global norm.
     double norm2 = 0;
     for (auto &copies : state)
       for (State &s : copies)
         for (float g : s.grad)
           norm2 += double(g) * g;
-    double norm = std::sqrt(norm2) / spec.gradAccum;
-    if (!std::isfinite(norm)) {
-      std::fprintf(stderr, "mistrt: rank 0: non-finite gradient norm at step %d\n", step);
-      return 1;
-    }
-    float scale = float(1.0 / spec.gradAccum) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
+    double norm = std::sqrt(norm2) / (spec.gradAccum * dp);
+    if (!std::isfinite(norm))
+      abortJob("non-finite gradient norm at step " + std::to_string(step));
+    float scale = float(1.0 / (spec.gradAccum * dp)) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
     float stepLr = lr;
     if (spec.warmupSteps > 0 && step <= spec.warmupSteps)
       stepLr = lr * float(step) / float(spec.warmupSteps);
@@ -266,17 +283,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                                  spec.weightDecay, scale, step});
       }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (step % o.logEvery == 0 || step == o.steps)
+    if (rank == 0 && (step % o.logEvery == 0 || step == o.steps))
       std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s\n", step,
-                  lossSum / spec.gradAccum, norm, stepLr,
-                  double(tokensPerMicroBatch) * spec.gradAccum / std::max(seconds, 1e-9));
+                  lossSum / (spec.gradAccum * dp), norm, stepLr,
+                  double(tokensPerMicroBatch) * spec.gradAccum * dp / std::max(seconds, 1e-9));
     std::fflush(stdout);
   }
-  if (!o.trace.empty()) {
-    if (!writeTrace(o.trace, spec.model, trace)) {
-      std::fprintf(stderr, "mistrt: rank 0: cannot write the trace to %s\n", o.trace.c_str());
-      return 1;
-    }
+  if (!o.trace.empty() && rank == 0) { // rank 0's view: every replica runs the same steps
+    if (!writeTrace(o.trace, spec.model, trace))
+      abortJob("cannot write the trace to " + o.trace);
     std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());
   }
   return 0;

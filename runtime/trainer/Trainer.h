@@ -5,8 +5,9 @@
 /// and direction, that call the runtime's ops on a Frame; `runTrainer` does
 /// the rest: parameter initialization, data, gradient accumulation over the
 /// plan's micro-batches, clipping, AdamW with warmup and cosine decay, and
-/// logging. This first version runs plans of one stage on one rank (tp = 1,
-/// dp = 1); the multi-rank schedule follows docs/trainer-design.md.
+/// logging. This version runs plans of one stage with tp = 1 and any dp
+/// (one MPI rank per data-parallel replica: gradients are all-reduced); the
+/// rest of the multi-rank schedule follows docs/trainer-design.md.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -55,6 +56,7 @@ struct TrainerSpec {
   std::vector<BufferSpec> buffers;
   std::vector<ParamSpec> params;
   int layers = 1, microBatch = 1, seqLen = 1, vocab = 1, gradAccum = 1;
+  int dp = 1; ///< data-parallel ranks: the job must have exactly this many
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
   int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
