@@ -1,0 +1,88 @@
+//===- BatchSampler.cpp - The same global batches under every plan --------===//
+#include "runtime/data/BatchSampler.h"
+
+namespace mist::rt {
+
+std::optional<BatchSampler> BatchSampler::create(const TokenFile &tokens, const BatchShape &shape,
+                                                 std::string &error) {
+  if (shape.dp < 1 || shape.microBatch < 1 || shape.gradAccum < 1 || shape.seqLen < 1) {
+    error = tokens.path() + ": batch shape needs dp, micro-batch, gradient accumulation and " +
+            "sequence length of at least 1 (got dp " + std::to_string(shape.dp) + ", micro-batch " +
+            std::to_string(shape.microBatch) + ", accumulation " + std::to_string(shape.gradAccum) +
+            ", sequence " + std::to_string(shape.seqLen) + ")";
+    return std::nullopt;
+  }
+  if (tokens.size() < int64_t(shape.seqLen) + 1) {
+    error = tokens.path() + ": " + std::to_string(tokens.size()) +
+            " tokens are too few for sequences of " + std::to_string(shape.seqLen) +
+            " (need at least " + std::to_string(int64_t(shape.seqLen) + 1) +
+            ": the inputs and the next token)";
+    return std::nullopt;
+  }
+  // sequenceStart multiplies B * T; keep it (and k * T) inside int64.
+  int64_t sequencesPerStep = 0, tokensPerStep = 0;
+  if (__builtin_mul_overflow(int64_t(shape.dp) * shape.microBatch, int64_t(shape.gradAccum),
+                             &sequencesPerStep) ||
+      __builtin_mul_overflow(sequencesPerStep, int64_t(shape.seqLen), &tokensPerStep)) {
+    error = tokens.path() + ": a global batch of " + std::to_string(shape.dp) + " * " +
+            std::to_string(shape.microBatch) + " * " + std::to_string(shape.gradAccum) +
+            " sequences of " + std::to_string(shape.seqLen) + " tokens is too large";
+    return std::nullopt;
+  }
+  return BatchSampler(tokens, shape);
+}
+
+int64_t BatchSampler::sequenceStart(int64_t step, int64_t k) const {
+  // (j * T) mod M with j = s * B + k, computed from residues: M = N - T is
+  // below 2^31 (the header's count is an int32), so every product of two
+  // residues fits in int64 whatever the step.
+  const int64_t windows = tokens->size() - batchShape.seqLen;
+  auto mod = [windows](int64_t x) { return ((x % windows) + windows) % windows; };
+  const int64_t tokensPerStep = batchShape.globalBatch() * batchShape.seqLen;
+  return mod(mod(step) * mod(tokensPerStep) + mod(k * batchShape.seqLen));
+}
+
+std::optional<std::string> BatchSampler::fillSamples(int64_t step, int microBatch,
+                                                     int64_t firstSample, int64_t count,
+                                                     uint32_t *inputs, uint32_t *targets) const {
+  const int64_t samplesPerMicroBatch = int64_t(batchShape.dp) * batchShape.microBatch;
+  if (step < 0)
+    return tokens->path() + ": step " + std::to_string(step) + " is negative";
+  if (microBatch < 0 || microBatch >= batchShape.gradAccum)
+    return tokens->path() + ": micro-batch " + std::to_string(microBatch) +
+           " is out of range for " + std::to_string(batchShape.gradAccum) + " per step";
+  if (firstSample < 0 || count < 0 || firstSample + count > samplesPerMicroBatch)
+    return tokens->path() + ": samples [" + std::to_string(firstSample) + ", " +
+           std::to_string(firstSample + count) + ") are out of range for a micro-batch of " +
+           std::to_string(samplesPerMicroBatch);
+  const int64_t T = batchShape.seqLen;
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t k = microBatch * samplesPerMicroBatch + firstSample + i;
+    const int64_t start = sequenceStart(step, k);
+    tokens->copy(start, T, inputs + i * T);
+    tokens->copy(start + 1, T, targets + i * T);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> BatchSampler::fill(int64_t step, int microBatch, int dpRank,
+                                              uint32_t *inputs, uint32_t *targets) const {
+  if (dpRank < 0 || dpRank >= batchShape.dp)
+    return tokens->path() + ": dp rank " + std::to_string(dpRank) + " is out of range for dp " +
+           std::to_string(batchShape.dp);
+  return fillSamples(step, microBatch, int64_t(dpRank) * batchShape.microBatch,
+                     batchShape.microBatch, inputs, targets);
+}
+
+std::optional<MicroBatch> BatchSampler::sample(int64_t step, int microBatch, int dpRank,
+                                               std::string &error) const {
+  const size_t n = size_t(batchShape.microBatch) * size_t(batchShape.seqLen);
+  MicroBatch batch{std::vector<uint32_t>(n), std::vector<uint32_t>(n)};
+  if (auto failed = fill(step, microBatch, dpRank, batch.inputs.data(), batch.targets.data())) {
+    error = *failed;
+    return std::nullopt;
+  }
+  return batch;
+}
+
+} // namespace mist::rt

@@ -1,0 +1,217 @@
+//===- TokenFile.cpp - Token files in llm.c's format ----------------------===//
+#include "runtime/data/TokenFile.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <limits>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace mist::rt {
+
+namespace {
+
+std::string systemError() { return std::strerror(errno); }
+
+int32_t readInt32LE(const unsigned char *p) {
+  return int32_t(uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 |
+                 uint32_t(p[3]) << 24);
+}
+
+void writeInt32LE(unsigned char *p, int32_t v) {
+  uint32_t u = uint32_t(v);
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<unsigned char>(u >> (8 * i));
+}
+
+/// Reads exactly `n` bytes at `offset`; false (errno set, or 0 for a short
+/// file) otherwise. pread may return less than asked, so loop.
+bool readExactly(int fd, unsigned char *out, size_t n, off_t offset) {
+  while (n > 0) {
+    ssize_t got = ::pread(fd, out, n, offset);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0) {
+      if (got == 0)
+        errno = 0;
+      return false;
+    }
+    out += got, n -= size_t(got), offset += got;
+  }
+  return true;
+}
+
+bool writeAll(int fd, const unsigned char *data, size_t n) {
+  while (n > 0) {
+    ssize_t put = ::write(fd, data, n);
+    if (put < 0 && errno == EINTR)
+      continue;
+    if (put < 0)
+      return false;
+    data += put, n -= size_t(put);
+  }
+  return true;
+}
+
+const char *tokenTypeName(int version) { return version == 1 ? "uint16" : "uint32"; }
+
+} // namespace
+
+std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &error) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    error = "cannot open token file " + path + ": " + systemError();
+    return std::nullopt;
+  }
+  // The descriptor is only needed until the file is mapped.
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    error = "cannot stat token file " + path + ": " + systemError();
+    return std::nullopt;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = path + ": not a regular file";
+    return std::nullopt;
+  }
+  const int64_t fileBytes = st.st_size;
+  if (fileBytes < kTokenFileHeaderBytes) {
+    error = path + ": " + std::to_string(fileBytes) + " bytes, too short for the " +
+            std::to_string(kTokenFileHeaderBytes) + "-byte token file header";
+    return std::nullopt;
+  }
+
+  unsigned char header[kTokenFileHeaderBytes];
+  if (!readExactly(fd, header, sizeof header, 0)) {
+    error = "cannot read the header of token file " + path + ": " +
+            (errno ? systemError() : std::string("file shrank while reading"));
+    return std::nullopt;
+  }
+  const int32_t magic = readInt32LE(header);
+  const int32_t version = readInt32LE(header + 4);
+  const int32_t count = readInt32LE(header + 8);
+  if (magic != kTokenFileMagic) {
+    error = path + ": bad magic number " + std::to_string(magic) + " (expected " +
+            std::to_string(kTokenFileMagic) + "): not a token file";
+    return std::nullopt;
+  }
+  if (version != 1 && version != 2) {
+    error = path + ": unknown token file version " + std::to_string(version) +
+            " (1: uint16 tokens, 2: uint32 tokens)";
+    return std::nullopt;
+  }
+  if (count < 2) {
+    error = path + ": the header's token count is " + std::to_string(count) +
+            ", but a token file needs at least 2 (an input and its target)";
+    return std::nullopt;
+  }
+  const int tokenBytes = version == 1 ? 2 : 4;
+  const int64_t expectedBytes = kTokenFileHeaderBytes + int64_t(count) * tokenBytes;
+  if (fileBytes != expectedBytes) {
+    error = path + ": file size is " + std::to_string(fileBytes) + " bytes, but the header's " +
+            std::to_string(count) + " " + tokenTypeName(version) + " tokens need " +
+            std::to_string(expectedBytes) + " (" + std::to_string(kTokenFileHeaderBytes) +
+            "-byte header + " + std::to_string(count) + " * " + std::to_string(tokenBytes) + ")" +
+            (fileBytes < expectedBytes ? ": the file is truncated" : ": trailing bytes");
+    return std::nullopt;
+  }
+
+  void *mapping = ::mmap(nullptr, size_t(fileBytes), PROT_READ, MAP_PRIVATE, fd, 0);
+  if (mapping == MAP_FAILED) {
+    error = "cannot map token file " + path + ": " + systemError();
+    return std::nullopt;
+  }
+  TokenFile file;
+  file.filePath = path;
+  file.fileVersion = version;
+  file.count = count;
+  file.mapping = mapping;
+  file.mappingBytes = size_t(fileBytes);
+  file.tokens = static_cast<const unsigned char *>(mapping) + kTokenFileHeaderBytes;
+  return file;
+}
+
+TokenFile::TokenFile(TokenFile &&other) noexcept { *this = std::move(other); }
+
+TokenFile &TokenFile::operator=(TokenFile &&other) noexcept {
+  if (this != &other) {
+    if (mapping)
+      ::munmap(mapping, mappingBytes);
+    filePath = std::move(other.filePath);
+    fileVersion = std::exchange(other.fileVersion, 0);
+    count = std::exchange(other.count, 0);
+    mapping = std::exchange(other.mapping, nullptr);
+    mappingBytes = std::exchange(other.mappingBytes, 0);
+    tokens = std::exchange(other.tokens, nullptr);
+  }
+  return *this;
+}
+
+TokenFile::~TokenFile() {
+  if (mapping)
+    ::munmap(mapping, mappingBytes);
+}
+
+void TokenFile::copy(int64_t begin, int64_t n, uint32_t *out) const {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = (*this)[begin + i];
+}
+
+std::optional<std::string> TokenFile::checkVocabulary(uint32_t vocabulary) const {
+  for (int64_t i = 0; i < count; ++i) {
+    uint32_t t = (*this)[i];
+    if (t >= vocabulary)
+      return filePath + ": token " + std::to_string(t) + " at position " + std::to_string(i) +
+             " is outside the model's vocabulary of " + std::to_string(vocabulary);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> writeTokenFile(const std::string &path,
+                                          const std::vector<uint32_t> &tokens, int version) {
+  if (version != 1 && version != 2)
+    return path + ": unknown token file version " + std::to_string(version) +
+           " (1: uint16 tokens, 2: uint32 tokens)";
+  if (tokens.size() < 2)
+    return path + ": token count " + std::to_string(tokens.size()) +
+           ", but a token file needs at least 2";
+  if (tokens.size() > size_t(std::numeric_limits<int32_t>::max()))
+    return path + ": " + std::to_string(tokens.size()) +
+           " tokens do not fit the header's int32 count";
+  const int tokenBytes = version == 1 ? 2 : 4;
+  std::vector<unsigned char> bytes(size_t(kTokenFileHeaderBytes) + tokens.size() * tokenBytes);
+  writeInt32LE(bytes.data(), kTokenFileMagic);
+  writeInt32LE(bytes.data() + 4, version);
+  writeInt32LE(bytes.data() + 8, int32_t(tokens.size()));
+  unsigned char *p = bytes.data() + kTokenFileHeaderBytes;
+  for (size_t i = 0; i < tokens.size(); ++i, p += tokenBytes) {
+    uint32_t t = tokens[i];
+    if (version == 1 && t > 0xFFFF)
+      return path + ": token " + std::to_string(t) + " at position " + std::to_string(i) +
+             " does not fit version 1's uint16 tokens (use version 2)";
+    for (int b = 0; b < tokenBytes; ++b)
+      p[b] = static_cast<unsigned char>(t >> (8 * b));
+  }
+
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return "cannot create token file " + path + ": " + systemError();
+  bool written = writeAll(fd, bytes.data(), bytes.size());
+  std::string why = written ? "" : systemError();
+  if (::close(fd) != 0 && written) {
+    written = false;
+    why = systemError();
+  }
+  if (!written)
+    return "cannot write token file " + path + ": " + why;
+  return std::nullopt;
+}
+
+} // namespace mist::rt

@@ -1,0 +1,199 @@
+//===- TokenFileTest.cpp - llm.c token files: round trip and every error --===//
+#include "runtime/data/TokenFile.h"
+#include "tests/runtime/data/TempDirectory.h"
+
+#include <gtest/gtest.h>
+
+using namespace mist::rt;
+using mist::rt::testing::readBytes;
+using mist::rt::testing::TempDirectory;
+using mist::rt::testing::writeBytes;
+
+namespace {
+
+/// Opens `path`, expecting failure; returns the error.
+std::string openError(const std::string &path) {
+  std::string error;
+  std::optional<TokenFile> file = TokenFile::open(path, error);
+  EXPECT_FALSE(file.has_value()) << path << " opened, but it should not";
+  EXPECT_FALSE(error.empty());
+  return error;
+}
+
+void setInt32(std::vector<unsigned char> &bytes, size_t offset, int32_t v) {
+  for (int i = 0; i < 4; ++i)
+    bytes[offset + i] = static_cast<unsigned char>(uint32_t(v) >> (8 * i));
+}
+
+} // namespace
+
+TEST(TokenFile, RoundTripVersion1) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("tokens.bin");
+  std::vector<uint32_t> tokens = {0, 1, 2, 255, 256, 50256, 65535, 7};
+  ASSERT_EQ(writeTokenFile(path, tokens, 1), std::nullopt);
+  EXPECT_EQ(readBytes(path).size(), 1024u + tokens.size() * 2);
+
+  std::string error;
+  std::optional<TokenFile> file = TokenFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  EXPECT_EQ(file->version(), 1);
+  EXPECT_EQ(file->tokenBytes(), 2);
+  ASSERT_EQ(file->size(), int64_t(tokens.size()));
+  for (size_t i = 0; i < tokens.size(); ++i)
+    EXPECT_EQ((*file)[int64_t(i)], tokens[i]) << "token " << i;
+  std::vector<uint32_t> middle(3);
+  file->copy(3, 3, middle.data());
+  EXPECT_EQ(middle, (std::vector<uint32_t>{255, 256, 50256}));
+}
+
+TEST(TokenFile, RoundTripVersion2) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("tokens32.bin");
+  std::vector<uint32_t> tokens = {0, 65536, 128255, 4294967295u, 1};
+  ASSERT_EQ(writeTokenFile(path, tokens, 2), std::nullopt);
+  EXPECT_EQ(readBytes(path).size(), 1024u + tokens.size() * 4);
+  std::string error;
+  std::optional<TokenFile> file = TokenFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  EXPECT_EQ(file->version(), 2);
+  EXPECT_EQ(file->tokenBytes(), 4);
+  ASSERT_EQ(file->size(), int64_t(tokens.size()));
+  for (size_t i = 0; i < tokens.size(); ++i)
+    EXPECT_EQ((*file)[int64_t(i)], tokens[i]) << "token " << i;
+}
+
+// The exact bytes llm.c's data scripts write: 256 little-endian int32 with
+// magic, version and count, then little-endian uint16 tokens.
+TEST(TokenFile, LayoutIsLlmCs) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("layout.bin");
+  ASSERT_EQ(writeTokenFile(path, {1, 258, 0xABCD}, 1), std::nullopt);
+  std::vector<unsigned char> expected(1024 + 6, 0);
+  const unsigned char start[] = {0x88, 0xD8, 0x34, 0x01, 1, 0, 0, 0, 3, 0, 0, 0};
+  std::copy(std::begin(start), std::end(start), expected.begin());
+  const unsigned char tokens[] = {0x01, 0x00, 0x02, 0x01, 0xCD, 0xAB};
+  std::copy(std::begin(tokens), std::end(tokens), expected.begin() + 1024);
+  EXPECT_EQ(readBytes(path), expected);
+}
+
+TEST(TokenFile, MovedFileStaysReadable) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("tokens.bin");
+  ASSERT_EQ(writeTokenFile(path, {5, 6, 7}, 1), std::nullopt);
+  std::string error;
+  std::optional<TokenFile> file = TokenFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  TokenFile moved = std::move(*file);
+  EXPECT_EQ(moved.size(), 3);
+  EXPECT_EQ(moved[2], 7u);
+  TokenFile assigned = std::move(moved);
+  EXPECT_EQ(assigned[0], 5u);
+  EXPECT_EQ(assigned.path(), path);
+}
+
+TEST(TokenFile, CheckVocabulary) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("tokens.bin");
+  ASSERT_EQ(writeTokenFile(path, {3, 9, 50257, 4}, 1), std::nullopt);
+  std::string error;
+  std::optional<TokenFile> file = TokenFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  EXPECT_EQ(file->checkVocabulary(50258), std::nullopt);
+  std::optional<std::string> outside = file->checkVocabulary(50257);
+  ASSERT_TRUE(outside);
+  EXPECT_EQ(*outside, path + ": token 50257 at position 2 is outside the model's vocabulary of "
+                             "50257");
+}
+
+TEST(TokenFile, MissingFile) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("absent.bin");
+  EXPECT_EQ(openError(path), "cannot open token file " + path + ": No such file or directory");
+}
+
+TEST(TokenFile, DirectoryIsNotATokenFile) {
+  TempDirectory tmp;
+  EXPECT_EQ(openError(tmp.dir().string()), tmp.dir().string() + ": not a regular file");
+}
+
+TEST(TokenFile, ShorterThanTheHeader) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("short.bin");
+  writeBytes(path, std::vector<unsigned char>(100, 0));
+  EXPECT_EQ(openError(path), path + ": 100 bytes, too short for the 1024-byte token file header");
+}
+
+TEST(TokenFile, BadMagic) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("magic.bin");
+  ASSERT_EQ(writeTokenFile(path, {1, 2, 3}, 1), std::nullopt);
+  std::vector<unsigned char> bytes = readBytes(path);
+  setInt32(bytes, 0, 20240801); // llm.c's Llama 3 magic, a different layout
+  writeBytes(path, bytes);
+  EXPECT_EQ(openError(path),
+            path + ": bad magic number 20240801 (expected 20240520): not a token file");
+}
+
+TEST(TokenFile, BadVersion) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("version.bin");
+  ASSERT_EQ(writeTokenFile(path, {1, 2, 3}, 1), std::nullopt);
+  std::vector<unsigned char> bytes = readBytes(path);
+  setInt32(bytes, 4, 3);
+  writeBytes(path, bytes);
+  EXPECT_EQ(openError(path),
+            path + ": unknown token file version 3 (1: uint16 tokens, 2: uint32 tokens)");
+}
+
+TEST(TokenFile, TooFewTokens) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("one.bin");
+  std::vector<unsigned char> bytes(1024 + 2, 0);
+  setInt32(bytes, 0, kTokenFileMagic);
+  setInt32(bytes, 4, 1);
+  setInt32(bytes, 8, 1);
+  writeBytes(path, bytes);
+  EXPECT_EQ(openError(path), path + ": the header's token count is 1, but a token file needs "
+                                    "at least 2 (an input and its target)");
+  setInt32(bytes, 8, -5);
+  writeBytes(path, bytes);
+  EXPECT_NE(openError(path).find("the header's token count is -5"), std::string::npos);
+}
+
+TEST(TokenFile, TruncatedFile) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("truncated.bin");
+  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(10, 42), 1), std::nullopt);
+  std::vector<unsigned char> bytes = readBytes(path);
+  bytes.resize(bytes.size() - 3);
+  writeBytes(path, bytes);
+  EXPECT_EQ(openError(path), path + ": file size is 1041 bytes, but the header's 10 uint16 tokens "
+                                    "need 1044 (1024-byte header + 10 * 2): the file is truncated");
+}
+
+TEST(TokenFile, SizeMismatchWithTrailingBytes) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("long.bin");
+  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(10, 42), 2), std::nullopt);
+  std::vector<unsigned char> bytes = readBytes(path);
+  bytes.push_back(0);
+  writeBytes(path, bytes);
+  EXPECT_EQ(openError(path), path + ": file size is 1065 bytes, but the header's 10 uint32 tokens "
+                                    "need 1064 (1024-byte header + 10 * 4): trailing bytes");
+}
+
+TEST(TokenFile, WriterRejectsWhatTheReaderWould) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("w.bin");
+  EXPECT_EQ(writeTokenFile(path, {1, 70000}, 1),
+            path + ": token 70000 at position 1 does not fit version 1's uint16 tokens "
+                   "(use version 2)");
+  EXPECT_EQ(writeTokenFile(path, {1}, 1),
+            path + ": token count 1, but a token file needs at least 2");
+  EXPECT_EQ(writeTokenFile(path, {1, 2}, 7),
+            path + ": unknown token file version 7 (1: uint16 tokens, 2: uint32 tokens)");
+  EXPECT_EQ(writeTokenFile(tmp.path("no/such/dir.bin"), {1, 2}, 1),
+            "cannot create token file " + tmp.path("no/such/dir.bin") +
+                ": No such file or directory");
+}
