@@ -236,10 +236,11 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   os << "// Build for CPU ranks:\n";
   os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
-                    "{1}/runtime/comm/libmistrtComm.a {1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
+                    "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
+                    "{1}/runtime/checkpoint/libmistrtCheckpoint.a {1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
                     src.sourceRoot, src.buildDir);
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
-                    "[--trace timeline.json]\n\n",
+                    "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace timeline.json]\n\n",
                     st0.dp);
   os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/Trainer.h\"\n\n";
   os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";

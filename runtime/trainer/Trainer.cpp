@@ -1,7 +1,9 @@
 //===- Trainer.cpp - What an emitted train.cu hands to the runtime --------===//
 #include "runtime/trainer/Trainer.h"
 
+#include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
+#include "runtime/data/BatchSampler.h"
 
 #include "stdlib/kernels/adamw/AdamW.h"
 #include <chrono>
@@ -9,6 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace mist::rt {
@@ -54,6 +59,11 @@ struct Options {
   float lr = -1; ///< < 0: the model's
   bool synthetic = true;
   std::string trace; ///< write the last step's measured timeline here
+  std::string data;  ///< token file; empty: synthetic data
+  std::string ckptDir;
+  int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
+  bool resume = false;
+  int stopAfter = 0; ///< > 0: leave after this step as if killed (tests of --resume)
 };
 
 /// Measured intervals of the last step, for --trace.
@@ -82,7 +92,8 @@ bool writeTrace(const std::string &path, const std::string &model, const std::ve
 
 [[noreturn]] void usage(const char *why) {
   std::fprintf(stderr, "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
-                       "[--synthetic] [--trace FILE]\n",
+                       "[--data FILE | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
+                       "[--trace FILE]\n",
                why);
   std::exit(2);
 }
@@ -119,6 +130,17 @@ Options parse(int argc, char **argv) {
       o.synthetic = true;
     else if (a == "--trace")
       o.trace = value();
+    else if (a == "--data") {
+      o.data = value();
+      o.synthetic = false;
+    } else if (a == "--ckpt-dir")
+      o.ckptDir = value();
+    else if (a == "--ckpt-every")
+      o.ckptEvery = static_cast<int>(integer(value()));
+    else if (a == "--resume")
+      o.resume = true;
+    else if (a == "--stop-after")
+      o.stopAfter = static_cast<int>(integer(value()));
     else
       usage(("unknown flag " + a).c_str());
   }
@@ -158,7 +180,30 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
              ", the job has " + std::to_string(world->size()) + " (run it with mpirun -np " +
              std::to_string(dp) + ")");
   Options o = parse(argc, argv);
+  if (o.resume && o.ckptDir.empty())
+    usage("--resume needs --ckpt-dir");
+  if (!o.ckptDir.empty() && rank == 0 && !o.resume) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.ckptDir, ec);
+    if (ec)
+      abortJob("cannot create the checkpoint folder " + o.ckptDir + ": " + ec.message());
+  }
   const float lr = o.lr > 0 ? o.lr : spec.lr;
+  // Data: every rank opens the token file and reads its own rows.
+  std::optional<TokenFile> tokenFile;
+  std::optional<BatchSampler> sampler;
+  if (!o.data.empty()) {
+    std::string error;
+    tokenFile = TokenFile::open(o.data, error);
+    if (!tokenFile)
+      abortJob(error);
+    if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab)))
+      abortJob(*bad);
+    sampler = BatchSampler::create(*tokenFile, {dp, spec.microBatch, spec.gradAccum, spec.seqLen}, error);
+    if (!sampler)
+      abortJob(error);
+  }
+  std::vector<uint32_t> rowsIn(size_t(spec.microBatch) * spec.seqLen), rowsOut(rowsIn.size());
   Frame global(spec.buffers, false);
   std::vector<Frame> layers(spec.layers, Frame(spec.buffers, true));
   auto storage = [&](int buffer, int layer) -> std::vector<float> & {
@@ -186,8 +231,73 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                 "tokens per rank, lr %g\n",
                 spec.model.c_str(), spec.plan.c_str(), o.steps, dp, dp == 1 ? "" : "s",
                 spec.gradAccum, spec.microBatch, spec.seqLen, lr);
+  // Checkpoints: full tensors named after the parameters (a layer's as
+  // layers.<l>.<name>), the fp32 master copy and Adam moments beside them.
+  auto tensorName = [&](size_t p, size_t l) {
+    const std::string name = spec.params[p].name;
+    if (!spec.buffers[spec.params[p].buffer].layer)
+      return name;
+    const std::string rest = name.rfind("layer.", 0) == 0 ? name.substr(6) : name;
+    return "layers." + std::to_string(l) + "." + rest;
+  };
+  auto save = [&](int step) {
+    if (rank != 0) // every replica holds the same state
+      return;
+    std::vector<TensorData> tensors;
+    for (size_t p = 0; p < spec.params.size(); ++p)
+      for (size_t l = 0; l < state[p].size(); ++l) {
+        std::vector<int64_t> shape = spec.params[p].shape;
+        const std::string name = tensorName(p, l);
+        tensors.push_back(TensorData::fromFloats(name, shape, storage(spec.params[p].buffer, int(l))));
+        tensors.push_back(TensorData::fromFloats(name + ".master", shape, state[p][l].master));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape, state[p][l].m));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape, state[p][l].v));
+      }
+    std::map<std::string, std::string> meta{{"format", "mistrt-checkpoint-1"},
+                                            {"model", spec.model},
+                                            {"step", std::to_string(step)},
+                                            {"seed", std::to_string(o.seed)}};
+    const std::string path = o.ckptDir + "/latest.safetensors";
+    if (auto error = writeSafetensors(path, tensors, meta))
+      abortJob("cannot write the checkpoint: " + *error);
+    std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
+  };
+  int firstStep = 1;
+  if (o.resume) {
+    const std::string path = o.ckptDir + "/latest.safetensors";
+    std::string error;
+    auto ckpt = readSafetensors(path, error);
+    if (!ckpt)
+      abortJob(error);
+    auto meta = [&](const char *key) -> std::string {
+      auto it = ckpt->metadata.find(key);
+      if (it == ckpt->metadata.end())
+        abortJob(path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)");
+      return it->second;
+    };
+    if (meta("format") != "mistrt-checkpoint-1" || meta("model") != spec.model)
+      abortJob(path + ": a checkpoint of '" + meta("model") + "', not of '" + spec.model + "'");
+    firstStep = std::atoi(meta("step").c_str()) + 1;
+    for (size_t p = 0; p < spec.params.size(); ++p)
+      for (size_t l = 0; l < state[p].size(); ++l) {
+        const std::string name = tensorName(p, l);
+        auto load = [&](const std::string &tensor, std::vector<float> &into) {
+          const TensorData *t = ckpt->find(tensor);
+          auto values = t ? t->floats() : std::nullopt;
+          if (!values || values->size() != into.size())
+            abortJob(path + ": tensor '" + tensor + "' is missing or has another size than the model's");
+          into = *values;
+        };
+        load(name, storage(spec.params[p].buffer, int(l)));
+        load(name + ".master", state[p][l].master);
+        load(name + ".adam_m", state[p][l].m);
+        load(name + ".adam_v", state[p][l].v);
+      }
+    if (rank == 0)
+      std::printf("resumed from %s at step %d\n", path.c_str(), firstStep);
+  }
   std::vector<TraceEvent> trace;
-  for (int step = 1; step <= o.steps; ++step) {
+  for (int step = firstStep; step <= o.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     trace.clear();
     // Runs one region function and, for --trace, records when.
@@ -203,12 +313,21 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         std::fill(s.grad.begin(), s.grad.end(), 0.f);
     double lossSum = 0;
     for (int mb = 0; mb < spec.gradAccum; ++mb) {
-      for (int b = 0; b < spec.microBatch; ++b) {
-        // Sequence k of the step's global batch: micro-batch k / (dp b), rank (k mod dp b) / b.
-        int64_t k = int64_t(step - 1) * spec.gradAccum * dp * spec.microBatch +
-                    (int64_t(mb) * dp + rank) * spec.microBatch + b;
-        syntheticSequence(k, spec.seqLen, spec.vocab, global.ids(spec.tokensBuffer) + b * spec.seqLen,
-                          global.ids(spec.targetsBuffer) + b * spec.seqLen);
+      if (sampler) {
+        if (auto bad = sampler->fill(step - 1, mb, rank, rowsIn.data(), rowsOut.data()))
+          abortJob(*bad);
+        for (size_t i = 0; i < rowsIn.size(); ++i) {
+          global.ids(spec.tokensBuffer)[i] = int32_t(rowsIn[i]);
+          global.ids(spec.targetsBuffer)[i] = int32_t(rowsOut[i]);
+        }
+      } else {
+        for (int b = 0; b < spec.microBatch; ++b) {
+          // Sequence k of the step's global batch: micro-batch k / (dp b), rank (k mod dp b) / b.
+          int64_t k = int64_t(step - 1) * spec.gradAccum * dp * spec.microBatch +
+                      (int64_t(mb) * dp + rank) * spec.microBatch + b;
+          syntheticSequence(k, spec.seqLen, spec.vocab, global.ids(spec.tokensBuffer) + b * spec.seqLen,
+                            global.ids(spec.targetsBuffer) + b * spec.seqLen);
+        }
       }
       // Forward through pre, every layer and post.
       const std::string mbName = std::to_string(mb);
@@ -283,11 +402,18 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                                  spec.weightDecay, scale, step});
       }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (rank == 0 && (step % o.logEvery == 0 || step == o.steps))
+    if (rank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
       std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s\n", step,
                   lossSum / (spec.gradAccum * dp), norm, stepLr,
                   double(tokensPerMicroBatch) * spec.gradAccum * dp / std::max(seconds, 1e-9));
     std::fflush(stdout);
+    if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
+      save(step);
+    if (o.stopAfter > 0 && step == o.stopAfter) {
+      if (rank == 0)
+        std::printf("stopping after step %d (--stop-after)\n", step);
+      return 0;
+    }
   }
   if (!o.trace.empty() && rank == 0) { // rank 0's view: every replica runs the same steps
     if (!writeTrace(o.trace, spec.model, trace))

@@ -67,8 +67,12 @@ struct TrainerSpec {
   int warmupSteps = 0;
 };
 
-/// Parses the trainer's flags (--steps, --lr, --seed, --log-every,
-/// --synthetic, --trace FILE) and trains. Returns the process exit status.
+/// Parses the trainer's flags (--steps N, --lr X, --seed N, --log-every N,
+/// --data FILE (an llm.c-style token file; else --synthetic data),
+/// --ckpt-dir DIR, --ckpt-every N, --resume, --trace FILE) and trains.
+/// Returns the process exit status. Checkpoints are safetensors files with
+/// full tensors (parameters, fp32 master weights, Adam moments) and the
+/// step; `--resume` continues from DIR/latest.safetensors.
 /// --trace writes the measured timeline of the last step in the Chrome /
 /// Perfetto trace format mistc's --emit=timeline uses (one event per region,
 /// direction and micro-batch, on the compute row of stage 0).
