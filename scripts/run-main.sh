@@ -3,9 +3,9 @@
 #  1. compile GPT-3 1.3B and print its parameter and cost summary;
 #  2. tune a training plan for it on the built-in 8 x A100-40GB preset and
 #     print the plan's predicted report;
-#  3. emit train.cu for the tiny GPT (a one-rank plan: the trainer does not
-#     run multi-rank plans yet), build it with the line in its header and
-#     train it on CPU for a few steps, printing the loss.
+#  3. emit train.cu for the tiny GPT on two data-parallel CPU ranks (the
+#     trainer runs one-stage, tp = 1 plans so far), build it with the line
+#     in its header and train it under mpirun for a few steps, printing the loss.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/setup.sh"
@@ -21,8 +21,10 @@ echo
 echo
 work="$build/main-job-trainer"
 mkdir -p "$work"
-"$mistc" "$root/examples/tiny-gpt.mist" --cluster a100-40g --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" \
+"$mistc" "$root/examples/tiny-gpt.mist" --cluster a100-40g --plan "$root/tests/trainer/tiny-gpt-2ranks.yaml" \
   --emit=trainer -o "$work/train.cu"
 echo "train.cu written to $work/train.cu; building it with the line in its header"
 (cd "$work" && eval "$(grep '^//   mpicxx' train.cu | sed 's|^//   ||')")
-"$work/train" --steps 30 --lr 3e-3 --log-every 5
+# Open MPI refuses to start as root unless told it is meant.
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  mpirun --oversubscribe -np 2 "$work/train" --steps 30 --lr 3e-3 --log-every 5

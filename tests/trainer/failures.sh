@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Failures stop the whole job quickly with a message naming the rank and the
+# cause, never a hang: unreadable data, a token outside the vocabulary, a
+# non-finite loss, the wrong number of ranks, a bad flag.
+#   failures.sh MISTC MODEL.mist WORKDIR
+set -euo pipefail
+mistc=$1 model=$2 work=$3
+mkdir -p "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cat >"$work/plan.yaml" <<'PLAN'
+mist_plan: 1
+global_batch: 8
+grad_accum: 1
+stages:
+  - layers: [0, 1]
+    mesh: {nodes: 1, gpus_per_node: 2}
+    micro_batch: 4
+    dp: 2
+    tp: 1
+PLAN
+"$mistc" "$model" --cluster a100-40g --plan "$work/plan.yaml" --emit=trainer -o "$work/train.cu"
+(cd "$work" && eval "$(grep '^//   mpicxx' train.cu | sed 's|^//   ||')")
+# expect NAME PATTERN ARGS...: the job fails within 60 s and prints PATTERN.
+expect() {
+  local name=$1 pattern=$2; shift 2
+  local start=$SECONDS
+  if timeout 60 mpirun --oversubscribe -np "${RANKS:-2}" "$work/train" "$@" >"$work/$name.txt" 2>&1; then
+    echo "$name: the job succeeded"; cat "$work/$name.txt"; exit 1
+  fi
+  grep -qE "$pattern" "$work/$name.txt" || { echo "$name: no '$pattern' in:"; cat "$work/$name.txt"; exit 1; }
+  echo "$name: stopped after $((SECONDS - start)) s: $(grep -E "$pattern" "$work/$name.txt" | head -1)"
+}
+expect missing-data 'mistrt: rank [01]: .*nope.bin' --steps 2 --data "$work/nope.bin"
+python3 - "$work/big.bin" <<'PY'
+import struct, sys
+tokens = [300] * 200  # beyond the tiny GPT's 256-token vocabulary
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", 20240520, 1, len(tokens), *([0] * 253)))
+    f.write(struct.pack(f"<{len(tokens)}H", *tokens))
+PY
+expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.bin"
+expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
+RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan has 2 data-parallel ranks, the job has 1' --steps 1
+expect bad-flag 'unknown flag --bogus' --bogus
+echo "failure checks passed"
