@@ -55,13 +55,14 @@ public:
     switch (op.kind) {
     case OpKind::Embedding: {
       auto t = shape(op.operands[1]);
-      out = fmt::format("embedding({}, {}, {}, {}, {}, {}, 0);", res(0), in(0), in(1), n(o0), t[1], t[0]);
+      out = fmt::format("embedding({}, {}, {}, {}, {}, {}, C.rank() * {});", res(0), in(0), in(1), n(o0), t[1],
+                        t[0], t[0]);
       return true;
     }
     case OpKind::EmbeddingGrad: {
       auto t = shape(r0);
-      out = fmt::format("embeddingGrad({}, {}, {}, {}, {}, {}, 0);", res(0), in(0), in(1),
-                        n(op.operands[1]), t[1], t[0]);
+      out = fmt::format("embeddingGrad({}, {}, {}, {}, {}, {}, C.rank() * {});", res(0), in(0), in(1),
+                        n(op.operands[1]), t[1], t[0], t[0]);
       return true;
     }
     case OpKind::PositionEmbedding: {
@@ -78,9 +79,11 @@ public:
     case OpKind::GradAdd:
       out = fmt::format("add({}, {}, {}, {});", res(0), in(0), in(1), n(r0));
       return true;
-    case OpKind::TpCopy:
-    case OpKind::AllReduce: // one tp rank: the identity
-    case OpKind::Dropout:   // p = 0 (checked before emitting)
+    case OpKind::AllReduce: // the partial sums of the tp group
+      out = fmt::format("C.allReduce({}, {}, {});", res(0), in(0), n(r0));
+      return true;
+    case OpKind::TpCopy:  // the identity forward (its gradient has its own all_reduce)
+    case OpKind::Dropout: // p = 0 (checked before emitting)
     case OpKind::DropoutGrad:
       out = fmt::format("copy({}, {}, {});", res(0), in(0), n(r0));
       return true;
@@ -111,8 +114,12 @@ public:
     }
     case OpKind::Linear: {
       auto w = shape(op.operands[1]);
-      out = fmt::format("linear({}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1),
-                        flag("bias") ? in(2) : "nullptr", n(o0) / w[0], w[0], w[1]);
+      // A row-parallel linear makes partial sums: one tp rank adds the bias.
+      auto shard = op.words.find("shard");
+      bool row = shard != op.words.end() && shard->second == "row";
+      std::string bias = !flag("bias") ? "nullptr" : row ? fmt::format("C.rank() == 0 ? {} : nullptr", in(2)) : in(2);
+      out = fmt::format("linear({}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1), bias, n(o0) / w[0], w[0],
+                        w[1]);
       return true;
     }
     case OpKind::LinearGrad: {
@@ -170,14 +177,14 @@ public:
       return true;
     case OpKind::CrossEntropy: {
       int64_t vocab = shape(o0).back();
-      out = fmt::format("{}[0] = crossEntropy({}, {}, {}, {}, {});", res(0), res(1), in(0), in(1), n(o0) / vocab,
-                        vocab);
+      out = fmt::format("{}[0] = {}crossEntropy({}, {}, {}, {}, {});", res(0),
+                        flag("vocab_parallel") ? "C." : "", res(1), in(0), in(1), n(o0) / vocab, vocab);
       return true;
     }
     case OpKind::CrossEntropyGrad: {
       int64_t vocab = shape(op.operands[1]).back();
-      out = fmt::format("crossEntropyGrad({}, {}[0], {}, {}, {}, {}, {});", res(0), in(0), in(1), in(2), in(3),
-                        n(op.operands[1]) / vocab, vocab);
+      out = fmt::format("{}crossEntropyGrad({}, {}[0], {}, {}, {}, {}, {});", flag("vocab_parallel") ? "C." : "",
+                        res(0), in(0), in(1), in(2), in(3), n(op.operands[1]) / vocab, vocab);
       return true;
     }
     default: return false;
@@ -185,7 +192,7 @@ public:
   }
 
   bool function(const char *name, const std::vector<LoweredOp> &ops, DiagnosticEngine &diag) {
-    os << fmt::format("void {}(Frame &G, Frame &L) {{\n", name);
+    os << fmt::format("void {}(Frame &G, Frame &L, TpContext &C) {{\n", name);
     for (const LoweredOp &op : ops) {
       std::string text;
       if (!call(op, text)) {
@@ -194,7 +201,7 @@ public:
       }
       os << "  // " << irLine(op) << "\n  " << text << "\n";
     }
-    os << "  (void)G;\n  (void)L;\n}\n\n";
+    os << "  (void)G;\n  (void)L;\n  (void)C;\n}\n\n";
     return true;
   }
 
@@ -208,10 +215,10 @@ public:
 
 bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
                        DiagnosticEngine &diag, llvm::raw_ostream &os) {
-  if (plan.stages.size() != 1 || plan.stages[0].tp != 1 || plan.stages[0].zero.weights ||
-      plan.stages[0].zero.grads || plan.stages[0].zero.optimizer || plan.stages[0].ckptLayers > 0) {
-    diag.error({}, fmt::format("the trainer runs plans of one stage with tp = 1, no ZeRO and no "
-                               "checkpointing for now; this plan has {} stage{}, dp {}, tp {}",
+  if (plan.stages.size() != 1 || plan.stages[0].zero.weights || plan.stages[0].zero.grads ||
+      plan.stages[0].zero.optimizer || plan.stages[0].ckptLayers > 0) {
+    diag.error({}, fmt::format("the trainer runs plans of one stage without ZeRO or checkpointing "
+                               "for now; this plan has {} stage{}, dp {}, tp {}",
                                plan.stages.size(), plan.stages.size() == 1 ? "" : "s",
                                plan.stages[0].dp, plan.stages[0].tp));
     return false;
@@ -223,7 +230,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         diag.error(op->loc, "the trainer does not run dropout with p > 0 yet");
         return false;
       }
-  auto lowered = lowerForStage(m, st0.microBatch, 1, diag);
+  auto lowered = lowerForStage(m, st0.microBatch, st0.tp, diag);
   if (!lowered)
     return false;
   const LoweredStage &st = *lowered;
@@ -231,8 +238,8 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   const int layers = st0.layers();
   os << fmt::format("// train.cu for {}, generated by mistc from {}: do not edit.\n", m.name, src.modelFile);
   os << fmt::format("// Plan: 1 stage, {} layers, micro-batch {}, {} micro-batches per step (global batch {}), "
-                    "dp {}.\n",
-                    layers, st0.microBatch, plan.gradAccum, plan.globalBatch, st0.dp);
+                    "dp {}, tp {}.\n",
+                    layers, st0.microBatch, plan.gradAccum, plan.globalBatch, st0.dp, st0.tp);
   os << "// Build for CPU ranks:\n";
   os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
@@ -241,8 +248,9 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     src.sourceRoot, src.buildDir);
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
                     "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace timeline.json]\n\n",
-                    st0.dp);
-  os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/Trainer.h\"\n\n";
+                    st0.dp * st0.tp);
+  os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/TpContext.h\"\n"
+        "#include \"runtime/trainer/Trainer.h\"\n\n";
   os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";
   const char *names[3][2] = {{"preForward", "preBackward"},
                              {"layerForward", "layerBackward"},
@@ -254,8 +262,8 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       return false;
   }
   os << "} // namespace\n\nint main(int argc, char **argv) {\n  TrainerSpec spec;\n";
-  os << fmt::format("  spec.model = \"{}\";\n  spec.plan = \"1 stage, dp {}, micro-batch {}, G = {}\";\n",
-                    m.name, st0.dp, st0.microBatch, plan.gradAccum);
+  os << fmt::format("  spec.model = \"{}\";\n  spec.plan = \"1 stage, dp {}, tp {}, micro-batch {}, G = {}\";\n",
+                    m.name, st0.dp, st0.tp, st0.microBatch, plan.gradAccum);
   os << "  spec.buffers = {\n";
   for (size_t i = 0; i < st.buffers.size(); ++i) {
     const LoweredBuffer &b = st.buffers[i];
@@ -278,19 +286,27 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       g += (g.empty() ? "" : ", ") + std::to_string(i);
     for (int64_t d : p.fullShape)
       shape += (shape.empty() ? "" : ", ") + std::to_string(d);
-    os << fmt::format("      {{\"{}\", {}, {{{}}}, {{{}}}}},\n", p.name, buffer, g, shape);
+    std::string groups;
+    for (int64_t gsize : p.groups)
+      groups += (groups.empty() ? "" : ", ") + std::to_string(gsize);
+    os << fmt::format("      {{\"{}\", {}, {{{}}}, {{{}}}, {}, {{{}}}}},\n", p.name, buffer, g, shape, p.shardAxis,
+                      groups);
   }
   os << "  };\n";
   const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
                       &post = st.region(RegionKind::Post);
   const TrainConfig &t = m.train;
   os << fmt::format("  spec.layers = {};\n  spec.microBatch = {};\n  spec.seqLen = {};\n  spec.gradAccum = {};\n"
-                    "  spec.dp = {};\n",
-                    layers, st0.microBatch, st.buffers[st.moduleInputs[0]].shape[1], plan.gradAccum, st0.dp);
+                    "  spec.dp = {};\n  spec.tp = {};\n",
+                    layers, st0.microBatch, st.buffers[st.moduleInputs[0]].shape[1], plan.gradAccum, st0.dp,
+                    st0.tp);
   int64_t vocab = 0;
   for (const LoweredOp &op : post.forward)
-    if (op.kind == OpKind::CrossEntropy)
-      vocab = st.buffers[op.operands[0]].shape.back();
+    if (op.kind == OpKind::CrossEntropy) { // this rank's logits: a slice when vocabulary-parallel
+      auto vp = op.words.find("vocab_parallel");
+      vocab = st.buffers[op.operands[0]].shape.back() *
+              (vp != op.words.end() && vp->second == "true" ? st0.tp : 1);
+    }
   os << fmt::format("  spec.vocab = {};\n", vocab);
   os << fmt::format("  spec.tokensBuffer = {};\n  spec.targetsBuffer = {};\n  spec.lossBuffer = {};\n",
                     st.moduleInputs[0], st.moduleInputs[1], post.outputs.at(0));

@@ -4,6 +4,7 @@
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/data/BatchSampler.h"
+#include "runtime/trainer/TpContext.h"
 
 #include "stdlib/kernels/adamw/AdamW.h"
 #include <chrono>
@@ -160,6 +161,30 @@ void syntheticSequence(int64_t k, int seq, int vocab, int32_t *tokens, int32_t *
 
 } // namespace
 
+int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local) {
+  if (p.shardAxis < 0 || tp == 1)
+    return local;
+  int64_t inner = 1;
+  for (size_t d = p.shardAxis + 1; d < p.shape.size(); ++d)
+    inner *= p.shape[d];
+  const int64_t fullAxis = p.shape[p.shardAxis];
+  const int64_t localAxis = fullAxis / tp;
+  const int64_t innerIdx = local % inner, axisIdx = (local / inner) % localAxis,
+                outer = local / (inner * localAxis);
+  // Walk the groups: each contributes size/tp consecutive local entries.
+  int64_t offset = 0, seen = 0, fullAxisIdx = 0;
+  for (int64_t g : p.groups) {
+    int64_t part = g / tp;
+    if (axisIdx < seen + part) {
+      fullAxisIdx = offset + rank * part + (axisIdx - seen);
+      break;
+    }
+    seen += part;
+    offset += g;
+  }
+  return (outer * fullAxis + fullAxisIdx) * inner + innerIdx;
+}
+
 float initialValue(const std::string &name, int layer, int64_t index, uint64_t seed) {
   if (endsWith(name, ".bias"))
     return 0.f;
@@ -174,15 +199,19 @@ float initialValue(const std::string &name, int layer, int64_t index, uint64_t s
 int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   MpiRuntime mpi(argc, argv);
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
-  const int rank = world->rank(), dp = spec.dp;
-  if (world->size() != dp)
-    abortJob("the plan has " + std::to_string(dp) + " data-parallel rank" + (dp == 1 ? "" : "s") +
-             ", the job has " + std::to_string(world->size()) + " (run it with mpirun -np " +
-             std::to_string(dp) + ")");
+  const int dp = spec.dp, tpSize = spec.tp;
+  if (world->size() != dp * tpSize)
+    abortJob("the plan has " + std::to_string(dp) + " data-parallel x " + std::to_string(tpSize) +
+             " tensor-parallel rank" + (dp * tpSize == 1 ? "" : "s") + ", the job has " +
+             std::to_string(world->size()) + " (run it with mpirun -np " + std::to_string(dp * tpSize) + ")");
+  // tp ranks are consecutive: world rank = dpRank * tp + tpRank.
+  const int worldRank = world->rank(), rank = worldRank / tpSize, tpRank = worldRank % tpSize;
+  std::unique_ptr<Communicator> tpComm = world->split(rank, tpRank), dpComm = world->split(tpRank, rank);
+  TpContext tpContext(tpSize > 1 ? tpComm.get() : nullptr);
   Options o = parse(argc, argv);
   if (o.resume && o.ckptDir.empty())
     usage("--resume needs --ckpt-dir");
-  if (!o.ckptDir.empty() && rank == 0 && !o.resume) {
+  if (!o.ckptDir.empty() && worldRank == 0 && !o.resume) {
     std::error_code ec;
     std::filesystem::create_directories(o.ckptDir, ec);
     if (ec)
@@ -220,16 +249,16 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     for (int l = 0; l < copies; ++l) {
       std::vector<float> &w = storage(ps.buffer, l);
       for (size_t i = 0; i < w.size(); ++i)
-        w[i] = initialValue(ps.name, l, int64_t(i), o.seed);
+        w[i] = initialValue(ps.name, l, fullIndexOf(ps, tpRank, tpSize, int64_t(i)), o.seed);
       state[p].push_back({w, std::vector<float>(w.size()), std::vector<float>(w.size()),
                           std::vector<float>(w.size())});
     }
   }
   const int64_t tokensPerMicroBatch = int64_t(spec.microBatch) * spec.seqLen;
-  if (rank == 0)
+  if (worldRank == 0)
     std::printf("mistrt: training %s (%s) for %d steps on %d rank%s: %d micro-batches of %d x %d "
                 "tokens per rank, lr %g\n",
-                spec.model.c_str(), spec.plan.c_str(), o.steps, dp, dp == 1 ? "" : "s",
+                spec.model.c_str(), spec.plan.c_str(), o.steps, dp * tpSize, dp * tpSize == 1 ? "" : "s",
                 spec.gradAccum, spec.microBatch, spec.seqLen, lr);
   // Checkpoints: full tensors named after the parameters (a layer's as
   // layers.<l>.<name>), the fp32 master copy and Adam moments beside them.
@@ -240,19 +269,32 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     const std::string rest = name.rfind("layer.", 0) == 0 ? name.substr(6) : name;
     return "layers." + std::to_string(l) + "." + rest;
   };
+  // A tensor of this tp rank's shape as the full tensor (gathered over tp).
+  auto gathered = [&](size_t p, const std::vector<float> &local) {
+    const ParamSpec &ps = spec.params[p];
+    if (ps.shardAxis < 0 || tpSize == 1)
+      return local;
+    std::vector<float> all(local.size() * tpSize), full(all.size());
+    tpComm->allGather(local.data(), all.data(), local.size());
+    for (int r = 0; r < tpSize; ++r)
+      for (size_t i = 0; i < local.size(); ++i)
+        full[size_t(fullIndexOf(ps, r, tpSize, int64_t(i)))] = all[size_t(r) * local.size() + i];
+    return full;
+  };
   auto save = [&](int step) {
-    if (rank != 0) // every replica holds the same state
-      return;
+    // Every tp rank takes part in the gathers; the first rank writes.
     std::vector<TensorData> tensors;
     for (size_t p = 0; p < spec.params.size(); ++p)
       for (size_t l = 0; l < state[p].size(); ++l) {
         std::vector<int64_t> shape = spec.params[p].shape;
         const std::string name = tensorName(p, l);
-        tensors.push_back(TensorData::fromFloats(name, shape, storage(spec.params[p].buffer, int(l))));
-        tensors.push_back(TensorData::fromFloats(name + ".master", shape, state[p][l].master));
-        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape, state[p][l].m));
-        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape, state[p][l].v));
+        tensors.push_back(TensorData::fromFloats(name, shape, gathered(p, storage(spec.params[p].buffer, int(l)))));
+        tensors.push_back(TensorData::fromFloats(name + ".master", shape, gathered(p, state[p][l].master)));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape, gathered(p, state[p][l].m)));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape, gathered(p, state[p][l].v)));
       }
+    if (worldRank != 0)
+      return;
     std::map<std::string, std::string> meta{{"format", "mistrt-checkpoint-1"},
                                             {"model", spec.model},
                                             {"step", std::to_string(step)},
@@ -284,16 +326,18 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         auto load = [&](const std::string &tensor, std::vector<float> &into) {
           const TensorData *t = ckpt->find(tensor);
           auto values = t ? t->floats() : std::nullopt;
-          if (!values || values->size() != into.size())
+          const size_t fullSize = into.size() * (spec.params[p].shardAxis >= 0 ? tpSize : 1);
+          if (!values || values->size() != fullSize)
             abortJob(path + ": tensor '" + tensor + "' is missing or has another size than the model's");
-          into = *values;
+          for (size_t i = 0; i < into.size(); ++i) // this rank's part of the full tensor
+            into[i] = (*values)[size_t(fullIndexOf(spec.params[p], tpRank, tpSize, int64_t(i)))];
         };
         load(name, storage(spec.params[p].buffer, int(l)));
         load(name + ".master", state[p][l].master);
         load(name + ".adam_m", state[p][l].m);
         load(name + ".adam_v", state[p][l].v);
       }
-    if (rank == 0)
+    if (worldRank == 0)
       std::printf("resumed from %s at step %d\n", path.c_str(), firstStep);
   }
   std::vector<TraceEvent> trace;
@@ -303,7 +347,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     // Runs one region function and, for --trace, records when.
     auto timed = [&](RegionFn fn, Frame &layer, const std::string &name) {
       auto t0 = std::chrono::steady_clock::now();
-      fn(global, layer);
+      fn(global, layer, tpContext);
       auto t1 = std::chrono::steady_clock::now();
       trace.push_back({name, std::chrono::duration<double>(t0 - start).count(),
                        std::chrono::duration<double>(t1 - t0).count()});
@@ -374,15 +418,20 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     if (dp > 1) {
       for (auto &copies : state)
         for (State &s : copies)
-          world->allReduceSum(s.grad.data(), s.grad.size());
-      lossSum = world->allReduceSumDouble(lossSum);
+          dpComm->allReduceSum(s.grad.data(), s.grad.size());
+      lossSum = dpComm->allReduceSumDouble(lossSum);
     }
-    // The mean over micro-batches and replicas, clipped by the global norm.
-    double norm2 = 0;
-    for (auto &copies : state)
-      for (State &s : copies)
+    // The mean over micro-batches and replicas, clipped by the global norm:
+    // shards are summed over tp, replicated tensors counted once.
+    double norm2 = 0, shardedNorm2 = 0;
+    for (size_t p = 0; p < state.size(); ++p)
+      for (State &s : state[p]) {
+        double sq = 0;
         for (float g : s.grad)
-          norm2 += double(g) * g;
+          sq += double(g) * g;
+        (spec.params[p].shardAxis >= 0 && tpSize > 1 ? shardedNorm2 : norm2) += sq;
+      }
+    norm2 += tpSize > 1 ? tpComm->allReduceSumDouble(shardedNorm2) : shardedNorm2;
     double norm = std::sqrt(norm2) / (spec.gradAccum * dp);
     if (!std::isfinite(norm))
       abortJob("non-finite gradient norm at step " + std::to_string(step));
@@ -402,7 +451,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                                  spec.weightDecay, scale, step});
       }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (rank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
+    if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
       std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s\n", step,
                   lossSum / (spec.gradAccum * dp), norm, stepLr,
                   double(tokensPerMicroBatch) * spec.gradAccum * dp / std::max(seconds, 1e-9));
@@ -410,12 +459,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
       save(step);
     if (o.stopAfter > 0 && step == o.stopAfter) {
-      if (rank == 0)
+      if (worldRank == 0)
         std::printf("stopping after step %d (--stop-after)\n", step);
       return 0;
     }
   }
-  if (!o.trace.empty() && rank == 0) { // rank 0's view: every replica runs the same steps
+  if (!o.trace.empty() && worldRank == 0) { // rank 0's view: every replica runs the same steps
     if (!writeTrace(o.trace, spec.model, trace))
       abortJob("cannot write the trace to " + o.trace);
     std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());

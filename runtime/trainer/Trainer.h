@@ -5,9 +5,9 @@
 /// and direction, that call the runtime's ops on a Frame; `runTrainer` does
 /// the rest: parameter initialization, data, gradient accumulation over the
 /// plan's micro-batches, clipping, AdamW with warmup and cosine decay, and
-/// logging. This version runs plans of one stage with tp = 1 and any dp
-/// (one MPI rank per data-parallel replica: gradients are all-reduced); the
-/// rest of the multi-rank schedule follows docs/trainer-design.md.
+/// logging. This version runs plans of one stage with any dp and tp (one MPI
+/// rank each; tp ranks consecutive; gradients all-reduced over dp); the rest
+/// of the multi-rank schedule follows docs/trainer-design.md.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -33,7 +33,12 @@ struct ParamSpec {
   int buffer;
   std::vector<int> grads;
   std::vector<int64_t> shape; ///< full shape
+  int shardAxis = -1;           ///< split over tp along this axis, or -1
+  std::vector<int64_t> groups;  ///< parts along the axis, each split evenly (fused q/k/v: 3)
 };
+
+/// The index in the full tensor of element `local` of tp rank `rank`'s shard.
+int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local);
 
 /// The buffers of one layer (or of pre and post): every buffer's storage.
 class Frame {
@@ -49,14 +54,16 @@ private:
   std::vector<std::vector<int32_t>> ints;
 };
 
-using RegionFn = void (*)(Frame &global, Frame &layer);
+class TpContext;
+using RegionFn = void (*)(Frame &global, Frame &layer, TpContext &tp);
 
 struct TrainerSpec {
   std::string model, plan;
   std::vector<BufferSpec> buffers;
   std::vector<ParamSpec> params;
   int layers = 1, microBatch = 1, seqLen = 1, vocab = 1, gradAccum = 1;
-  int dp = 1; ///< data-parallel ranks: the job must have exactly this many
+  int dp = 1; ///< data-parallel ranks: the job must have dp x tp ranks
+  int tp = 1; ///< tensor-parallel ranks (consecutive world ranks)
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
   int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;

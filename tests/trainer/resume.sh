@@ -1,53 +1,64 @@
 #!/usr/bin/env bash
 # Kill and resume: a run stopped after its step-3 checkpoint and resumed gives
 # the same losses as the uninterrupted run (bitwise on CPU), and resumed under
-# another plan (dp 2 instead of 1) the same within 1e-5.
+# other plans (dp 2, or tp 2, instead of one rank) the same within 1e-5.
 #   resume.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
 mistc=$1 model=$2 work=$3
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-for dp in 1 2; do
-  cat >"$work/dp$dp.yaml" <<PLAN
+for shape in 1:1 2:1 1:2; do
+  IFS=: read -r dp tp <<<"$shape"
+  name=dp$dp-tp$tp
+  cat >"$work/$name.yaml" <<PLAN
 mist_plan: 1
 global_batch: 16
 grad_accum: 2
 stages:
   - layers: [0, 1]
-    mesh: {nodes: 1, gpus_per_node: $dp}
+    mesh: {nodes: 1, gpus_per_node: $((dp * tp))}
     micro_batch: $((8 / dp))
     dp: $dp
-    tp: 1
+    tp: $tp
 PLAN
-  "$mistc" "$model" --cluster a100-40g --plan "$work/dp$dp.yaml" --emit=trainer -o "$work/dp$dp.cu"
-  build=$(grep '^//   mpicxx' "$work/dp$dp.cu" | sed "s|^//   ||;s| train.cu | dp$dp.cu |;s|-o train|-o dp$dp|")
+  "$mistc" "$model" --cluster a100-40g --plan "$work/$name.yaml" --emit=trainer -o "$work/$name.cu"
+  build=$(grep '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train|-o $name|")
   (cd "$work" && eval "$build")
 done
 losses() { awk '/^step/ {print $2, $4}'; }
-run() { local dp=$1; shift; timeout 300 mpirun --oversubscribe -np "$dp" "$work/dp$dp" --steps 6 --lr 3e-3 --log-every 1 "$@"; }
+# run DP TP ARGS...
+run() { local dp=$1 tp=$2; shift 2; timeout 300 mpirun --oversubscribe -np "$((dp * tp))" "$work/dp$dp-tp$tp" --steps 6 --lr 3e-3 --log-every 1 "$@"; }
 
 rm -rf "$work/full" "$work/cut" "$work/moved"
 mkdir -p "$work/full" "$work/cut" "$work/moved"
-run 1 --ckpt-dir "$work/full" | losses >"$work/full.txt"
-run 1 --ckpt-dir "$work/cut" --ckpt-every 3 --stop-after 4 | losses >"$work/cut-first.txt"
-run 1 --ckpt-dir "$work/cut" --resume | losses >"$work/cut-second.txt"
+run 1 1 --ckpt-dir "$work/full" | losses >"$work/full.txt"
+run 1 1 --ckpt-dir "$work/cut" --ckpt-every 3 --stop-after 4 | losses >"$work/cut-first.txt"
+run 1 1 --ckpt-dir "$work/cut" --resume | losses >"$work/cut-second.txt"
 echo "uninterrupted:"; cat "$work/full.txt"
 echo "stopped after step 4, resumed from the step-3 checkpoint:"; cat "$work/cut-second.txt"
 # Steps 4-6 of the resumed run equal the uninterrupted run's, digit for digit.
 [[ $(head -1 "$work/cut-second.txt" | cut -d' ' -f1) == 4 ]] || { echo "resume did not start at step 4"; exit 1; }
 diff <(tail -3 "$work/full.txt") "$work/cut-second.txt"
 
-# The same checkpoint resumed on two data-parallel ranks.
-run 1 --ckpt-dir "$work/moved" --ckpt-every 3 --stop-after 3 >/dev/null
-run 2 --ckpt-dir "$work/moved" --resume | losses >"$work/moved.txt"
-echo "resumed on dp 2:"; cat "$work/moved.txt"
-paste <(tail -3 "$work/full.txt") "$work/moved.txt" | awk '
-  { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
-  END { exit bad }'
+# The same checkpoint resumed on two data-parallel ranks, and on two
+# tensor-parallel ranks (each takes its slice of the full tensors).
+run 1 1 --ckpt-dir "$work/moved" --ckpt-every 3 --stop-after 3 >/dev/null
+cp "$work/moved/latest.safetensors" "$work/step3.safetensors"
+for shape in "2 1" "1 2"; do
+  cp "$work/step3.safetensors" "$work/moved/latest.safetensors"
+  run $shape --ckpt-dir "$work/moved" --resume | losses >"$work/moved.txt"
+  echo "resumed on dp x tp = ${shape/ / x }:"; cat "$work/moved.txt"
+  paste <(tail -3 "$work/full.txt") "$work/moved.txt" | awk '
+    { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
+    END { exit bad }'
+done
+# A checkpoint written by two tp ranks (gathered) resumes on one rank.
+run 1 2 --ckpt-dir "$work/moved" --stop-after 6 >/dev/null
+run 1 1 --ckpt-dir "$work/moved" --resume >/dev/null
 
 # A checkpoint of another model is refused with a clear message.
 printf 'not a checkpoint' >"$work/moved/latest.safetensors"
-if run 1 --ckpt-dir "$work/moved" --resume >"$work/bad.txt" 2>&1; then
+if run 1 1 --ckpt-dir "$work/moved" --resume >"$work/bad.txt" 2>&1; then
   echo "a corrupt checkpoint was accepted"; exit 1
 fi
 grep -q "mistrt: rank 0: .*latest.safetensors" "$work/bad.txt" || { cat "$work/bad.txt"; exit 1; }
