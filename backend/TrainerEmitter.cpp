@@ -216,9 +216,9 @@ public:
 bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
                        DiagnosticEngine &diag, llvm::raw_ostream &os) {
   if (plan.stages.size() != 1 || plan.stages[0].zero.weights || plan.stages[0].zero.grads ||
-      plan.stages[0].zero.optimizer || plan.stages[0].ckptLayers > 0) {
-    diag.error({}, fmt::format("the trainer runs plans of one stage without ZeRO or checkpointing "
-                               "for now; this plan has {} stage{}, dp {}, tp {}",
+      plan.stages[0].zero.optimizer) {
+    diag.error({}, fmt::format("the trainer runs plans of one stage without ZeRO for now; this plan "
+                               "has {} stage{}, dp {}, tp {}",
                                plan.stages.size(), plan.stages.size() == 1 ? "" : "s",
                                plan.stages[0].dp, plan.stages[0].tp));
     return false;
@@ -297,9 +297,9 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                       &post = st.region(RegionKind::Post);
   const TrainConfig &t = m.train;
   os << fmt::format("  spec.layers = {};\n  spec.microBatch = {};\n  spec.seqLen = {};\n  spec.gradAccum = {};\n"
-                    "  spec.dp = {};\n  spec.tp = {};\n",
+                    "  spec.dp = {};\n  spec.tp = {};\n  spec.ckptLayers = {};\n",
                     layers, st0.microBatch, st.buffers[st.moduleInputs[0]].shape[1], plan.gradAccum, st0.dp,
-                    st0.tp);
+                    st0.tp, st0.ckptLayers);
   int64_t vocab = 0;
   for (const LoweredOp &op : post.forward)
     if (op.kind == OpKind::CrossEntropy) { // this rank's logits: a slice when vocabulary-parallel

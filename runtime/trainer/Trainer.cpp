@@ -340,6 +340,23 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     if (worldRank == 0)
       std::printf("resumed from %s at step %d\n", path.c_str(), firstStep);
   }
+  // Activation checkpointing: a checkpointed layer's activations (all its
+  // float buffers but the parameters, their gradients and its input) are
+  // released after its forward and recomputed before its backward.
+  std::vector<int> released;
+  {
+    std::vector<bool> keep(spec.buffers.size(), false);
+    for (const ParamSpec &ps : spec.params) {
+      keep[ps.buffer] = true;
+      for (int g : ps.grads)
+        keep[g] = true;
+    }
+    keep[spec.layerIn] = true;
+    for (size_t i = 0; i < spec.buffers.size(); ++i)
+      if (spec.buffers[i].layer && spec.buffers[i].kind == BufferKind::Float && !keep[i])
+        released.push_back(int(i));
+  }
+  const int firstCheckpointed = spec.layers - spec.ckptLayers;
   std::vector<TraceEvent> trace;
   for (int step = firstStep; step <= o.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -381,6 +398,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         layers[l].vec(spec.layerIn) = x;
         timed(spec.layerForward, layers[l], "layer " + std::to_string(l) + " F" + mbName);
         x = layers[l].vec(spec.layerOut);
+        if (l >= firstCheckpointed)
+          for (int i : released)
+            std::vector<float>().swap(layers[l].vec(i)); // free it: recomputed in the backward
       }
       global.vec(spec.postIn) = x;
       timed(spec.postForward, layers[0], "post F" + mbName);
@@ -398,6 +418,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       timed(spec.postBackward, layers[0], "post B" + mbName);
       std::vector<float> dx = global.vec(spec.postGradOut);
       for (int l = spec.layers - 1; l >= 0; --l) {
+        if (l >= firstCheckpointed) {
+          for (int i : released)
+            layers[l].vec(i).assign(size_t(std::max<int64_t>(spec.buffers[i].elements, 1)), 0.f);
+          timed(spec.layerForward, layers[l], "layer " + std::to_string(l) + " R" + mbName);
+        }
         layers[l].vec(spec.layerGradIn) = dx;
         timed(spec.layerBackward, layers[l], "layer " + std::to_string(l) + " B" + mbName);
         dx = layers[l].vec(spec.layerGradOut);

@@ -64,6 +64,7 @@ struct TrainerSpec {
   int layers = 1, microBatch = 1, seqLen = 1, vocab = 1, gradAccum = 1;
   int dp = 1; ///< data-parallel ranks: the job must have dp x tp ranks
   int tp = 1; ///< tensor-parallel ranks (consecutive world ranks)
+  int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
   int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
