@@ -307,7 +307,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       vocab = st.buffers[op.operands[0]].shape.back() *
               (vp != op.words.end() && vp->second == "true" ? st0.tp : 1);
     }
-  os << fmt::format("  spec.vocab = {};\n", vocab);
+  os << fmt::format("  spec.vocab = {};\n  spec.modelFlopsPerSample = {};\n", vocab, src.modelFlopsPerSample);
   os << fmt::format("  spec.tokensBuffer = {};\n  spec.targetsBuffer = {};\n  spec.lossBuffer = {};\n",
                     st.moduleInputs[0], st.moduleInputs[1], post.outputs.at(0));
   os << fmt::format("  spec.preOut = {};\n  spec.layerIn = {};\n  spec.layerOut = {};\n  spec.postIn = {};\n",

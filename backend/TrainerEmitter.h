@@ -22,6 +22,7 @@ struct TrainerSource {
   std::string modelFile;  ///< for the header comment
   std::string sourceRoot; ///< the mistc checkout, for the build line
   std::string buildDir;   ///< where the runtime libraries were built
+  double modelFlopsPerSample = 0; ///< the report's model FLOPs (no recompute), for logging
 };
 
 /// False after reporting why the plan cannot be emitted yet.

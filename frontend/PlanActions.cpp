@@ -105,10 +105,13 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
   case PlanOutput::Report: printReport(plan, *estimate, *cluster, *model, out); break;
   case PlanOutput::Schedule: printSchedule(plan, out); break;
   case PlanOutput::TimelineSvg: writeTimelineSvg(plan, *estimate, out); break;
-  case PlanOutput::Trainer:
-    if (!emitTrainer(m, plan, opts.trainer, diag, out))
+  case PlanOutput::Trainer: {
+    TrainerSource src = opts.trainer;
+    src.modelFlopsPerSample = model->modelFlopsPerSample;
+    if (!emitTrainer(m, plan, src, diag, out))
       return 1;
     break;
+  }
   case PlanOutput::Lowered: {
     // One listing per distinct stage shape (micro-batch, tp).
     std::vector<std::pair<int, int>> done;

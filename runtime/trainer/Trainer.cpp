@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <sys/resource.h>
 
 namespace mist::rt {
 
@@ -476,10 +477,19 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                                  spec.weightDecay, scale, step});
       }
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
-      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s\n", step,
-                  lossSum / (spec.gradAccum * dp), norm, stepLr,
-                  double(tokensPerMicroBatch) * spec.gradAccum * dp / std::max(seconds, 1e-9));
+    if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep)) {
+      // Model FLOP/s per rank (the report's definition: no recompute) and
+      // this process's peak resident memory.
+      const double samples = double(spec.microBatch) * spec.gradAccum * dp;
+      struct rusage usage {};
+      getrusage(RUSAGE_SELF, &usage);
+      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.2f GFLOP/s/rank  "
+                  "%.0f MiB\n",
+                  step, lossSum / (spec.gradAccum * dp), norm, stepLr,
+                  double(tokensPerMicroBatch) * spec.gradAccum * dp / std::max(seconds, 1e-9),
+                  spec.modelFlopsPerSample * samples / (dp * tpSize) / std::max(seconds, 1e-9) / 1e9,
+                  double(usage.ru_maxrss) / 1024);
+    }
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
       save(step);
