@@ -240,8 +240,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     return spec.buffers[buffer].layer ? layers[layer].vec(buffer) : global.vec(buffer);
   };
   // Parameters, their fp32 master copies, Adam moments and gradient sums.
+  // With ZeRO-1 each dp rank keeps the optimizer state of one slice of
+  // every tensor (chunk elements, the last slice padded with zeros).
+  const bool zero1 = spec.zeroOptimizer && dp > 1;
   struct State {
     std::vector<float> master, m, v, grad;
+    size_t chunk = 0; ///< ZeRO-1: elements of this rank's slice
   };
   std::vector<std::vector<State>> state(spec.params.size());
   for (size_t p = 0; p < spec.params.size(); ++p) {
@@ -251,8 +255,17 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       std::vector<float> &w = storage(ps.buffer, l);
       for (size_t i = 0; i < w.size(); ++i)
         w[i] = initialValue(ps.name, l, fullIndexOf(ps, tpRank, tpSize, int64_t(i)), o.seed);
-      state[p].push_back({w, std::vector<float>(w.size()), std::vector<float>(w.size()),
-                          std::vector<float>(w.size())});
+      if (zero1) {
+        size_t chunk = (w.size() + dp - 1) / dp;
+        std::vector<float> master(chunk, 0.f);
+        for (size_t i = 0; i < chunk && rank * chunk + i < w.size(); ++i)
+          master[i] = w[rank * chunk + i];
+        state[p].push_back({master, std::vector<float>(chunk), std::vector<float>(chunk),
+                            std::vector<float>(w.size()), chunk});
+      } else {
+        state[p].push_back({w, std::vector<float>(w.size()), std::vector<float>(w.size()),
+                            std::vector<float>(w.size()), 0});
+      }
     }
   }
   const int64_t tokensPerMicroBatch = int64_t(spec.microBatch) * spec.seqLen;
@@ -282,6 +295,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         full[size_t(fullIndexOf(ps, r, tpSize, int64_t(i)))] = all[size_t(r) * local.size() + i];
     return full;
   };
+  // This tp rank's whole tensor from the dp ranks' ZeRO-1 slices.
+  auto unsplit = [&](const std::vector<float> &slice, size_t n) {
+    if (!zero1)
+      return slice;
+    std::vector<float> all(slice.size() * dp);
+    dpComm->allGather(slice.data(), all.data(), slice.size());
+    all.resize(n);
+    return all;
+  };
   auto save = [&](int step) {
     // Every tp rank takes part in the gathers; the first rank writes.
     std::vector<TensorData> tensors;
@@ -290,9 +312,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         std::vector<int64_t> shape = spec.params[p].shape;
         const std::string name = tensorName(p, l);
         tensors.push_back(TensorData::fromFloats(name, shape, gathered(p, storage(spec.params[p].buffer, int(l)))));
-        tensors.push_back(TensorData::fromFloats(name + ".master", shape, gathered(p, state[p][l].master)));
-        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape, gathered(p, state[p][l].m)));
-        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape, gathered(p, state[p][l].v)));
+        const size_t n = storage(spec.params[p].buffer, int(l)).size();
+        tensors.push_back(TensorData::fromFloats(name + ".master", shape, gathered(p, unsplit(state[p][l].master, n))));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape, gathered(p, unsplit(state[p][l].m, n))));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape, gathered(p, unsplit(state[p][l].v, n))));
       }
     if (worldRank != 0)
       return;
@@ -324,19 +347,29 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     for (size_t p = 0; p < spec.params.size(); ++p)
       for (size_t l = 0; l < state[p].size(); ++l) {
         const std::string name = tensorName(p, l);
-        auto load = [&](const std::string &tensor, std::vector<float> &into) {
+        const size_t n = storage(spec.params[p].buffer, int(l)).size();
+        auto load = [&](const std::string &tensor, std::vector<float> &into, bool optimizerState) {
           const TensorData *t = ckpt->find(tensor);
           auto values = t ? t->floats() : std::nullopt;
-          const size_t fullSize = into.size() * (spec.params[p].shardAxis >= 0 ? tpSize : 1);
+          const size_t fullSize = n * (spec.params[p].shardAxis >= 0 ? tpSize : 1);
           if (!values || values->size() != fullSize)
             abortJob(path + ": tensor '" + tensor + "' is missing or has another size than the model's");
-          for (size_t i = 0; i < into.size(); ++i) // this rank's part of the full tensor
-            into[i] = (*values)[size_t(fullIndexOf(spec.params[p], tpRank, tpSize, int64_t(i)))];
+          std::vector<float> local(n); // this tp rank's part of the full tensor
+          for (size_t i = 0; i < n; ++i)
+            local[i] = (*values)[size_t(fullIndexOf(spec.params[p], tpRank, tpSize, int64_t(i)))];
+          if (!optimizerState || !zero1) {
+            into = local;
+            return;
+          }
+          size_t chunk = state[p][l].chunk; // and this dp rank's ZeRO-1 slice of that
+          into.assign(chunk, 0.f);
+          for (size_t i = 0; i < chunk && rank * chunk + i < n; ++i)
+            into[i] = local[rank * chunk + i];
         };
-        load(name, storage(spec.params[p].buffer, int(l)));
-        load(name + ".master", state[p][l].master);
-        load(name + ".adam_m", state[p][l].m);
-        load(name + ".adam_v", state[p][l].v);
+        load(name, storage(spec.params[p].buffer, int(l)), false);
+        load(name + ".master", state[p][l].master, true);
+        load(name + ".adam_m", state[p][l].m, true);
+        load(name + ".adam_v", state[p][l].v, true);
       }
     if (worldRank == 0)
       std::printf("resumed from %s at step %d\n", path.c_str(), firstStep);
@@ -370,9 +403,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       trace.push_back({name, std::chrono::duration<double>(t0 - start).count(),
                        std::chrono::duration<double>(t1 - t0).count()});
     };
-    for (auto &copies : state)
-      for (State &s : copies)
-        std::fill(s.grad.begin(), s.grad.end(), 0.f);
+    for (size_t p = 0; p < state.size(); ++p)
+      for (size_t l = 0; l < state[p].size(); ++l)
+        state[p][l].grad.assign(storage(spec.params[p].buffer, int(l)).size(), 0.f);
     double lossSum = 0;
     for (int mb = 0; mb < spec.gradAccum; ++mb) {
       if (sampler) {
@@ -443,8 +476,16 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     // gradients and takes the same step.
     if (dp > 1) {
       for (auto &copies : state)
-        for (State &s : copies)
-          dpComm->allReduceSum(s.grad.data(), s.grad.size());
+        for (State &s : copies) {
+          if (zero1) { // each rank keeps the sum of its slice only
+            std::vector<float> padded(s.chunk * dp, 0.f), slice(s.chunk);
+            std::copy(s.grad.begin(), s.grad.end(), padded.begin());
+            dpComm->reduceScatterSum(padded.data(), slice.data(), s.chunk);
+            s.grad.swap(slice);
+          } else {
+            dpComm->allReduceSum(s.grad.data(), s.grad.size());
+          }
+        }
       lossSum = dpComm->allReduceSumDouble(lossSum);
     }
     // The mean over micro-batches and replicas, clipped by the global norm:
@@ -457,6 +498,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
           sq += double(g) * g;
         (spec.params[p].shardAxis >= 0 && tpSize > 1 ? shardedNorm2 : norm2) += sq;
       }
+    if (zero1) { // the slices of the dp ranks make up the tensors
+      norm2 = dpComm->allReduceSumDouble(norm2);
+      shardedNorm2 = dpComm->allReduceSumDouble(shardedNorm2);
+    }
     norm2 += tpSize > 1 ? tpComm->allReduceSumDouble(shardedNorm2) : shardedNorm2;
     double norm = std::sqrt(norm2) / (spec.gradAccum * dp);
     if (!std::isfinite(norm))
@@ -472,6 +517,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       for (size_t l = 0; l < state[p].size(); ++l) {
         State &s = state[p][l];
         std::vector<float> &w = storage(spec.params[p].buffer, static_cast<int>(l));
+        if (zero1) { // step this rank's slice, then gather the updated weights
+          std::vector<float> slice(s.chunk), all(s.chunk * dp);
+          mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), slice.data(), s.grad.data(),
+                                   int64_t(s.chunk), stepLr, spec.beta1, spec.beta2, spec.eps,
+                                   spec.weightDecay, scale, step});
+          dpComm->allGather(slice.data(), all.data(), s.chunk);
+          std::copy(all.begin(), all.begin() + w.size(), w.begin());
+          continue;
+        }
         mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), w.data(), s.grad.data(),
                                  int64_t(w.size()), stepLr, spec.beta1, spec.beta2, spec.eps,
                                  spec.weightDecay, scale, step});

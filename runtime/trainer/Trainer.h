@@ -65,6 +65,7 @@ struct TrainerSpec {
   int dp = 1; ///< data-parallel ranks: the job must have dp x tp ranks
   int tp = 1; ///< tensor-parallel ranks (consecutive world ranks)
   int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
+  bool zeroOptimizer = false; ///< ZeRO-1: fp32 masters and Adam moments split over dp
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
   int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions
