@@ -215,9 +215,10 @@ public:
 
 bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
                        DiagnosticEngine &diag, llvm::raw_ostream &os) {
-  if (plan.stages.size() != 1 || plan.stages[0].zero.weights || plan.stages[0].zero.grads) {
-    diag.error({}, fmt::format("the trainer runs plans of one stage with ZeRO-1 at most for now; this "
-                               "plan has {} stage{}, dp {}, tp {}",
+  if (plan.stages.size() != 1 || plan.stages[0].zero.weights ||
+      (plan.stages[0].zero.grads && !plan.stages[0].zero.optimizer)) {
+    diag.error({}, fmt::format("the trainer runs plans of one stage with ZeRO-1 or ZeRO-2 at most for now; "
+                               "this plan has {} stage{}, dp {}, tp {}",
                                plan.stages.size(), plan.stages.size() == 1 ? "" : "s",
                                plan.stages[0].dp, plan.stages[0].tp));
     return false;
@@ -306,8 +307,10 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       vocab = st.buffers[op.operands[0]].shape.back() *
               (vp != op.words.end() && vp->second == "true" ? st0.tp : 1);
     }
-  os << fmt::format("  spec.vocab = {};\n  spec.modelFlopsPerSample = {};\n  spec.zeroOptimizer = {};\n", vocab,
-                    src.modelFlopsPerSample, st0.zero.optimizer ? "true" : "false");
+  os << fmt::format("  spec.vocab = {};\n  spec.modelFlopsPerSample = {};\n  spec.zeroOptimizer = {};\n"
+                    "  spec.zeroGrads = {};\n",
+                    vocab, src.modelFlopsPerSample, st0.zero.optimizer ? "true" : "false",
+                    st0.zero.grads ? "true" : "false");
   os << fmt::format("  spec.tokensBuffer = {};\n  spec.targetsBuffer = {};\n  spec.lossBuffer = {};\n",
                     st.moduleInputs[0], st.moduleInputs[1], post.outputs.at(0));
   os << fmt::format("  spec.preOut = {};\n  spec.layerIn = {};\n  spec.layerOut = {};\n  spec.postIn = {};\n",

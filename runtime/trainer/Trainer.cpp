@@ -243,6 +243,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // With ZeRO-1 each dp rank keeps the optimizer state of one slice of
   // every tensor (chunk elements, the last slice padded with zeros).
   const bool zero1 = spec.zeroOptimizer && dp > 1;
+  // With ZeRO-2 the gradient sums are split too: every micro-batch's
+  // gradients are reduce-scattered into this rank's slice at once.
+  const bool zero2 = zero1 && spec.zeroGrads;
   struct State {
     std::vector<float> master, m, v, grad;
     size_t chunk = 0; ///< ZeRO-1: elements of this rank's slice
@@ -405,7 +408,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     };
     for (size_t p = 0; p < state.size(); ++p)
       for (size_t l = 0; l < state[p].size(); ++l)
-        state[p][l].grad.assign(storage(spec.params[p].buffer, int(l)).size(), 0.f);
+        state[p][l].grad.assign(zero2 ? state[p][l].chunk : storage(spec.params[p].buffer, int(l)).size(), 0.f);
     double lossSum = 0;
     for (int mb = 0; mb < spec.gradAccum; ++mb) {
       if (sampler) {
@@ -464,19 +467,34 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       global.vec(spec.preGradIn) = dx;
       timed(spec.preBackward, layers[0], "pre B" + mbName);
       for (size_t p = 0; p < spec.params.size(); ++p)
-        for (size_t l = 0; l < state[p].size(); ++l)
+        for (size_t l = 0; l < state[p].size(); ++l) {
+          State &st = state[p][l];
+          if (zero2) { // this micro-batch's gradients, summed over dp into the slice
+            std::vector<float> padded(st.chunk * dp, 0.f), slice(st.chunk);
+            for (int g : spec.params[p].grads) {
+              const std::vector<float> &src = storage(g, static_cast<int>(l));
+              for (size_t i = 0; i < src.size(); ++i)
+                padded[i] += src[i];
+            }
+            dpComm->reduceScatterSum(padded.data(), slice.data(), st.chunk);
+            for (size_t i = 0; i < st.chunk; ++i)
+              st.grad[i] += slice[i];
+            continue;
+          }
           for (int g : spec.params[p].grads) {
             const std::vector<float> &src = storage(g, static_cast<int>(l));
-            std::vector<float> &sum = state[p][l].grad;
-            for (size_t i = 0; i < sum.size(); ++i)
-              sum[i] += src[i];
+            for (size_t i = 0; i < st.grad.size(); ++i)
+              st.grad[i] += src[i];
           }
+        }
     }
     // Sum over the data-parallel replicas; every rank then holds the same
     // gradients and takes the same step.
     if (dp > 1) {
       for (auto &copies : state)
         for (State &s : copies) {
+          if (zero2)
+            continue; // already summed into the slices, micro-batch by micro-batch
           if (zero1) { // each rank keeps the sum of its slice only
             std::vector<float> padded(s.chunk * dp, 0.f), slice(s.chunk);
             std::copy(s.grad.begin(), s.grad.end(), padded.begin());

@@ -66,6 +66,7 @@ struct TrainerSpec {
   int tp = 1; ///< tensor-parallel ranks (consecutive world ranks)
   int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
   bool zeroOptimizer = false; ///< ZeRO-1: fp32 masters and Adam moments split over dp
+  bool zeroGrads = false;     ///< ZeRO-2 (with zeroOptimizer): gradient sums split over dp too
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
   int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every plan trains the same model: trains one model under several plans
-# (dp:tp:micro_batch:grad_accum[:ckpt_layers[:zero1]], global batch fixed) on CPU ranks under
+# (dp:tp:micro_batch:grad_accum[:ckpt_layers[:zero]], zero 0, 1 or 2, global batch fixed) on CPU ranks under
 # mpirun, and checks each plan's per-step losses against the first plan's
 # within 1e-5 relative.
 #   equivalence.sh MISTC MODEL.mist WORKDIR GLOBAL_BATCH LAYERS PLAN...
@@ -14,7 +14,8 @@ for spec in "$@"; do
   IFS=: read -r dp tp b g ckpt zero <<<"$spec"
   ckpt=${ckpt:-0} zero=${zero:-0}
   name="dp${dp}-tp${tp}-b${b}-g${g}-ckpt${ckpt}-zero${zero}"
-  optimizer=$([[ $zero == 1 ]] && echo true || echo false)
+  optimizer=$([[ $zero -ge 1 ]] && echo true || echo false)
+  grads=$([[ $zero -ge 2 ]] && echo true || echo false)
   cat >"$work/$name.yaml" <<PLAN
 mist_plan: 1
 global_batch: $batch
@@ -26,7 +27,7 @@ stages:
     dp: $dp
     tp: $tp
     ckpt_layers: $ckpt
-    zero: {optimizer: $optimizer}
+    zero: {optimizer: $optimizer, grads: $grads}
 PLAN
   "$mistc" "$model" --cluster a100-40g --plan "$work/$name.yaml" --emit=trainer -o "$work/$name.cu"
   build=$(grep '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train|-o $name|")
