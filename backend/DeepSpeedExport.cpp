@@ -22,9 +22,10 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   os << fmt::format("  \"gradient_accumulation_steps\": {},\n", p.gradAccum);
   os << fmt::format("  \"gradient_clipping\": {:g},\n", t.gradClip);
   os << "  \"bf16\": {\"enabled\": true},\n";
-  os << fmt::format("  \"optimizer\": {{\"type\": \"AdamW\", \"params\": {{\"lr\": {:g}, \"betas\": [{:g}, "
-                    "{:g}], \"eps\": {:g}, \"weight_decay\": {:g}}}}},\n",
-                    t.lr, t.beta1, t.beta2, t.eps, t.weightDecay);
+  os << fmt::format(
+      "  \"optimizer\": {{\"type\": \"AdamW\", \"params\": {{\"lr\": {:g}, \"betas\": [{:g}, "
+      "{:g}], \"eps\": {:g}, \"weight_decay\": {:g}}}}},\n",
+      t.lr, t.beta1, t.beta2, t.eps, t.weightDecay);
   os << "  \"zero_optimization\": {\n";
   os << fmt::format("    \"stage\": {},\n", stage);
   os << "    \"overlap_comm\": true,\n";

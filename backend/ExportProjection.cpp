@@ -10,9 +10,12 @@ using namespace mist;
 
 const char *mist::exportTargetName(ExportTarget t) {
   switch (t) {
-  case ExportTarget::Megatron: return "Megatron-LM";
-  case ExportTarget::DeepSpeed: return "DeepSpeed";
-  case ExportTarget::TorchTitan: return "TorchTitan";
+  case ExportTarget::Megatron:
+    return "Megatron-LM";
+  case ExportTarget::DeepSpeed:
+    return "DeepSpeed";
+  case ExportTarget::TorchTitan:
+    return "TorchTitan";
   }
   return "?";
 }
@@ -21,8 +24,7 @@ namespace {
 
 /// The value most layers use (ties: the earliest stage's), so the projection
 /// keeps what matters for most of the model.
-template <typename T, typename Get>
-T byMostLayers(const Plan &plan, Get get) {
+template <typename T, typename Get> T byMostLayers(const Plan &plan, Get get) {
   std::vector<std::pair<T, int>> counts;
   for (const StagePlan &s : plan.stages) {
     T v = get(s);
@@ -79,10 +81,12 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
   Plan &p = out.plan;
 
   // One mesh, tp and dp for every stage.
-  int gps = gpus % S == 0 ? gpus / S : byMostLayers<int>(plan, [](const StagePlan &s) { return s.gpus(); });
+  int gps = gpus % S == 0 ? gpus / S
+                          : byMostLayers<int>(plan, [](const StagePlan &s) { return s.gpus(); });
   if (gps * S != gpus)
-    notes.push_back(fmt::format("{} gives every stage the same GPUs: {} per stage, {} in all instead of {}",
-                                name, gps, gps * S, gpus));
+    notes.push_back(
+        fmt::format("{} gives every stage the same GPUs: {} per stage, {} in all instead of {}",
+                    name, gps, gps * S, gpus));
   int tp = byMostLayers<int>(plan, [](const StagePlan &s) { return s.tp; });
   while (gps % tp)
     tp /= 2;
@@ -92,10 +96,11 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
     // Keep the global batch; pick the G nearest the original that splits it.
     int best = 0;
     for (int g = 1; g <= plan.globalBatch; ++g)
-      if (plan.globalBatch % (int64_t(g) * dp) == 0 && (!best || std::abs(g - G) < std::abs(best - G)))
+      if (plan.globalBatch % (int64_t(g) * dp) == 0 &&
+          (!best || std::abs(g - G) < std::abs(best - G)))
         best = g;
-    notes.push_back(fmt::format("gradient accumulation {} instead of {} to split the batch over dp = {}",
-                                best, G, dp));
+    notes.push_back(fmt::format(
+        "gradient accumulation {} instead of {} to split the batch over dp = {}", best, G, dp));
     G = best;
   }
   p.gradAccum = G;
@@ -106,12 +111,13 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
     tpDiffers |= s.tp != tp || s.dp != dp;
   }
   if (tpDiffers || meshDiffers)
-    notes.push_back(fmt::format("one tp and dp for all stages: tp = {}, dp = {} (the plan: {})", tp, dp, [&] {
-      std::string t;
-      for (const StagePlan &s : plan.stages)
-        t += (t.empty() ? "" : ", ") + fmt::format("{}x{}", s.tp, s.dp);
-      return t + " as tp x dp";
-    }()));
+    notes.push_back(
+        fmt::format("one tp and dp for all stages: tp = {}, dp = {} (the plan: {})", tp, dp, [&] {
+          std::string t;
+          for (const StagePlan &s : plan.stages)
+            t += (t.empty() ? "" : ", ") + fmt::format("{}x{}", s.tp, s.dp);
+          return t + " as tp x dp";
+        }()));
 
   // ZeRO: one level; what each target can run.
   ZeroFlags zero = byMostLayers<ZeroFlags>(plan, [](const StagePlan &s) { return s.zero; });
@@ -123,7 +129,8 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
   if (zeroDiffers)
     notes.push_back(fmt::format("one ZeRO level for all stages: {}", zeroName(zero)));
   if (target == ExportTarget::DeepSpeed && S > 1 && (zero.grads || zero.weights)) {
-    notes.push_back(fmt::format("DeepSpeed pipelines support ZeRO-1 at most: {} becomes ZeRO-1", zeroName(zero)));
+    notes.push_back(fmt::format("DeepSpeed pipelines support ZeRO-1 at most: {} becomes ZeRO-1",
+                                zeroName(zero)));
     zero = {false, false, true};
   }
   if (target == ExportTarget::TorchTitan && (zero.optimizer || zero.grads) && !zero.weights) {
@@ -155,12 +162,12 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
   for (const StagePlan &s : plan.stages)
     offloadDiffers |= !(s.offload == off);
   if (anyOffload && offloadDiffers)
-    notes.push_back(fmt::format("offload (weights/grads/optimizer/activations) {:g}/{:g}/{:g}/{:g} on every stage: "
-                                "{}",
-                                off.weights, off.grads, off.optimizer, off.activations,
-                                target == ExportTarget::TorchTitan
-                                    ? "FSDP offloads all state or none"
-                                    : "only the optimizer state's share can be set"));
+    notes.push_back(fmt::format(
+        "offload (weights/grads/optimizer/activations) {:g}/{:g}/{:g}/{:g} on every stage: "
+        "{}",
+        off.weights, off.grads, off.optimizer, off.activations,
+        target == ExportTarget::TorchTitan ? "FSDP offloads all state or none"
+                                           : "only the optimizer state's share can be set"));
 
   // Layer split.
   std::vector<int> split;
@@ -169,7 +176,8 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
   if (target == ExportTarget::Megatron && S > 2) {
     // First and last stages may differ; the middle ones must be equal.
     int middle = layers - split.front() - split.back();
-    bool equal = std::all_of(split.begin() + 1, split.end() - 1, [&](int l) { return l == split[1]; });
+    bool equal =
+        std::all_of(split.begin() + 1, split.end() - 1, [&](int l) { return l == split[1]; });
     if (!equal) {
       if (middle % (S - 2) == 0)
         std::fill(split.begin() + 1, split.end() - 1, middle / (S - 2));
@@ -188,7 +196,8 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
     first += split[i];
   }
   if (splitText(p) != splitText(plan))
-    notes.push_back(fmt::format("layers per stage {} instead of {}", splitText(p), splitText(plan)));
+    notes.push_back(
+        fmt::format("layers per stage {} instead of {}", splitText(p), splitText(plan)));
 
   // Recomputation.
   int ckptMax = 0;
@@ -209,7 +218,8 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
       else if (full)
         ckpt[i] = l;
       else { // every N-th layer
-        int n = std::max(1, static_cast<int>(std::lround(double(plan.stages[i].layers()) / ckptMax)));
+        int n =
+            std::max(1, static_cast<int>(std::lround(double(plan.stages[i].layers()) / ckptMax)));
         ckpt[i] = l / n;
       }
     }
@@ -224,7 +234,8 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
     ckptChanged |= ckpt[i] != plan.stages[i].ckptLayers;
   }
   if (ckptChanged)
-    notes.push_back(fmt::format("checkpointed layers per stage {} (one setting for all stages)", ckptText));
+    notes.push_back(
+        fmt::format("checkpointed layers per stage {} (one setting for all stages)", ckptText));
 
   for (int i = 0; i < S; ++i) {
     StagePlan &s = p.stages[i];

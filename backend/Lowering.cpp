@@ -32,7 +32,8 @@ AttentionGeometry mist::attentionGeometry(const LoweredStage &st, const LoweredO
   g.outOperand = grad ? (g.fused ? 2 : 4) : 0;
   auto hd = op.numbers.find("head_dim");
   g.headDim = hd == op.numbers.end() ? 1 : static_cast<int64_t>(hd->second);
-  const std::vector<int64_t> &out = st.buffers[grad ? op.operands[g.outOperand] : op.results[0]].shape;
+  const std::vector<int64_t> &out =
+      st.buffers[grad ? op.operands[g.outOperand] : op.results[0]].shape;
   g.batch = out[0];
   g.seq = out[1];
   g.heads = out[2] / g.headDim;
@@ -99,8 +100,9 @@ private:
       auto n = eval(d, tp);
       if (!n || *n <= 0) {
         diag.error(v->def ? v->def->loc : llvm::SMLoc(),
-                   fmt::format("lowering: a size of '%{}' is not a positive integer at b = {}, tp = {}: {}",
-                               v->name, out.microBatch, tp, printExpr(d, m.symbols)));
+                   fmt::format(
+                       "lowering: a size of '%{}' is not a positive integer at b = {}, tp = {}: {}",
+                       v->name, out.microBatch, tp, printExpr(d, m.symbols)));
         return std::nullopt;
       }
       shape.push_back(*n);
@@ -163,17 +165,20 @@ private:
         sum += g;
         local += g / out.tp;
         if (g % out.tp) {
-          diag.error(v->def ? v->def->loc : llvm::SMLoc(),
-                     fmt::format("lowering: '%{}' has a part of {} along axis {} that tp = {} does not divide",
-                                 v->name, g, p.shardAxis, out.tp));
+          diag.error(
+              v->def ? v->def->loc : llvm::SMLoc(),
+              fmt::format(
+                  "lowering: '%{}' has a part of {} along axis {} that tp = {} does not divide",
+                  v->name, g, p.shardAxis, out.tp));
           return false;
         }
       }
       const LoweredBuffer &b = out.buffers[index.at(v)];
       if (sum != size || local != b.shape[p.shardAxis]) {
-        diag.error(v->def ? v->def->loc : llvm::SMLoc(),
-                   fmt::format("lowering: the shards of '%{}' do not add up ({} of {} along axis {})",
-                               v->name, local, size, p.shardAxis));
+        diag.error(
+            v->def ? v->def->loc : llvm::SMLoc(),
+            fmt::format("lowering: the shards of '%{}' do not add up ({} of {} along axis {})",
+                        v->name, local, size, p.shardAxis));
         return false;
       }
     }
@@ -213,8 +218,9 @@ private:
         if (const Expr *e = std::get_if<Expr>(&attr)) {
           auto n = eval(*e, out.tp);
           if (!n) {
-            diag.error(op->loc, fmt::format("lowering: attribute '{}' does not evaluate to an integer",
-                                            name));
+            diag.error(
+                op->loc,
+                fmt::format("lowering: attribute '{}' does not evaluate to an integer", name));
             return false;
           }
           lo.numbers[name] = static_cast<double>(*n);
@@ -305,8 +311,8 @@ void mist::printLowered(const LoweredStage &st, llvm::raw_ostream &os) {
           attrs += fmt::format("{}{} = {:g}", attrs.empty() ? "" : ", ", k, v);
         for (const auto &[k, v] : op.words)
           attrs += fmt::format("{}{} = {}", attrs.empty() ? "" : ", ", k, v);
-        os << fmt::format("    {} = {}({}){}\n", list(op.results), opName(op.kind), list(op.operands),
-                          attrs.empty() ? "" : " {" + attrs + "}");
+        os << fmt::format("    {} = {}({}){}\n", list(op.results), opName(op.kind),
+                          list(op.operands), attrs.empty() ? "" : " {" + attrs + "}");
       }
     }
   }

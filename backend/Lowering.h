@@ -52,7 +52,7 @@ struct LoweredOp {
 
 struct LoweredRegion {
   RegionKind kind = RegionKind::Layer;
-  std::vector<int> inputs, outputs;        ///< forward block arguments and yields
+  std::vector<int> inputs, outputs;         ///< forward block arguments and yields
   std::vector<int> gradInputs, gradOutputs; ///< backward block arguments and yields
   std::vector<LoweredOp> forward, backward;
 };

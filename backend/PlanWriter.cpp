@@ -31,10 +31,18 @@ std::string mist::yamlQuote(const std::string &s) {
   std::string out = "\"";
   for (unsigned char ch : s) {
     switch (ch) {
-    case '"': out += "\\\""; break;
-    case '\\': out += "\\\\"; break;
-    case '\n': out += "\\n"; break;
-    case '\t': out += "\\t"; break;
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
     default:
       if (ch < 0x20 || ch == 0x7f) {
         out += "\\x";
@@ -59,14 +67,13 @@ void mist::writePlan(const Plan &plan, llvm::raw_ostream &os) {
   os << "stages:\n";
   for (const StagePlan &s : plan.stages) {
     os << "  - layers: [" << s.firstLayer << ", " << s.lastLayer << "]\n";
-    os << "    mesh: {nodes: " << s.meshNodes << ", gpus_per_node: " << s.meshGpusPerNode
-       << "}\n";
+    os << "    mesh: {nodes: " << s.meshNodes << ", gpus_per_node: " << s.meshGpusPerNode << "}\n";
     os << "    micro_batch: " << s.microBatch << "\n";
     os << "    dp: " << s.dp << "\n";
     os << "    tp: " << s.tp << "\n";
     os << "    zero: {weights: " << boolText(s.zero.weights)
-       << ", grads: " << boolText(s.zero.grads)
-       << ", optimizer: " << boolText(s.zero.optimizer) << "}\n";
+       << ", grads: " << boolText(s.zero.grads) << ", optimizer: " << boolText(s.zero.optimizer)
+       << "}\n";
     os << "    ckpt_layers: " << s.ckptLayers << "\n";
     os << "    offload: {weights: " << formatReal(s.offload.weights)
        << ", grads: " << formatReal(s.offload.grads)

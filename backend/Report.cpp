@@ -33,19 +33,21 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
   for (size_t i = 0; i < est.stages.size(); ++i) {
     const StagePlan &s = plan.stages[i];
     const StageEstimate &e = est.stages[i];
-    os << fmt::format("\nstage {}: layers {}-{} ({}{}{}), mesh {}x{}, micro-batch {}, dp {}, tp {}\n", i,
-                      s.firstLayer, s.lastLayer, s.layers(), i == 0 ? ", pre" : "",
-                      i + 1 == est.stages.size() ? ", post" : "", s.meshNodes, s.meshGpusPerNode,
-                      s.microBatch, s.dp, s.tp);
+    os << fmt::format(
+        "\nstage {}: layers {}-{} ({}{}{}), mesh {}x{}, micro-batch {}, dp {}, tp {}\n", i,
+        s.firstLayer, s.lastLayer, s.layers(), i == 0 ? ", pre" : "",
+        i + 1 == est.stages.size() ? ", post" : "", s.meshNodes, s.meshGpusPerNode, s.microBatch,
+        s.dp, s.tp);
     os << fmt::format("  zero: {}; checkpointed layers: {}; offload: weights {}, grads {}, "
                       "optimizer {}, activations {}\n",
                       flags(s.zero), s.ckptLayers, s.offload.weights, s.offload.grads,
                       s.offload.optimizer, s.offload.activations);
-    os << fmt::format("  t = {:.3f} ms (stable forward+backward, incl. p2p {:.3f} ms), d = {:.3f} ms "
-                      "(extra of the first forward and last backward)\n",
-                      ms(e.t), ms(e.p2p), ms(e.d));
-    os << fmt::format("  {:<22}{:>14}{:>14}{:>14}{:>14}\n", "busy (ms)", "fwd stable",
-                      "bwd stable", "fwd first", "bwd last");
+    os << fmt::format(
+        "  t = {:.3f} ms (stable forward+backward, incl. p2p {:.3f} ms), d = {:.3f} ms "
+        "(extra of the first forward and last backward)\n",
+        ms(e.t), ms(e.p2p), ms(e.d));
+    os << fmt::format("  {:<22}{:>14}{:>14}{:>14}{:>14}\n", "busy (ms)", "fwd stable", "bwd stable",
+                      "fwd first", "bwd last");
     const PhaseLoad *phases[] = {&e.fwdStable, &e.bwdStable, &e.fwdFirst, &e.bwdLast};
     const char *rows[] = {"compute", "gpu<->gpu (dp/zero)", "host->gpu", "gpu->host"};
     for (unsigned r = 0; r < numStreams; ++r) {
@@ -65,19 +67,23 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
       os << fmt::format("{:>14.3f}", ms(p->elapsed));
     os << "\n";
     const MemoryBreakdown &m = e.mem;
-    os << fmt::format("  memory (GiB): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
-                      "saved activations {:.2f}, transient {:.2f}\n",
-                      gib(m.weights), gib(m.grads), gib(m.optimizer), gib(m.buffers),
-                      gib(m.savedActivations), gib(m.transient));
-    os << fmt::format("  peak {:.2f} GiB (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
-                      gib(m.peak()), gib(m.fwdPeak), gib(m.bwdPeak), gib(cluster.usableBytes()),
-                      m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
+    os << fmt::format(
+        "  memory (GiB): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
+        "saved activations {:.2f}, transient {:.2f}\n",
+        gib(m.weights), gib(m.grads), gib(m.optimizer), gib(m.buffers), gib(m.savedActivations),
+        gib(m.transient));
+    os << fmt::format(
+        "  peak {:.2f} GiB (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
+        gib(m.peak()), gib(m.fwdPeak), gib(m.bwdPeak), gib(cluster.usableBytes()),
+        m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
     if (m.host > 0) {
       double share = cluster.hostBytesPerGpu();
       os << (std::isfinite(share)
-                 ? fmt::format("  pinned host memory {:.2f} GiB of this GPU's {:.2f} GiB share: {}\n",
-                               gib(m.host), gib(share), m.host <= share ? "fits" : "DOES NOT FIT")
-                 : fmt::format("  pinned host memory {:.2f} GiB (no host limit given)\n", gib(m.host)));
+                 ? fmt::format(
+                       "  pinned host memory {:.2f} GiB of this GPU's {:.2f} GiB share: {}\n",
+                       gib(m.host), gib(share), m.host <= share ? "fits" : "DOES NOT FIT")
+                 : fmt::format("  pinned host memory {:.2f} GiB (no host limit given)\n",
+                               gib(m.host)));
     }
   }
   double peak = cluster.device.peakTflops;
@@ -93,22 +99,24 @@ void mist::printPlanSummary(const Plan &plan, const PipelineEstimate &est, const
   os << fmt::format("plan for {} on {}: global batch {}, G = {}, {} stage{}\n", model.modelName,
                     cluster.name, plan.globalBatch, plan.gradAccum, plan.stages.size(),
                     plan.stages.size() == 1 ? "" : "s");
-  os << fmt::format("  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10} {:>10} {:>9}\n",
-                    "stage", "layers", "mesh", "b", "dp", "tp", "zero", "ckpt",
-                    "offload w/g/o/a", "t (ms)", "d (ms)", "peak GiB");
+  os << fmt::format(
+      "  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10} {:>10} {:>9}\n", "stage",
+      "layers", "mesh", "b", "dp", "tp", "zero", "ckpt", "offload w/g/o/a", "t (ms)", "d (ms)",
+      "peak GiB");
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan &s = plan.stages[i];
     const StageEstimate &e = est.stages[i];
     std::string zero = std::string(s.zero.weights ? "w" : "-") + (s.zero.grads ? "g" : "-") +
                        (s.zero.optimizer ? "o" : "-");
-    os << fmt::format("  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10.2f} {:>10.2f} "
-                      "{:>9.2f}\n",
-                      i, fmt::format("{}-{}", s.firstLayer, s.lastLayer),
-                      fmt::format("{}x{}", s.meshNodes, s.meshGpusPerNode), s.microBatch, s.dp, s.tp,
-                      zero, s.ckptLayers,
-                      fmt::format("{:g}/{:g}/{:g}/{:g}", s.offload.weights, s.offload.grads,
-                                  s.offload.optimizer, s.offload.activations),
-                      ms(e.t), ms(e.d), gib(e.mem.peak()));
+    os << fmt::format(
+        "  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10.2f} {:>10.2f} "
+        "{:>9.2f}\n",
+        i, fmt::format("{}-{}", s.firstLayer, s.lastLayer),
+        fmt::format("{}x{}", s.meshNodes, s.meshGpusPerNode), s.microBatch, s.dp, s.tp, zero,
+        s.ckptLayers,
+        fmt::format("{:g}/{:g}/{:g}/{:g}", s.offload.weights, s.offload.grads, s.offload.optimizer,
+                    s.offload.activations),
+        ms(e.t), ms(e.d), gib(e.mem.peak()));
   }
   os << fmt::format("  iteration {:.4f} s, {:.0f} tokens/s, {:.1f} model TFLOP/s per GPU\n",
                     est.iterationSeconds, est.tokensPerSecond, est.tflopsPerGpu);

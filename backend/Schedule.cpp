@@ -22,20 +22,28 @@ std::vector<std::pair<int, bool>> mist::oneFOneB(int stage, int stages, int grad
 
 const char *mist::scheduleStreamName(ScheduleStream s) {
   switch (s) {
-  case ScheduleStream::Compute: return "compute";
-  case ScheduleStream::G2G: return "gpu<->gpu";
-  case ScheduleStream::H2D: return "host->gpu";
-  case ScheduleStream::D2H: return "gpu->host";
+  case ScheduleStream::Compute:
+    return "compute";
+  case ScheduleStream::G2G:
+    return "gpu<->gpu";
+  case ScheduleStream::H2D:
+    return "host->gpu";
+  case ScheduleStream::D2H:
+    return "gpu->host";
   }
   return "?";
 }
 
 const char *mist::phaseKindName(PhaseKind p) {
   switch (p) {
-  case PhaseKind::FirstForward: return "first forward (micro-batch 0)";
-  case PhaseKind::Forward: return "forward (micro-batches 1..G-1)";
-  case PhaseKind::Backward: return "backward (micro-batches 0..G-2)";
-  case PhaseKind::LastBackward: return "last backward (micro-batch G-1)";
+  case PhaseKind::FirstForward:
+    return "first forward (micro-batch 0)";
+  case PhaseKind::Forward:
+    return "forward (micro-batches 1..G-1)";
+  case PhaseKind::Backward:
+    return "backward (micro-batches 0..G-2)";
+  case PhaseKind::LastBackward:
+    return "last backward (micro-batch G-1)";
   }
   return "?";
 }
@@ -60,7 +68,8 @@ std::vector<ScheduleStep> phaseSteps(const Plan &plan, int i, PhaseKind kind) {
   const OffloadRatios &o = st.offload;
   const ZeroFlags &z = st.zero;
   const int firstCkpt = st.lastLayer - st.ckptLayers + 1;
-  const std::string tpNote = st.tp > 1 ? fmt::format(" (tp all-reduces inside, over {} ranks)", st.tp) : "";
+  const std::string tpNote =
+      st.tp > 1 ? fmt::format(" (tp all-reduces inside, over {} ranks)", st.tp) : "";
   std::vector<ScheduleStep> steps;
   auto add = [&](ScheduleStream s, int layer, std::string what) {
     steps.push_back({s, layer, std::move(what)});
@@ -74,7 +83,8 @@ std::vector<ScheduleStep> phaseSteps(const Plan &plan, int i, PhaseKind kind) {
     if (first)
       add(ScheduleStream::Compute, -1, "pre forward (embeddings)" + tpNote);
     else
-      add(ScheduleStream::G2G, -1, fmt::format("receive the micro-batch's activations from stage {}", i - 1));
+      add(ScheduleStream::G2G, -1,
+          fmt::format("receive the micro-batch's activations from stage {}", i - 1));
     for (int l = st.firstLayer; l <= st.lastLayer; ++l) {
       if (kind == PhaseKind::FirstForward) {
         // Last iteration's optimizer step, layer by layer, hidden behind this forward.
@@ -83,8 +93,8 @@ std::vector<ScheduleStep> phaseSteps(const Plan &plan, int i, PhaseKind kind) {
               fmt::format("fetch the offloaded optimizer state ({}) and gradients ({})",
                           share(o.optimizer), share(o.grads)));
         add(ScheduleStream::Compute, l,
-            std::string("AdamW step of the layer's ") + (z.optimizer && multiDp ? "shard" : "weights") +
-                " (last iteration's gradients)");
+            std::string("AdamW step of the layer's ") +
+                (z.optimizer && multiDp ? "shard" : "weights") + " (last iteration's gradients)");
         if (o.optimizer > 0 || o.weights > 0)
           add(ScheduleStream::D2H, l,
               fmt::format("write back the offloaded optimizer state ({}) and weights ({})",
@@ -93,11 +103,14 @@ std::vector<ScheduleStep> phaseSteps(const Plan &plan, int i, PhaseKind kind) {
           add(ScheduleStream::G2G, l, "all-gather the updated weight shards over dp (ZeRO-1)");
       }
       if (z.weights && multiDp)
-        add(ScheduleStream::G2G, l, "all-gather the weights over dp (ZeRO-3; prefetched during the previous layer)");
+        add(ScheduleStream::G2G, l,
+            "all-gather the weights over dp (ZeRO-3; prefetched during the previous layer)");
       if (o.weights > 0)
-        add(ScheduleStream::H2D, l, fmt::format("fetch the offloaded weights ({})", share(o.weights)));
+        add(ScheduleStream::H2D, l,
+            fmt::format("fetch the offloaded weights ({})", share(o.weights)));
       add(ScheduleStream::Compute, l,
-          std::string("forward") + (l >= firstCkpt ? ", keeping only the layer's input" : "") + tpNote);
+          std::string("forward") + (l >= firstCkpt ? ", keeping only the layer's input" : "") +
+              tpNote);
       if (o.activations > 0)
         add(ScheduleStream::D2H, l,
             fmt::format("swap out the saved activations ({})", share(o.activations)));
@@ -117,9 +130,11 @@ std::vector<ScheduleStep> phaseSteps(const Plan &plan, int i, PhaseKind kind) {
     if (z.weights && multiDp)
       add(ScheduleStream::G2G, l, "all-gather the weights over dp again (ZeRO-3)");
     if (o.weights > 0)
-      add(ScheduleStream::H2D, l, fmt::format("fetch the offloaded weights ({})", share(o.weights)));
+      add(ScheduleStream::H2D, l,
+          fmt::format("fetch the offloaded weights ({})", share(o.weights)));
     if (o.activations > 0)
-      add(ScheduleStream::H2D, l, fmt::format("swap in the saved activations ({})", share(o.activations)));
+      add(ScheduleStream::H2D, l,
+          fmt::format("swap in the saved activations ({})", share(o.activations)));
     if (l >= firstCkpt)
       add(ScheduleStream::Compute, l, "recompute the forward from the saved input" + tpNote);
     add(ScheduleStream::Compute, l, "backward, accumulating the weight gradients" + tpNote);
@@ -127,16 +142,19 @@ std::vector<ScheduleStep> phaseSteps(const Plan &plan, int i, PhaseKind kind) {
       if (plan.gradAccum > 1)
         add(ScheduleStream::H2D, l,
             fmt::format("fetch the offloaded gradient accumulators ({})", share(o.grads)));
-      add(ScheduleStream::D2H, l, fmt::format("write back the offloaded gradients ({})", share(o.grads)));
+      add(ScheduleStream::D2H, l,
+          fmt::format("write back the offloaded gradients ({})", share(o.grads)));
     }
     if (!multiDp)
       continue;
     if (kind == PhaseKind::LastBackward)
       add(ScheduleStream::G2G, l,
-          z.grads || z.optimizer ? "reduce-scatter the gradients over dp (each rank keeps its shard)"
-                                 : "all-reduce the gradients over dp");
+          z.grads || z.optimizer
+              ? "reduce-scatter the gradients over dp (each rank keeps its shard)"
+              : "all-reduce the gradients over dp");
     else if (z.grads)
-      add(ScheduleStream::G2G, l, "reduce-scatter the gradients over dp (ZeRO-2: no full buffer kept)");
+      add(ScheduleStream::G2G, l,
+          "reduce-scatter the gradients over dp (ZeRO-2: no full buffer kept)");
   }
   if (first) {
     add(ScheduleStream::Compute, -1, "pre backward (embeddings)" + tpNote);
@@ -173,8 +191,8 @@ StageSchedule mist::buildStageSchedule(const Plan &plan, int stage) {
   s.stage = stage;
   const int S = static_cast<int>(plan.stages.size());
   s.order = oneFOneB(stage, S, plan.gradAccum);
-  for (PhaseKind k : {PhaseKind::FirstForward, PhaseKind::Forward, PhaseKind::Backward,
-                      PhaseKind::LastBackward})
+  for (PhaseKind k :
+       {PhaseKind::FirstForward, PhaseKind::Forward, PhaseKind::Backward, PhaseKind::LastBackward})
     s.phases[static_cast<int>(k)] = phaseSteps(plan, stage, k);
   return s;
 }
@@ -200,7 +218,8 @@ void mist::printSchedule(const Plan &plan, llvm::raw_ostream &os) {
       os << fmt::format("  {}:\n", phaseKindName(static_cast<PhaseKind>(p)));
       for (const ScheduleStep &step : sch.phases[p])
         os << fmt::format("    [{:<9}] {:<9} {}\n", scheduleStreamName(step.stream),
-                          step.layer < 0 ? "stage" : fmt::format("layer {}", step.layer), step.what);
+                          step.layer < 0 ? "stage" : fmt::format("layer {}", step.layer),
+                          step.what);
     }
   }
 }

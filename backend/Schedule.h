@@ -39,8 +39,8 @@ struct ScheduleStep {
 
 struct StageSchedule {
   int stage = 0;
-  std::vector<std::pair<int, bool>> order;  ///< 1F1B (micro-batch, isForward)
-  std::vector<ScheduleStep> phases[4];      ///< indexed by PhaseKind
+  std::vector<std::pair<int, bool>> order; ///< 1F1B (micro-batch, isForward)
+  std::vector<ScheduleStep> phases[4];     ///< indexed by PhaseKind
   /// Which phase kind runs for entry k of `order`.
   PhaseKind phaseOf(size_t k, int gradAccum) const;
 };

@@ -64,10 +64,11 @@ void mist::printSummary(const Module &m, llvm::raw_ostream &os) {
   if (!m.layer.summary)
     return;
   const RegionSummary &s = *m.layer.summary;
-  static const std::pair<const char *, const char *> rows[] = {
-      {"fwd_flops", "forward FLOPs"},  {"bwd_flops", "backward FLOPs"},
-      {"saved", "saved activations"},  {"fwd_comm", "tp all-reduce (fwd)"},
-      {"bwd_comm", "tp all-reduce (bwd)"}};
+  static const std::pair<const char *, const char *> rows[] = {{"fwd_flops", "forward FLOPs"},
+                                                               {"bwd_flops", "backward FLOPs"},
+                                                               {"saved", "saved activations"},
+                                                               {"fwd_comm", "tp all-reduce (fwd)"},
+                                                               {"bwd_comm", "tp all-reduce (bwd)"}};
   os << "  per layer and micro-batch:\n";
   for (auto &[key, label] : rows)
     if (auto e = s.get(key))

@@ -88,7 +88,8 @@ double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::
     emit(fmt::format("{{\"ph\": \"X\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, "
                      "\"dur\": {:.3f}}}",
                      e.name, e.stage, e.stream, e.start * 1e6, e.duration * 1e6));
-  os << "\n], \"otherData\": {\"predicted_iteration_s\": " << fmt::format("{:.6g}", est.iterationSeconds)
+  os << "\n], \"otherData\": {\"predicted_iteration_s\": "
+     << fmt::format("{:.6g}", est.iterationSeconds)
      << ", \"simulated_iteration_s\": " << fmt::format("{:.6g}", sim.seconds) << "}}\n";
   return sim.seconds;
 }

@@ -17,10 +17,10 @@ namespace mist {
 /// One busy interval of one stream of one stage.
 struct TimelineEvent {
   int stage;
-  unsigned stream; ///< 0..3: compute, gpu<->gpu, host->gpu, gpu->host; 4: tp collectives
-  std::string name; ///< the micro-batch: F3 is its forward, B3 its backward
+  unsigned stream;        ///< 0..3: compute, gpu<->gpu, host->gpu, gpu->host; 4: tp collectives
+  std::string name;       ///< the micro-batch: F3 is its forward, B3 its backward
   double start, duration; ///< seconds
-  double exposed = 0; ///< compute events: the tail spent waiting on transfers
+  double exposed = 0;     ///< compute events: the tail spent waiting on transfers
 };
 constexpr unsigned numTimelineRows = 5;
 const char *timelineRowName(unsigned row);

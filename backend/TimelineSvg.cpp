@@ -21,11 +21,15 @@ constexpr double top = 56, legendHeight = 40;
 const char *fillOf(const TimelineEvent &e) {
   bool forward = !e.name.empty() && e.name[0] == 'F';
   switch (e.stream) {
-  case 0: return forward ? "#4e79a7" : "#59a14f";
-  case 1: return "#f28e2b";
+  case 0:
+    return forward ? "#4e79a7" : "#59a14f";
+  case 1:
+    return "#f28e2b";
   case 2:
-  case 3: return "#b07aa1";
-  default: return "#9d9d9d";
+  case 3:
+    return "#b07aa1";
+  default:
+    return "#9d9d9d";
   }
 }
 
@@ -51,7 +55,8 @@ std::string escape(const std::string &s) {
 
 } // namespace
 
-double mist::writeTimelineSvg(const Plan &plan, const PipelineEstimate &est, llvm::raw_ostream &os) {
+double mist::writeTimelineSvg(const Plan &plan, const PipelineEstimate &est,
+                              llvm::raw_ostream &os) {
   SimulatedTimeline sim = simulateTimeline(plan, est);
   const int S = static_cast<int>(plan.stages.size());
   const double total = std::max(sim.seconds, 1e-12);
@@ -87,10 +92,12 @@ double mist::writeTimelineSvg(const Plan &plan, const PipelineEstimate &est, llv
   // Time axis.
   const double step = tickStep(total);
   for (double t = 0; t <= total * (1 + 1e-9); t += step) {
-    os << fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.0f}\" x2=\"{0:.1f}\" y2=\"{2:.0f}\" stroke=\"#ddd\"/>\n",
-                      x(t), top - 6, y - stageGap);
-    os << fmt::format("<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n",
-                      x(t), top - 10, timeText(t));
+    os << fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1:.0f}\" x2=\"{0:.1f}\" y2=\"{2:.0f}\" stroke=\"#ddd\"/>\n",
+        x(t), top - 6, y - stageGap);
+    os << fmt::format(
+        "<text x=\"{:.1f}\" y=\"{:.0f}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n", x(t),
+        top - 10, timeText(t));
   }
 
   // Row labels.
@@ -104,32 +111,39 @@ double mist::writeTimelineSvg(const Plan &plan, const PipelineEstimate &est, llv
 
   // Blocks.
   for (const TimelineEvent &e : sim.events) {
-    double x0 = x(e.start), w = std::max(0.5, x(e.start + e.duration) - x0), top = rowY[e.stage][e.stream];
-    os << fmt::format("<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" "
-                      "fill=\"{}\" stroke=\"white\" stroke-width=\"0.5\"><title>stage {} {} {}: {} from "
-                      "{}</title></rect>\n",
-                      e.stream == 0 ? "work" : "transfer", x0, top, w, rowHeight, fillOf(e), e.stage,
-                      escape(timelineRowName(e.stream)), escape(e.name), timeText(e.duration), timeText(e.start));
+    double x0 = x(e.start), w = std::max(0.5, x(e.start + e.duration) - x0),
+           top = rowY[e.stage][e.stream];
+    os << fmt::format(
+        "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" "
+        "fill=\"{}\" stroke=\"white\" stroke-width=\"0.5\"><title>stage {} {} {}: {} from "
+        "{}</title></rect>\n",
+        e.stream == 0 ? "work" : "transfer", x0, top, w, rowHeight, fillOf(e), e.stage,
+        escape(timelineRowName(e.stream)), escape(e.name), timeText(e.duration), timeText(e.start));
     if (e.exposed > 0) {
       double xe = x(e.start + e.duration - e.exposed);
-      os << fmt::format("<rect class=\"exposed\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" "
-                        "fill=\"#e15759\"><title>stage {} {}: {} waiting on transfers</title></rect>\n",
-                        xe, top, std::max(0.5, x(e.start + e.duration) - xe), rowHeight, e.stage,
-                        escape(e.name), timeText(e.exposed));
+      os << fmt::format(
+          "<rect class=\"exposed\" x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.0f}\" "
+          "fill=\"#e15759\"><title>stage {} {}: {} waiting on transfers</title></rect>\n",
+          xe, top, std::max(0.5, x(e.start + e.duration) - xe), rowHeight, e.stage, escape(e.name),
+          timeText(e.exposed));
     }
     if (w >= 7.0 * e.name.size() && e.stream == 0)
-      os << fmt::format("<text x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"white\">{}</text>\n",
-                        x0 + w / 2, top + rowHeight - 5, escape(e.name));
+      os << fmt::format(
+          "<text x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"white\">{}</text>\n",
+          x0 + w / 2, top + rowHeight - 5, escape(e.name));
   }
 
   // Legend.
   double lx = labelWidth, ly = y + 10;
-  for (auto [fill, label] : {std::pair("#4e79a7", "forward"), std::pair("#59a14f", "backward"),
-                             std::pair("#e15759", "exposed communication"),
-                             std::pair("#f28e2b", "gpu<->gpu collectives"),
-                             std::pair("#b07aa1", "host copies"), std::pair("#9d9d9d", "tp collectives")}) {
-    os << fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n", lx, ly, fill);
-    os << fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", lx + 16, ly + 10, escape(label));
+  for (auto [fill, label] :
+       {std::pair("#4e79a7", "forward"), std::pair("#59a14f", "backward"),
+        std::pair("#e15759", "exposed communication"),
+        std::pair("#f28e2b", "gpu<->gpu collectives"), std::pair("#b07aa1", "host copies"),
+        std::pair("#9d9d9d", "tp collectives")}) {
+    os << fmt::format("<rect x=\"{:.0f}\" y=\"{:.0f}\" width=\"12\" height=\"12\" fill=\"{}\"/>\n",
+                      lx, ly, fill);
+    os << fmt::format("<text x=\"{:.0f}\" y=\"{:.0f}\">{}</text>\n", lx + 16, ly + 10,
+                      escape(label));
     lx += 30 + 7 * std::string(label).size();
   }
   os << "</svg>\n";

@@ -19,9 +19,9 @@
 namespace mist {
 
 struct TrainerSource {
-  std::string modelFile;  ///< for the header comment
-  std::string sourceRoot; ///< the mistc checkout, for the build line
-  std::string buildDir;   ///< where the runtime libraries were built
+  std::string modelFile;          ///< for the header comment
+  std::string sourceRoot;         ///< the mistc checkout, for the build line
+  std::string buildDir;           ///< where the runtime libraries were built
   double modelFlopsPerSample = 0; ///< the report's model FLOPs (no recompute), for logging
 };
 

@@ -57,7 +57,8 @@ int main(int argc, char **argv) {
   for (int l = 1; l < 5; ++l)
     std::printf(" %9s", spaceLevelName(levels[l]));
   std::printf(" %9s %8s\n", "full s", "tune s");
-  std::string json = "{\n  \"benchmark\": \"predicted speedup over the megatron space\",\n  \"cases\": [\n";
+  std::string json =
+      "{\n  \"benchmark\": \"predicted speedup over the megatron space\",\n  \"cases\": [\n";
   double logSum[5] = {0};
   int counted = 0, richerOnly = 0; // cases megatron cannot fit but the full space can
   bool firstCase = true;
@@ -72,7 +73,8 @@ int main(int argc, char **argv) {
           llvm::raw_string_ostream diagOs(diagText);
           DiagnosticEngine diag(sm, diagOs);
           unsigned id = sm.AddNewSourceBuffer(
-              llvm::MemoryBuffer::getMemBufferCopy(source(llama, sz), "ablation.mist"), llvm::SMLoc());
+              llvm::MemoryBuffer::getMemBufferCopy(source(llama, sz), "ablation.mist"),
+              llvm::SMLoc());
           FrontendOptions fo;
           fo.load.importDirs = {MIST_STDLIB_DIR};
           fo.gen.seqLen = cc.seq;
@@ -93,11 +95,13 @@ int main(int argc, char **argv) {
             opts.space.level = levels[l];
             auto start = std::chrono::steady_clock::now();
             auto r = tune(*profile, *cluster, batch, opts, diag);
-            tuneTime += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            tuneTime +=
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             seconds[l] = r ? r->estimate.iterationSeconds : INFINITY;
           }
           std::printf("%-9s %-6s %-5s %5d %11s", cc.preset, llama ? "llama" : "gpt", sz.name, gpus,
-                      std::isfinite(seconds[0]) ? fmt::format("{:.3f}", seconds[0]).c_str() : "no fit");
+                      std::isfinite(seconds[0]) ? fmt::format("{:.3f}", seconds[0]).c_str()
+                                                : "no fit");
           // "-": no plan of that space (or of megatron) fits.
           for (int l = 1; l < 5; ++l)
             if (std::isfinite(seconds[0]) && std::isfinite(seconds[l]))
@@ -113,13 +117,15 @@ int main(int argc, char **argv) {
             for (int l = 0; l < 5; ++l)
               logSum[l] += std::log(seconds[0] / seconds[l]);
           }
-          json += fmt::format("{}    {{\"cluster\": \"{}\", \"model\": \"{}\", \"size\": \"{}\", "
-                              "\"gpus\": {}, \"global_batch\": {}, \"seq\": {}, \"iteration_s\": {{",
-                              firstCase ? "" : ",\n", cc.preset, llama ? "llama" : "gpt", sz.name,
-                              gpus, batch, cc.seq);
+          json +=
+              fmt::format("{}    {{\"cluster\": \"{}\", \"model\": \"{}\", \"size\": \"{}\", "
+                          "\"gpus\": {}, \"global_batch\": {}, \"seq\": {}, \"iteration_s\": {{",
+                          firstCase ? "" : ",\n", cc.preset, llama ? "llama" : "gpt", sz.name, gpus,
+                          batch, cc.seq);
           for (int l = 0; l < 5; ++l)
-            json += fmt::format("{}\"{}\": {}", l ? ", " : "", spaceLevelName(levels[l]),
-                                std::isfinite(seconds[l]) ? fmt::format("{:.6g}", seconds[l]) : "null");
+            json +=
+                fmt::format("{}\"{}\": {}", l ? ", " : "", spaceLevelName(levels[l]),
+                            std::isfinite(seconds[l]) ? fmt::format("{:.6g}", seconds[l]) : "null");
           json += fmt::format("}}, \"tune_s\": {:.2f}}}", tuneTime);
           firstCase = false;
         }

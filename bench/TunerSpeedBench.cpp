@@ -71,24 +71,27 @@ Outcome runCase(const Case &c) {
 int main(int argc, char **argv) {
   std::string out = argc > 1 ? argv[1] : "bench/results/tuner_speed.json";
   const Case cases[] = {
-      {"gpt3-22b on 4 x 8 A100-40GB, batch 512, seq 4096", "gpt3-22b.mist", "a100-40g", 4, 512, 4096, 10},
-      {"gpt3-175b on 128 x 8 H100-80GB, batch 1536, seq 2048", "gpt3-175b.mist", "h100-80g", 128, 1536,
-       2048, 60},
+      {"gpt3-22b on 4 x 8 A100-40GB, batch 512, seq 4096", "gpt3-22b.mist", "a100-40g", 4, 512,
+       4096, 10},
+      {"gpt3-175b on 128 x 8 H100-80GB, batch 1536, seq 2048", "gpt3-175b.mist", "h100-80g", 128,
+       1536, 2048, 60},
   };
   std::printf("%-56s %9s %8s %12s %7s %7s %12s %9s\n", "case", "wall s", "target", "evaluations",
               "MILPs", "stages", "iteration s", "TFLOP/s");
-  std::string json = "{\n  \"benchmark\": \"tuner wall time, full space, one thread\",\n  \"cases\": [\n";
+  std::string json =
+      "{\n  \"benchmark\": \"tuner wall time, full space, one thread\",\n  \"cases\": [\n";
   bool first = true;
   for (const Case &c : cases) {
     Outcome o = runCase(c);
     std::printf("%-56s %9.2f %8.0f %12llu %7llu %7d %12.3f %9.1f%s\n", c.name, o.seconds,
                 c.targetSeconds, (unsigned long long)o.evaluations, (unsigned long long)o.milps,
                 o.stages, o.iteration, o.tflops, o.ok ? "" : "  (no plan)");
-    json += fmt::format("{}    {{\"case\": \"{}\", \"wall_s\": {:.3f}, \"target_s\": {}, "
-                        "\"evaluations\": {}, \"milps\": {}, \"stages\": {}, "
-                        "\"predicted_iteration_s\": {:.6g}, \"tflops_per_gpu\": {:.4g}, \"ok\": {}}}",
-                        first ? "" : ",\n", c.name, o.seconds, c.targetSeconds, o.evaluations,
-                        o.milps, o.stages, o.iteration, o.tflops, o.ok ? "true" : "false");
+    json +=
+        fmt::format("{}    {{\"case\": \"{}\", \"wall_s\": {:.3f}, \"target_s\": {}, "
+                    "\"evaluations\": {}, \"milps\": {}, \"stages\": {}, "
+                    "\"predicted_iteration_s\": {:.6g}, \"tflops_per_gpu\": {:.4g}, \"ok\": {}}}",
+                    first ? "" : ",\n", c.name, o.seconds, c.targetSeconds, o.evaluations, o.milps,
+                    o.stages, o.iteration, o.tflops, o.ok ? "true" : "false");
     first = false;
   }
   json += "\n  ]\n}\n";

@@ -57,7 +57,8 @@ void dumpParams(const std::vector<ParamAST> &params, llvm::raw_ostream &os) {
   os << ")";
 }
 
-void dumpStmts(const char *title, const StmtList &stmts, llvm::raw_ostream &os, const char *indent) {
+void dumpStmts(const char *title, const StmtList &stmts, llvm::raw_ostream &os,
+               const char *indent) {
   os << indent << title << "\n";
   for (const StmtAST &s : stmts) {
     os << indent << "  " << (s.isReturn ? "return" : "assign " + s.target) << " ";

@@ -47,7 +47,8 @@ struct BoolExpr : ExprAST {
 };
 
 struct StringExpr : ExprAST {
-  StringExpr(llvm::SMRange r, std::string value) : ExprAST(Kind::String, r), value(std::move(value)) {}
+  StringExpr(llvm::SMRange r, std::string value)
+      : ExprAST(Kind::String, r), value(std::move(value)) {}
   std::string value;
   static bool classof(const ExprAST *e) { return e->getKind() == Kind::String; }
 };
@@ -59,7 +60,8 @@ struct IdentExpr : ExprAST {
 };
 
 struct UnaryExpr : ExprAST { // only negation
-  UnaryExpr(llvm::SMRange r, ExprPtr operand) : ExprAST(Kind::Unary, r), operand(std::move(operand)) {}
+  UnaryExpr(llvm::SMRange r, ExprPtr operand)
+      : ExprAST(Kind::Unary, r), operand(std::move(operand)) {}
   ExprPtr operand;
   static bool classof(const ExprAST *e) { return e->getKind() == Kind::Unary; }
 };

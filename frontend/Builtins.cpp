@@ -7,11 +7,16 @@ using namespace mist;
 
 llvm::StringRef mist::argKindName(ArgKind k) {
   switch (k) {
-  case ArgKind::Tensor: return "tensor";
-  case ArgKind::Dim: return "size";
-  case ArgKind::Real: return "real number";
-  case ArgKind::Bool: return "boolean";
-  case ArgKind::Word: return "word";
+  case ArgKind::Tensor:
+    return "tensor";
+  case ArgKind::Dim:
+    return "size";
+  case ArgKind::Real:
+    return "real number";
+  case ArgKind::Bool:
+    return "boolean";
+  case ArgKind::Word:
+    return "word";
   }
   return "?";
 }
@@ -31,19 +36,29 @@ BuiltinParam word(const char *name, const char *dflt, const char *words) {
 
 const std::vector<Builtin> &table() {
   static const std::vector<Builtin> builtins = {
-      {"embedding", OpKind::Embedding, 3,
+      {"embedding",
+       OpKind::Embedding,
+       3,
        {tensor("ids"), dim("rows"), dim("dim"), word("shard", "none", "none,vocab")}},
       {"position_embedding", OpKind::PositionEmbedding, 2, {dim("len"), dim("dim")}},
       {"layernorm", OpKind::LayerNorm, 1, {tensor("x"), real("eps", 1e-5), flag("bias", true)}},
       {"rmsnorm", OpKind::RMSNorm, 1, {tensor("x"), real("eps", 1e-6)}},
-      {"linear", OpKind::Linear, 2,
+      {"linear",
+       OpKind::Linear,
+       2,
        {tensor("x"), dim("out"), word("shard", "none", "none,column,row"), flag("bias", true)}},
-      {"lm_head", OpKind::LMHead, 2,
+      {"lm_head",
+       OpKind::LMHead,
+       2,
        {tensor("x"), dim("vocab"), word("shard", "vocab", "none,vocab"), flag("tied", false)}},
-      {"attention", OpKind::Attention, 3,
+      {"attention",
+       OpKind::Attention,
+       3,
        {tensor("q"), tensor("k", false), tensor("v", false), dim("heads"), dim("kv_heads", false),
         dim("head_dim"), flag("causal", true), flag("flash", true), real("dropout", 0.0)}},
-      {"rope", OpKind::Rope, 1,
+      {"rope",
+       OpKind::Rope,
+       1,
        {tensor("x"), dim("heads"), dim("head_dim"), real("theta", 10000.0)}},
       {"gelu", OpKind::Gelu, 1, {tensor("x")}},
       {"silu", OpKind::Silu, 1, {tensor("x")}},

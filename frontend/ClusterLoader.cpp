@@ -26,9 +26,9 @@ public:
     auto top = r.parseTopMapping("cluster description");
     if (!top)
       return std::nullopt;
-    static const llvm::StringRef keys[] = {"mist_cluster", "name",  "nodes", "gpus_per_node",
-                                           "tp_across_nodes", "device", "collectives", "p2p",
-                                           "host", "interference"};
+    static const llvm::StringRef keys[] = {
+        "mist_cluster", "name",        "nodes", "gpus_per_node", "tp_across_nodes",
+        "device",       "collectives", "p2p",   "host",          "interference"};
     YamlMap m(r, *top, "cluster", keys);
     int version = 0;
     if (m.getInt("mist_cluster", version, Need::Required) && version != clusterFormatVersion)
@@ -89,8 +89,9 @@ private:
   void parseDevice(const YAML::Node &n, llvm::SMLoc at) {
     DeviceProfile &d = c.device;
     static const llvm::StringRef keys[] = {
-        "name",          "memory_gib",        "usable_fraction",   "peak_tflops",
-        "matmul_efficiency", "mem_bandwidth_gbs", "mem_efficiency", "measured"};
+        "name",           "memory_gib",        "usable_fraction",
+        "peak_tflops",    "matmul_efficiency", "mem_bandwidth_gbs",
+        "mem_efficiency", "measured"};
     YamlMap m(r, n, "device", keys, at);
     m.getString("name", d.name, Need::Required);
     m.getReal("memory_gib", d.memoryGiB, Need::Required, Range::Positive);
@@ -141,9 +142,8 @@ private:
         ok = false;
       }
       if (m.getString("shape", op.shape, Need::Required) && !validShapeKey(op.shape)) {
-        r.error(m.valueLoc("shape"),
-                "bad shape key '" + op.shape +
-                    "' (expected operand shapes such as 8192x2048,2048x6144)");
+        r.error(m.valueLoc("shape"), "bad shape key '" + op.shape +
+                                         "' (expected operand shapes such as 8192x2048,2048x6144)");
         ok = false;
       }
       ok &= m.getReal("seconds", op.seconds, Need::Required, Range::Positive);

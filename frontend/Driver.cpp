@@ -38,8 +38,20 @@ namespace {
 
 enum class InputKind { Mist, IR };
 enum class Emit {
-  AST, IR, CostedIR, Summary, Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan,
-  TimelineSvg, Lowered, Trainer
+  AST,
+  IR,
+  CostedIR,
+  Summary,
+  Plan,
+  Report,
+  Timeline,
+  Schedule,
+  Megatron,
+  DeepSpeed,
+  TorchTitan,
+  TimelineSvg,
+  Lowered,
+  Trainer
 };
 
 cl::OptionCategory category("mistc options");
@@ -51,27 +63,27 @@ cl::opt<InputKind> inputKind("x", cl::desc("input language (default: from the fi
                              cl::values(clEnumValN(InputKind::Mist, "mist", ".mist model source"),
                                         clEnumValN(InputKind::IR, "ir", "textual mistc IR")),
                              cl::cat(category));
-cl::opt<Emit> emit("emit", cl::desc("what to write"), cl::init(Emit::Summary),
-                   cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
-                              clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
-                              clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
-                              clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs"),
-                              clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
-                              clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
-                              clEnumValN(Emit::Timeline, "timeline",
-                                         "predicted stream timeline (Chrome trace JSON)"),
-                              clEnumValN(Emit::Schedule, "schedule",
-                                         "what every stage does, step by step and stream by stream"),
-                              clEnumValN(Emit::Megatron, "megatron", "Megatron-LM arguments for the plan"),
-                              clEnumValN(Emit::DeepSpeed, "deepspeed", "DeepSpeed JSON config for the plan"),
-                              clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan"),
-                              clEnumValN(Emit::TimelineSvg, "timeline-svg",
-                                         "predicted stream timeline as an SVG picture"),
-                              clEnumValN(Emit::Lowered, "lowered",
-                                         "the IR at each stage's micro-batch and tp, sizes concrete"),
-                              clEnumValN(Emit::Trainer, "trainer",
-                                         "train.cu: the trainer program for the plan")),
-                   cl::cat(category));
+cl::opt<Emit> emit(
+    "emit", cl::desc("what to write"), cl::init(Emit::Summary),
+    cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
+               clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
+               clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
+               clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs"),
+               clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
+               clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
+               clEnumValN(Emit::Timeline, "timeline",
+                          "predicted stream timeline (Chrome trace JSON)"),
+               clEnumValN(Emit::Schedule, "schedule",
+                          "what every stage does, step by step and stream by stream"),
+               clEnumValN(Emit::Megatron, "megatron", "Megatron-LM arguments for the plan"),
+               clEnumValN(Emit::DeepSpeed, "deepspeed", "DeepSpeed JSON config for the plan"),
+               clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan"),
+               clEnumValN(Emit::TimelineSvg, "timeline-svg",
+                          "predicted stream timeline as an SVG picture"),
+               clEnumValN(Emit::Lowered, "lowered",
+                          "the IR at each stage's micro-batch and tp, sizes concrete"),
+               clEnumValN(Emit::Trainer, "trainer", "train.cu: the trainer program for the plan")),
+    cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
 cl::list<std::string> printAfter("print-ir-after", cl::desc("print the IR after these passes"),
@@ -80,7 +92,8 @@ cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("print the IR after e
                             cl::cat(category));
 cl::opt<bool> verifyEach("verify-each", cl::desc("run the verifier after every pass"),
                          cl::cat(category));
-cl::opt<bool> timePasses("time-passes", cl::desc("report the time of each pass"), cl::cat(category));
+cl::opt<bool> timePasses("time-passes", cl::desc("report the time of each pass"),
+                         cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("list the available passes and exit"),
                          cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("add a folder to the import path"), cl::Prefix,
@@ -92,18 +105,20 @@ cl::opt<std::string> modelName("model", cl::desc("model instance to compile (def
 cl::opt<int64_t> seqLen("seq-len", cl::desc("override train.seq_len"), cl::init(0),
                         cl::cat(category));
 cl::opt<std::string> clusterName("cluster", cl::desc("cluster preset name or YAML file"),
-                                cl::value_desc("name|file"), cl::cat(category));
+                                 cl::value_desc("name|file"), cl::cat(category));
 cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster file)"), cl::init(0),
                    cl::cat(category));
 cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
                               cl::value_desc("plan.yaml"), cl::cat(category));
-cl::opt<std::string> space("space", cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
+cl::opt<std::string> space("space",
+                           cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
                            cl::init("full"), cl::cat(category));
 cl::opt<unsigned> paretoK("pareto-k", cl::desc("Pareto points kept per stage context (0: all)"),
                           cl::init(30), cl::cat(category));
 cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many seconds"),
                           cl::init(0), cl::cat(category));
-cl::opt<std::string> dumpMilp("dump-milp", cl::desc("write every MILP as an LP file in this folder"),
+cl::opt<std::string> dumpMilp("dump-milp",
+                              cl::desc("write every MILP as an LP file in this folder"),
                               cl::value_desc("dir"), cl::cat(category));
 cl::opt<bool> quiet("quiet", cl::desc("no progress lines while tuning"), cl::cat(category));
 cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
@@ -114,11 +129,12 @@ cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_bat
 
 /// The spelling of an --emit value, for messages.
 std::string emitName(Emit e) {
-  for (const auto &v : {std::pair(Emit::Plan, "plan"), std::pair(Emit::Report, "report"),
-                        std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
-                        std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
-                        std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg"),
-                        std::pair(Emit::Lowered, "lowered"), std::pair(Emit::Trainer, "trainer")})
+  for (const auto &v :
+       {std::pair(Emit::Plan, "plan"), std::pair(Emit::Report, "report"),
+        std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
+        std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
+        std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg"),
+        std::pair(Emit::Lowered, "lowered"), std::pair(Emit::Trainer, "trainer")})
     if (v.first == e)
       return v.second;
   return "?";
@@ -241,7 +257,8 @@ int run() {
     pa.planPath = planPath;
     auto level = parseSpaceLevel(space);
     if (!level) {
-      diag.error({}, "unknown --space '" + space + "' (expected megatron, +zero, +ckpt, +offload or full)");
+      diag.error({}, "unknown --space '" + space +
+                         "' (expected megatron, +zero, +ckpt, +offload or full)");
       return 1;
     }
     if (nodes < 0 || timeLimit < 0) {
@@ -255,7 +272,8 @@ int run() {
     pa.tuner.dumpMilpDir = dumpMilp;
     pa.tuner.progress = !quiet;
     // The plan actions are listed in the same order in Emit and PlanOutput.
-    pa.output = static_cast<PlanOutput>(static_cast<int>(emit.getValue()) - static_cast<int>(Emit::Plan));
+    pa.output =
+        static_cast<PlanOutput>(static_cast<int>(emit.getValue()) - static_cast<int>(Emit::Plan));
     pa.summaryToStdout = outputPath != "-";
     pa.trainer = {inputPath, MIST_SOURCE_DIR, MIST_BUILD_DIR};
     int rc = runPlanActions(*m, pa, diag, out.os());
@@ -289,7 +307,8 @@ int main(int argc, char **argv) {
         llvm::outs() << "  " << p.argument << "  " << p.description << "\n";
       return 0;
     }
-  if (!cl::ParseCommandLineOptions(argc, argv, "mistc: compile transformer models to training plans\n"))
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "mistc: compile transformer models to training plans\n"))
     return 1;
   return run();
 }

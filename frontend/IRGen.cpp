@@ -23,10 +23,30 @@ struct EValue {
   std::string word;
   std::vector<EValue> tuple;
 
-  static EValue ofTensor(Value *v) { EValue e; e.kind = Kind::Tensor; e.tensor = v; return e; }
-  static EValue ofDim(Expr d) { EValue e; e.kind = Kind::Dim; e.dim = d; return e; }
-  static EValue ofReal(double r) { EValue e; e.kind = Kind::Real; e.real = r; return e; }
-  static EValue ofBool(bool b) { EValue e; e.kind = Kind::Bool; e.flag = b; return e; }
+  static EValue ofTensor(Value *v) {
+    EValue e;
+    e.kind = Kind::Tensor;
+    e.tensor = v;
+    return e;
+  }
+  static EValue ofDim(Expr d) {
+    EValue e;
+    e.kind = Kind::Dim;
+    e.dim = d;
+    return e;
+  }
+  static EValue ofReal(double r) {
+    EValue e;
+    e.kind = Kind::Real;
+    e.real = r;
+    return e;
+  }
+  static EValue ofBool(bool b) {
+    EValue e;
+    e.kind = Kind::Bool;
+    e.flag = b;
+    return e;
+  }
 };
 
 /// Whether `e` is a whole number above zero that is too large for int64
@@ -41,12 +61,18 @@ bool isHugePositiveInteger(const Expr &e) {
 
 const char *kindName(EValue::Kind k) {
   switch (k) {
-  case EValue::Kind::Tensor: return "tensor";
-  case EValue::Kind::Dim: return "size";
-  case EValue::Kind::Real: return "real number";
-  case EValue::Kind::Bool: return "boolean";
-  case EValue::Kind::Word: return "word";
-  case EValue::Kind::Tuple: return "tuple";
+  case EValue::Kind::Tensor:
+    return "tensor";
+  case EValue::Kind::Dim:
+    return "size";
+  case EValue::Kind::Real:
+    return "real number";
+  case EValue::Kind::Bool:
+    return "boolean";
+  case EValue::Kind::Word:
+    return "word";
+  case EValue::Kind::Tuple:
+    return "tuple";
   }
   return "?";
 }
@@ -135,8 +161,10 @@ std::optional<int64_t> IRGen::evalConstInt(const ExprAST &e, Env &env, const cha
     if (v->kind == EValue::Kind::Dim && isHugePositiveInteger(v->dim))
       error(e.loc(), std::string(what) + " is too large", e.range);
     else
-      error(e.loc(), std::string(what) + " must be a " + (allowZero ? "non-negative" : "positive") +
-                         " whole number", e.range);
+      error(e.loc(),
+            std::string(what) + " must be a " + (allowZero ? "non-negative" : "positive") +
+                " whole number",
+            e.range);
     return std::nullopt;
   }
   return i;
@@ -222,8 +250,9 @@ bool IRGen::evalTrain() {
                          : a.name == "eps"                            ? &t.eps
                                                                       : nullptr;
           if (!slot)
-            return error(a.nameRange.Start, "unknown optimizer setting '" + a.name +
-                                                "' (expected lr, betas, weight_decay, eps)",
+            return error(a.nameRange.Start,
+                         "unknown optimizer setting '" + a.name +
+                             "' (expected lr, betas, weight_decay, eps)",
                          a.nameRange);
           auto r = evalRealArg(*a.value, empty, a.name.c_str());
           if (!r)
@@ -233,9 +262,10 @@ bool IRGen::evalTrain() {
           *slot = *r;
         }
       } else {
-        return error(e.keyRange.Start, "unknown train setting '" + k +
-                                           "' (expected global_batch, seq_len, optimizer, lr, "
-                                           "warmup_steps, grad_clip, dtype, master_dtype)",
+        return error(e.keyRange.Start,
+                     "unknown train setting '" + k +
+                         "' (expected global_batch, seq_len, optimizer, lr, "
+                         "warmup_steps, grad_clip, dtype, master_dtype)",
                      e.keyRange);
       }
     }
@@ -275,10 +305,10 @@ bool IRGen::bindParams(const ModelDecl &tmpl, const InstanceDecl &inst, Env &env
     if (v->kind == EValue::Kind::Dim) {
       auto i = exprToInt(v->dim);
       if (!i || *i <= 0)
-        return error(given->value->loc(), "model parameter '" + p.name +
-                                              (isHugePositiveInteger(v->dim)
-                                                   ? "' is too large"
-                                                   : "' must be a positive whole number"),
+        return error(given->value->loc(),
+                     "model parameter '" + p.name +
+                         (isHugePositiveInteger(v->dim) ? "' is too large"
+                                                        : "' must be a positive whole number"),
                      given->value->range);
       const Symbol *s = m->symbols.declare(p.name, SymbolKind::Model, *i);
       env[p.name] = EValue::ofDim(s->sym);
@@ -326,8 +356,9 @@ bool IRGen::checkPositive(const Expr &d, const ExprAST &at) {
   Expr bound = m->symbols.bindAll(d, {{m->symbols.lookup("b")->sym, 1}});
   auto i = exprToInt(bound);
   if (!i || *i <= 0)
-    return error(at.loc(), "size " + str(d) + " must be a positive whole number, but it is " +
-                               str(bound), at.range);
+    return error(at.loc(),
+                 "size " + str(d) + " must be a positive whole number, but it is " + str(bound),
+                 at.range);
   return true;
 }
 
@@ -370,14 +401,21 @@ std::optional<EValue> IRGen::eval(const ExprAST &e, Env &env, const std::string 
     auto it = env.find(id->name);
     if (it == env.end()) {
       if (inTrain)
-        error(id->loc(), "use of undefined name '" + id->name +
-                             "' (train settings are constant expressions)", id->range);
+        error(id->loc(),
+              "use of undefined name '" + id->name + "' (train settings are constant expressions)",
+              id->range);
       else if (region == &m->post && llvm::is_contained(repeatLocals, id->name))
-        error(id->loc(), "'" + id->name + "' is local to the repeat section; post only sees "
-                         "values that pre computes and the repeat section reassigns", id->range);
+        error(id->loc(),
+              "'" + id->name +
+                  "' is local to the repeat section; post only sees "
+                  "values that pre computes and the repeat section reassigns",
+              id->range);
       else
-        error(id->loc(), "'" + id->name + "' is not available here; a value from pre reaches "
-                         "the layers and post only if the repeat section reassigns it", id->range);
+        error(id->loc(),
+              "'" + id->name +
+                  "' is not available here; a value from pre reaches "
+                  "the layers and post only if the repeat section reassigns it",
+              id->range);
       return std::nullopt;
     }
     return it->second;
@@ -426,10 +464,14 @@ std::optional<EValue> IRGen::evalBinary(const BinaryExpr &b, Env &env,
   }
   if (lhs->kind == K::Dim && rhs->kind == K::Dim) {
     switch (b.op) {
-    case '+': return EValue::ofDim(lhs->dim + rhs->dim);
-    case '-': return EValue::ofDim(lhs->dim - rhs->dim);
-    case '*': return EValue::ofDim(lhs->dim * rhs->dim);
-    default: break;
+    case '+':
+      return EValue::ofDim(lhs->dim + rhs->dim);
+    case '-':
+      return EValue::ofDim(lhs->dim - rhs->dim);
+    case '*':
+      return EValue::ofDim(lhs->dim * rhs->dim);
+    default:
+      break;
     }
     Expr q = m->symbols.bindAll(rhs->dim);
     if (q.is_zero()) {
@@ -440,9 +482,10 @@ std::optional<EValue> IRGen::evalBinary(const BinaryExpr &b, Env &env,
     if (!GiNaC::is_a<GiNaC::numeric>(quotient) ||
         !GiNaC::ex_to<GiNaC::numeric>(quotient).is_integer()) {
       if (GiNaC::is_a<GiNaC::numeric>(quotient)) {
-        error(b.opLoc, "size division " + str(lhs->dim) + " / " + str(rhs->dim) +
-                           " is not exact (" + str(m->symbols.bindAll(lhs->dim)) + " / " +
-                           str(q) + ")", b.range);
+        error(b.opLoc,
+              "size division " + str(lhs->dim) + " / " + str(rhs->dim) + " is not exact (" +
+                  str(m->symbols.bindAll(lhs->dim)) + " / " + str(q) + ")",
+              b.range);
         return std::nullopt;
       }
     }
@@ -472,8 +515,10 @@ std::optional<EValue> IRGen::evalBinary(const BinaryExpr &b, Env &env,
     }
     return EValue::ofReal(v);
   }
-  error(b.opLoc, std::string("operator '") + b.op + "' cannot combine a " + kindName(lhs->kind) +
-                     " and a " + kindName(rhs->kind), b.range);
+  error(b.opLoc,
+        std::string("operator '") + b.op + "' cannot combine a " + kindName(lhs->kind) + " and a " +
+            kindName(rhs->kind),
+        b.range);
   return std::nullopt;
 }
 
@@ -492,8 +537,10 @@ std::optional<EValue> IRGen::evalCall(const CallExpr &c, Env &env, const std::st
 std::optional<EValue> IRGen::callBlock(const CallExpr &c, const BlockDecl &blk, Env &env,
                                        const std::string &nameHint) {
   if (callDepth >= maxCallDepth) {
-    error(c.calleeRange.Start, "block calls nest more than " + std::to_string(maxCallDepth) +
-                                   " deep (is '" + blk.name + "' recursive?)", c.calleeRange);
+    error(c.calleeRange.Start,
+          "block calls nest more than " + std::to_string(maxCallDepth) + " deep (is '" + blk.name +
+              "' recursive?)",
+          c.calleeRange);
     return std::nullopt;
   }
   Env inner;
@@ -550,10 +597,17 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
     const CallArg *a = args[i];
     if (!a) {
       switch (p.kind) {
-      case ArgKind::Real: attrs[p.name] = p.realDefault; break;
-      case ArgKind::Bool: attrs[p.name] = p.boolDefault; break;
-      case ArgKind::Word: attrs[p.name] = EnumWord{p.wordDefault}; break;
-      default: break;
+      case ArgKind::Real:
+        attrs[p.name] = p.realDefault;
+        break;
+      case ArgKind::Bool:
+        attrs[p.name] = p.boolDefault;
+        break;
+      case ArgKind::Word:
+        attrs[p.name] = EnumWord{p.wordDefault};
+        break;
+      default:
+        break;
       }
       continue;
     }
@@ -577,8 +631,10 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
                   (p.kind == ArgKind::Real &&
                    (v->kind == EValue::Kind::Real || v->kind == EValue::Kind::Dim));
     if (!kindOk) {
-      error(ae.loc(), std::string("argument '") + p.name + "' of " + b.name + " must be a " +
-                          argKindName(p.kind).str() + ", got a " + kindName(v->kind), ae.range);
+      error(ae.loc(),
+            std::string("argument '") + p.name + "' of " + b.name + " must be a " +
+                argKindName(p.kind).str() + ", got a " + kindName(v->kind),
+            ae.range);
       return std::nullopt;
     }
     if (p.kind == ArgKind::Tensor)
@@ -621,7 +677,9 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
   switch (b.kind) {
   case OpKind::Embedding:
   case OpKind::PositionEmbedding:
-  case OpKind::RMSNorm: params.push_back(newParam(paramPrefix(hint), "weight", loc)); break;
+  case OpKind::RMSNorm:
+    params.push_back(newParam(paramPrefix(hint), "weight", loc));
+    break;
   case OpKind::LayerNorm:
   case OpKind::Linear: {
     std::string prefix = paramPrefix(hint);
@@ -640,8 +698,10 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
           ++count;
         }
       if (region->kind != RegionKind::Post || count != 1 || !table) {
-        error(loc, "a tied lm_head must be in the post section of a model whose pre section has "
-                   "exactly one embedding", c.calleeRange);
+        error(loc,
+              "a tied lm_head must be in the post section of a model whose pre section has "
+              "exactly one embedding",
+              c.calleeRange);
         return std::nullopt;
       }
       params.push_back(table);
@@ -649,7 +709,8 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
       params.push_back(newParam(paramPrefix(hint), "weight", loc));
     }
     break;
-  default: break;
+  default:
+    break;
   }
   Op *op = newOp(b.kind, loc);
   op->operands = tensors;
@@ -681,8 +742,8 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
   for (const InputAST &in : tmpl.inputs) {
     auto dt = parseDType(in.dtype);
     if (!dt)
-      return error(in.dtypeRange.Start, "unknown element type '" + in.dtype +
-                                            "' (expected bf16, f16, f32, i32 or u8)",
+      return error(in.dtypeRange.Start,
+                   "unknown element type '" + in.dtype + "' (expected bf16, f16, f32, i32 or u8)",
                    in.dtypeRange);
     auto v = std::make_unique<Value>();
     v->name = m->uniqueName(in.name);

@@ -6,8 +6,7 @@
 using namespace mist;
 
 Parser::Parser(unsigned bufferId, DiagnosticEngine &diag)
-    : lex(diag.sourceMgr().getMemoryBuffer(bufferId)->getBuffer()), diag(diag),
-      bufferId(bufferId) {
+    : lex(diag.sourceMgr().getMemoryBuffer(bufferId)->getBuffer()), diag(diag), bufferId(bufferId) {
   advance();
 }
 
@@ -36,20 +35,28 @@ void Parser::advance() {
 static std::optional<std::string> irOnlyTokenMessage(const Token &t) {
   switch (t.kind) {
   case Tok::Percent:
-  case Tok::ValueName: return std::string("unexpected character '%' (there is no modulo operator)");
-  case Tok::GlobalName: return std::string("unexpected character '@'");
-  case Tok::Caret: return std::string("unexpected character '^' (there is no power operator)");
-  case Tok::Question: return std::string("unexpected character '?'");
-  case Tok::Dot: return std::string("unexpected character '.'");
-  case Tok::EqualEqual: return std::string("unexpected '==' (there are no comparison operators)");
-  default: return std::nullopt;
+  case Tok::ValueName:
+    return std::string("unexpected character '%' (there is no modulo operator)");
+  case Tok::GlobalName:
+    return std::string("unexpected character '@'");
+  case Tok::Caret:
+    return std::string("unexpected character '^' (there is no power operator)");
+  case Tok::Question:
+    return std::string("unexpected character '?'");
+  case Tok::Dot:
+    return std::string("unexpected character '.'");
+  case Tok::EqualEqual:
+    return std::string("unexpected '==' (there are no comparison operators)");
+  default:
+    return std::nullopt;
   }
 }
 
 bool Parser::error(const llvm::Twine &msg) {
   if (tok.is(Tok::Error)) {
-    diag.error(tok.loc(), tok.text == "unterminated string" ? "unterminated string literal"
-                                                           : "invalid character in source",
+    diag.error(tok.loc(),
+               tok.text == "unterminated string" ? "unterminated string literal"
+                                                 : "invalid character in source",
                tok.range);
   } else if (auto irOnly = irOnlyTokenMessage(tok)) {
     // Underline the character itself, not the IR name that follows it.
@@ -81,12 +88,17 @@ llvm::SMRange Parser::rangeFrom(llvm::SMLoc start) const { return {start, prev.r
 
 std::string mist::describe(const Token &t) {
   switch (t.kind) {
-  case Tok::Eof: return "end of file";
-  case Tok::Ident: return "identifier '" + t.text.str() + "'";
+  case Tok::Eof:
+    return "end of file";
+  case Tok::Ident:
+    return "identifier '" + t.text.str() + "'";
   case Tok::Integer:
-  case Tok::Real: return "number " + t.text.str();
-  case Tok::String: return "string \"" + t.text.str() + "\"";
-  default: return "'" + t.text.str() + "'";
+  case Tok::Real:
+    return "number " + t.text.str();
+  case Tok::String:
+    return "string \"" + t.text.str() + "\"";
+  default:
+    return "'" + t.text.str() + "'";
   }
 }
 
@@ -97,10 +109,18 @@ std::unique_ptr<FileAST> Parser::parseFile() {
   while (!tok.is(Tok::Eof)) {
     bool ok;
     switch (tok.kind) {
-    case Tok::KwImport: ok = parseImport(*file); break;
-    case Tok::KwBlock: ok = parseBlock(*file); break;
-    case Tok::KwModel: ok = parseModel(*file); break;
-    case Tok::KwTrain: ok = parseTrain(*file); break;
+    case Tok::KwImport:
+      ok = parseImport(*file);
+      break;
+    case Tok::KwBlock:
+      ok = parseBlock(*file);
+      break;
+    case Tok::KwModel:
+      ok = parseModel(*file);
+      break;
+    case Tok::KwTrain:
+      ok = parseTrain(*file);
+      break;
     default:
       ok = error("expected 'import', 'block', 'model' or 'train' at top level, found " +
                  describe(tok));

@@ -1,9 +1,9 @@
 //===- PlanActions.cpp - Tune, report and trace plans for a cluster -------===//
 #include "frontend/PlanActions.h"
 
-#include "backend/PlanWriter.h"
 #include "backend/ExportProjection.h"
 #include "backend/Lowering.h"
+#include "backend/PlanWriter.h"
 #include "backend/Report.h"
 #include "backend/Schedule.h"
 #include "backend/Timeline.h"
@@ -51,9 +51,15 @@ bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estim
                        projected.plan.stages.size());
   ExportModel em = exportModelOf(m);
   switch (target) {
-  case ExportTarget::Megatron: writeMegatronArgs(projected, em, out); break;
-  case ExportTarget::DeepSpeed: writeDeepSpeedConfig(projected, em, out); break;
-  case ExportTarget::TorchTitan: writeTorchTitanConfig(projected, em, out); break;
+  case ExportTarget::Megatron:
+    writeMegatronArgs(projected, em, out);
+    break;
+  case ExportTarget::DeepSpeed:
+    writeDeepSpeedConfig(projected, em, out);
+    break;
+  case ExportTarget::TorchTitan:
+    writeTorchTitanConfig(projected, em, out);
+    break;
   }
   return true;
 }
@@ -100,11 +106,18 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
   switch (opts.output) {
   case PlanOutput::Plan:
     writePlan(plan, out);
-    printPlanSummary(plan, *estimate, *cluster, *model, opts.summaryToStdout ? llvm::outs() : llvm::errs());
+    printPlanSummary(plan, *estimate, *cluster, *model,
+                     opts.summaryToStdout ? llvm::outs() : llvm::errs());
     break;
-  case PlanOutput::Report: printReport(plan, *estimate, *cluster, *model, out); break;
-  case PlanOutput::Schedule: printSchedule(plan, out); break;
-  case PlanOutput::TimelineSvg: writeTimelineSvg(plan, *estimate, out); break;
+  case PlanOutput::Report:
+    printReport(plan, *estimate, *cluster, *model, out);
+    break;
+  case PlanOutput::Schedule:
+    printSchedule(plan, out);
+    break;
+  case PlanOutput::TimelineSvg:
+    writeTimelineSvg(plan, *estimate, out);
+    break;
   case PlanOutput::Trainer: {
     TrainerSource src = opts.trainer;
     src.modelFlopsPerSample = model->modelFlopsPerSample;

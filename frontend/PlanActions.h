@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "ir/IR.h"
 #include "backend/TrainerEmitter.h"
+#include "ir/IR.h"
 #include "passes/tuner/Tuner.h"
 #include "support/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
@@ -15,7 +15,16 @@
 namespace mist {
 
 enum class PlanOutput {
-  Plan, Report, Timeline, Schedule, Megatron, DeepSpeed, TorchTitan, TimelineSvg, Lowered, Trainer
+  Plan,
+  Report,
+  Timeline,
+  Schedule,
+  Megatron,
+  DeepSpeed,
+  TorchTitan,
+  TimelineSvg,
+  Lowered,
+  Trainer
 };
 
 struct PlanActionOptions {

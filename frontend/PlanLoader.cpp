@@ -66,8 +66,8 @@ private:
     std::optional<int> beforeLast = prevLast;
     prevLast.reset();
     std::string name = "stage " + std::to_string(index);
-    static const llvm::StringRef keys[] = {"layers", "mesh",        "micro_batch", "dp",
-                                           "tp",     "zero",        "ckpt_layers", "offload"};
+    static const llvm::StringRef keys[] = {"layers", "mesh", "micro_batch", "dp",
+                                           "tp",     "zero", "ckpt_layers", "offload"};
     YamlMap m(r, n, name, keys, at);
     if (!m.valid())
       return std::nullopt;
@@ -90,11 +90,11 @@ private:
           rangeOk = false;
         }
         if (rangeOk && index == 0 && s.firstLayer != 0) {
-          r.error(lAt, "the first stage must start at layer 0, not " +
-                           std::to_string(s.firstLayer));
+          r.error(lAt,
+                  "the first stage must start at layer 0, not " + std::to_string(s.firstLayer));
         } else if (rangeOk && beforeLast && s.firstLayer != *beforeLast + 1) {
-          r.error(lAt, name + " starts at layer " + std::to_string(s.firstLayer) +
-                           " but stage " + std::to_string(index - 1) + " ends at layer " +
+          r.error(lAt, name + " starts at layer " + std::to_string(s.firstLayer) + " but stage " +
+                           std::to_string(index - 1) + " ends at layer " +
                            std::to_string(*beforeLast) + " (expected " +
                            std::to_string(*beforeLast + 1) + ")");
         }
@@ -122,8 +122,8 @@ private:
     if (m.getInt("ckpt_layers", s.ckptLayers, Need::Optional, Range::NonNegative) && rangeOk &&
         s.ckptLayers > s.layers())
       r.error(m.valueLoc("ckpt_layers"), "'ckpt_layers' (" + std::to_string(s.ckptLayers) +
-                                             ") exceeds the stage's " +
-                                             std::to_string(s.layers()) + " layers");
+                                             ") exceeds the stage's " + std::to_string(s.layers()) +
+                                             " layers");
     if (auto off = m.get("offload", Need::Optional)) {
       YamlMap o(r, *off, "offload", {"weights", "grads", "optimizer", "activations"},
                 m.valueLoc("offload"));
@@ -148,8 +148,8 @@ private:
       int64_t batch = int64_t(s.microBatch) * s.dp * p.gradAccum;
       if (batch != p.globalBatch)
         r.error(m.valueLoc("micro_batch"),
-                "micro_batch (" + std::to_string(s.microBatch) + ") x dp (" +
-                    std::to_string(s.dp) + ") x grad_accum (" + std::to_string(p.gradAccum) +
+                "micro_batch (" + std::to_string(s.microBatch) + ") x dp (" + std::to_string(s.dp) +
+                    ") x grad_accum (" + std::to_string(p.gradAccum) +
                     ") = " + std::to_string(batch) + " does not match global_batch " +
                     std::to_string(p.globalBatch));
     }
@@ -176,8 +176,8 @@ private:
             pred.peakGiB.push_back(v);
         }
         if (peaks->size() != 0 && !p.stages.empty() && peaks->size() != p.stages.size())
-          r.error(pAt, "'peak_gib' has " + std::to_string(peaks->size()) +
-                           " entries for " + std::to_string(p.stages.size()) + " stages");
+          r.error(pAt, "'peak_gib' has " + std::to_string(peaks->size()) + " entries for " +
+                           std::to_string(p.stages.size()) + " stages");
       }
     }
     p.predicted = std::move(pred);

@@ -48,14 +48,15 @@ private:
       return false;
     }
     if (depth >= maxImportDepth) {
-      diag.error(imp.range.Start, "imports nest more than " + std::to_string(maxImportDepth) +
-                                      " deep", imp.range);
+      diag.error(imp.range.Start,
+                 "imports nest more than " + std::to_string(maxImportDepth) + " deep", imp.range);
       return false;
     }
     std::string name = imp.path;
     if (!llvm::StringRef(name).endswith(".mist"))
       name += ".mist";
-    llvm::SmallString<256> from(diag.sourceMgr().getMemoryBuffer(fromBuffer)->getBufferIdentifier());
+    llvm::SmallString<256> from(
+        diag.sourceMgr().getMemoryBuffer(fromBuffer)->getBufferIdentifier());
     llvm::sys::path::remove_filename(from);
     std::vector<std::string> candidates;
     if (llvm::sys::path::is_absolute(name)) {
@@ -87,8 +88,10 @@ private:
       unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), imp.range.Start);
       return load(id, depth + 1);
     }
-    diag.error(imp.range.Start, "cannot find module '" + imp.path + "' (looked for " + name +
-                                    " next to this file and in the import path)", imp.range);
+    diag.error(imp.range.Start,
+               "cannot find module '" + imp.path + "' (looked for " + name +
+                   " next to this file and in the import path)",
+               imp.range);
     return false;
   }
 
@@ -160,8 +163,9 @@ public:
     }
     for (const ParamAST &p : m.params)
       if (!p.defaultValue && !given.count(p.name))
-        fail(inst.call->range.Start, "missing value for parameter '" + p.name + "' of model '" +
-                                         m.name + "'", inst.call->range);
+        fail(inst.call->range.Start,
+             "missing value for parameter '" + p.name + "' of model '" + m.name + "'",
+             inst.call->range);
   }
 
 private:
@@ -174,9 +178,11 @@ private:
     std::set<std::string> scope = {"b", "s"};
     for (const ParamAST &p : params) {
       if (p.name == "b" || p.name == "s") {
-        fail(p.range.Start, "'" + p.name + "' is a built-in dimension (" +
-                                (p.name == "b" ? "micro-batch" : "sequence length") +
-                                ") and cannot be a parameter", p.range);
+        fail(p.range.Start,
+             "'" + p.name + "' is a built-in dimension (" +
+                 (p.name == "b" ? "micro-batch" : "sequence length") +
+                 ") and cannot be a parameter",
+             p.range);
         continue;
       }
       if (p.defaultValue)
@@ -253,15 +259,15 @@ private:
       }
       if (given[idx])
         fail(a.name.empty() ? a.value->loc() : a.nameRange.Start,
-             "parameter '" + blk.params[idx].name + "' of block '" + blk.name +
-                 "' is given twice",
+             "parameter '" + blk.params[idx].name + "' of block '" + blk.name + "' is given twice",
              a.name.empty() ? a.value->range : a.nameRange);
       given[idx] = true;
     }
     for (size_t i = 0; i < blk.params.size(); ++i)
       if (!given[i] && !blk.params[i].defaultValue)
-        fail(c.range.Start, "missing argument '" + blk.params[i].name + "' in call to block '" +
-                                blk.name + "'", c.calleeRange);
+        fail(c.range.Start,
+             "missing argument '" + blk.params[i].name + "' in call to block '" + blk.name + "'",
+             c.calleeRange);
   }
 
   void checkBuiltinCall(const CallExpr &c, const Builtin &b, const std::set<std::string> &scope) {
@@ -297,8 +303,10 @@ private:
           fail(a.value->loc(), "'" + std::string(p.name) + "' expects one of: " + p.words,
                a.value->range);
         else if (!wordAllowed(p, id->name))
-          fail(id->loc(), "'" + id->name + "' is not a valid value for '" + p.name +
-                              "' (expected one of: " + p.words + ")", id->range);
+          fail(id->loc(),
+               "'" + id->name + "' is not a valid value for '" + p.name +
+                   "' (expected one of: " + p.words + ")",
+               id->range);
         continue;
       }
       checkExpr(*a.value, scope);

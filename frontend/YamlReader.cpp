@@ -13,10 +13,14 @@ namespace {
 std::string describe(const YAML::Node &n) {
   switch (n.Type()) {
   case YAML::NodeType::Null:
-  case YAML::NodeType::Undefined: return "nothing";
-  case YAML::NodeType::Sequence: return "a sequence";
-  case YAML::NodeType::Map: return "a mapping";
-  case YAML::NodeType::Scalar: break;
+  case YAML::NodeType::Undefined:
+    return "nothing";
+  case YAML::NodeType::Sequence:
+    return "a sequence";
+  case YAML::NodeType::Map:
+    return "a mapping";
+  case YAML::NodeType::Scalar:
+    break;
   }
   std::string s = n.Scalar();
   if (s.size() > 40)
@@ -50,8 +54,7 @@ std::optional<std::string> mist::closestMatch(llvm::StringRef word,
 //===----------------------------------------------------------------------===//
 
 llvm::SMLoc YamlReader::bufferStart() const {
-  return llvm::SMLoc::getFromPointer(
-      diag.sourceMgr().getMemoryBuffer(bufferId)->getBufferStart());
+  return llvm::SMLoc::getFromPointer(diag.sourceMgr().getMemoryBuffer(bufferId)->getBufferStart());
 }
 
 llvm::SMLoc YamlReader::loc(const YAML::Mark &m) const {
@@ -130,12 +133,23 @@ std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
 bool YamlReader::checkRange(double v, llvm::SMLoc at, const llvm::Twine &what, Range range) {
   const char *need = nullptr;
   switch (range) {
-  case Range::Any: break;
-  case Range::NonNegative: need = v >= 0 ? nullptr : "must not be negative"; break;
-  case Range::Positive: need = v > 0 ? nullptr : "must be positive"; break;
-  case Range::Fraction: need = v > 0 && v <= 1 ? nullptr : "must be in (0, 1]"; break;
-  case Range::Ratio: need = v >= 0 && v <= 1 ? nullptr : "must be in [0, 1]"; break;
-  case Range::AtLeastOne: need = v >= 1 ? nullptr : "must be at least 1"; break;
+  case Range::Any:
+    break;
+  case Range::NonNegative:
+    need = v >= 0 ? nullptr : "must not be negative";
+    break;
+  case Range::Positive:
+    need = v > 0 ? nullptr : "must be positive";
+    break;
+  case Range::Fraction:
+    need = v > 0 && v <= 1 ? nullptr : "must be in (0, 1]";
+    break;
+  case Range::Ratio:
+    need = v >= 0 && v <= 1 ? nullptr : "must be in [0, 1]";
+    break;
+  case Range::AtLeastOne:
+    need = v >= 1 ? nullptr : "must be at least 1";
+    break;
   }
   if (!need)
     return true;
@@ -161,8 +175,8 @@ bool YamlReader::toInt(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &w
   return true;
 }
 
-bool YamlReader::toReal(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what,
-                        double &out, Range range) {
+bool YamlReader::toReal(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, double &out,
+                        Range range) {
   bool ok = isPlainScalar(n) && !n.Scalar().empty() &&
             n.Scalar().find_first_not_of("0123456789+-.eE") == std::string::npos;
   double v = 0;
@@ -186,8 +200,7 @@ bool YamlReader::toReal(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &
   return true;
 }
 
-bool YamlReader::toBool(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what,
-                        bool &out) {
+bool YamlReader::toBool(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, bool &out) {
   if (isPlainScalar(n)) {
     llvm::StringRef s = n.Scalar();
     if (s == "true" || s == "True" || s == "TRUE") {

@@ -12,10 +12,10 @@
 #include "support/Diagnostics.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
-#include <yaml-cpp/yaml.h>
 #include <optional>
 #include <string>
 #include <vector>
+#include <yaml-cpp/yaml.h>
 
 namespace mist {
 

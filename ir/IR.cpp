@@ -6,12 +6,15 @@ using namespace mist;
 llvm::StringRef mist::opName(OpKind k) {
   switch (k) {
 #define MIST_FWD_OP(Kind, Name)                                                                    \
-  case OpKind::Kind: return Name;
+  case OpKind::Kind:                                                                               \
+    return Name;
 #define MIST_OP(Kind, Name)                                                                        \
-  case OpKind::Kind: return Name;
+  case OpKind::Kind:                                                                               \
+    return Name;
 #include "ir/Ops.def"
 #define MIST_FWD_OP(Kind, Name)                                                                    \
-  case OpKind::Kind##Grad: return Name "_grad";
+  case OpKind::Kind##Grad:                                                                         \
+    return Name "_grad";
 #include "ir/Ops.def"
   }
   return "?";
@@ -33,19 +36,24 @@ std::optional<OpKind> mist::parseOpName(llvm::StringRef s) {
 std::optional<OpKind> mist::gradKindOf(OpKind k) {
   switch (k) {
 #define MIST_FWD_OP(Kind, Name)                                                                    \
-  case OpKind::Kind: return OpKind::Kind##Grad;
+  case OpKind::Kind:                                                                               \
+    return OpKind::Kind##Grad;
 #include "ir/Ops.def"
-  default: return std::nullopt;
+  default:
+    return std::nullopt;
   }
 }
 
 bool mist::isGradOp(OpKind k) {
   switch (k) {
 #define MIST_FWD_OP(Kind, Name)                                                                    \
-  case OpKind::Kind##Grad: return true;
+  case OpKind::Kind##Grad:                                                                         \
+    return true;
 #include "ir/Ops.def"
-  case OpKind::GradAdd: return true;
-  default: return false;
+  case OpKind::GradAdd:
+    return true;
+  default:
+    return false;
   }
 }
 
@@ -85,9 +93,12 @@ std::string Op::enumAttr(const std::string &name, llvm::StringRef dflt) const {
 
 llvm::StringRef mist::regionName(RegionKind k) {
   switch (k) {
-  case RegionKind::Pre: return "pre";
-  case RegionKind::Layer: return "layer";
-  case RegionKind::Post: return "post";
+  case RegionKind::Pre:
+    return "pre";
+  case RegionKind::Layer:
+    return "layer";
+  case RegionKind::Post:
+    return "post";
   }
   return "?";
 }

@@ -13,8 +13,8 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -54,11 +54,11 @@ using AttrMap = std::map<std::string, Attr>; ///< sorted: deterministic printing
 
 /// Symbolic costs of one op (bytes and FLOPs per micro-batch).
 struct OpCost {
-  Expr flops = 0;  ///< matrix-multiply FLOPs (the Megatron convention)
-  Expr read = 0;   ///< bytes read from device memory
-  Expr write = 0;  ///< bytes written
-  Expr saved = 0;  ///< bytes this forward op keeps alive for the backward
-  Expr comm = 0;   ///< bytes each rank contributes to a collective
+  Expr flops = 0; ///< matrix-multiply FLOPs (the Megatron convention)
+  Expr read = 0;  ///< bytes read from device memory
+  Expr write = 0; ///< bytes written
+  Expr saved = 0; ///< bytes this forward op keeps alive for the backward
+  Expr comm = 0;  ///< bytes each rank contributes to a collective
 };
 
 class Op {
@@ -115,8 +115,8 @@ struct TrainConfig {
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, weightDecay = 0.1, eps = 1e-8;
   double gradClip = 1.0;
   int64_t warmupSteps = 0;
-  DType dtype = DType::BF16;       ///< parameters and activations
-  DType masterDtype = DType::F32;  ///< master weights and optimizer state
+  DType dtype = DType::BF16;      ///< parameters and activations
+  DType masterDtype = DType::F32; ///< master weights and optimizer state
 };
 
 /// What has been done to the module; passes check and set these.

@@ -217,8 +217,10 @@ bool IRParser::parseSym() {
   if (!expect(Tok::Colon, "before the symbol kind"))
     return false;
   std::optional<SymbolKind> kind;
-  for (auto [w, k] : {std::pair{"batch", SymbolKind::Batch}, {"seq", SymbolKind::Seq},
-                      {"model", SymbolKind::Model}, {"tp", SymbolKind::TP}})
+  for (auto [w, k] : {std::pair{"batch", SymbolKind::Batch},
+                      {"seq", SymbolKind::Seq},
+                      {"model", SymbolKind::Model},
+                      {"tp", SymbolKind::TP}})
     if (isWord(w))
       kind = k;
   if (tok.is(Tok::KwModel)) // `model` is a keyword of the source language
@@ -350,8 +352,9 @@ bool IRParser::parseType(Value &v) {
     if (!parseInt(axis))
       return false;
     if (axis < 0 || axis >= static_cast<int64_t>(t.shape.size()))
-      return errorAt(axisTok, "shard axis " + std::to_string(axis) + " is out of range for a rank-" +
-                                  std::to_string(t.shape.size()) + " tensor");
+      return errorAt(axisTok, "shard axis " + std::to_string(axis) +
+                                  " is out of range for a rank-" + std::to_string(t.shape.size()) +
+                                  " tensor");
     t.shardAxis = static_cast<int>(axis);
     if (!expect(Tok::RParen, "after the shard axis"))
       return false;
@@ -490,8 +493,8 @@ bool IRParser::parseOp(Block &b) {
   };
   for (size_t i = 0; i < resultNames.size(); ++i) {
     if (i && !tok.is(Tok::Comma))
-      return error("expected " + plural(resultNames.size(), "result type") + ", one per result, got " +
-                   std::to_string(i));
+      return error("expected " + plural(resultNames.size(), "result type") +
+                   ", one per result, got " + std::to_string(i));
     if (i)
       advance();
     auto v = std::make_unique<Value>();
@@ -525,8 +528,7 @@ bool IRParser::parseBlock(Block &b) {
     Token name = tok;
     advance();
     auto v = std::make_unique<Value>();
-    if (!expect(Tok::Colon, "after the argument name") || !parseType(*v) ||
-        !defineValue(*v, name))
+    if (!expect(Tok::Colon, "after the argument name") || !parseType(*v) || !defineValue(*v, name))
       return false;
     b.args.push_back(std::move(v));
     if (!tok.is(Tok::Comma))

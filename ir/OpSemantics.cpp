@@ -6,7 +6,8 @@ using namespace mist;
 Expr mist::tpSymbol(Module &m) {
   if (const Symbol *s = m.symbols.ofKind(SymbolKind::TP))
     return s->sym;
-  return m.symbols.declare(m.symbols.lookup("tp") ? "tp_" : "tp", SymbolKind::TP, std::nullopt)->sym;
+  return m.symbols.declare(m.symbols.lookup("tp") ? "tp_" : "tp", SymbolKind::TP, std::nullopt)
+      ->sym;
 }
 
 namespace {
@@ -173,8 +174,7 @@ LogicalResult inferPositionEmbedding(RuleContext &c) {
 }
 
 LogicalResult inferNorm(RuleContext &c, unsigned numStats) {
-  if (failed(c.expectOperands(2, 3)) || failed(c.expectResults(2)) ||
-      failed(c.expectActivation(0)))
+  if (failed(c.expectOperands(2, 3)) || failed(c.expectResults(2)) || failed(c.expectActivation(0)))
     return failure();
   const TensorType &x = c.op.operands[0]->type;
   if (c.lastSharded(x))
@@ -195,8 +195,7 @@ LogicalResult inferNorm(RuleContext &c, unsigned numStats) {
 }
 
 LogicalResult inferLinear(RuleContext &c) {
-  if (failed(c.expectOperands(2, 3)) || failed(c.expectResults(1)) ||
-      failed(c.expectActivation(0)))
+  if (failed(c.expectOperands(2, 3)) || failed(c.expectResults(1)) || failed(c.expectActivation(0)))
     return failure();
   auto out = c.dim("out");
   if (!out)
@@ -207,16 +206,15 @@ LogicalResult inferLinear(RuleContext &c) {
     return failure();
   bool wantBias = c.op.boolAttr("bias", true);
   if (c.op.operands.size() != (wantBias ? 3u : 2u))
-    return c.error(std::string("linear ") + (wantBias ? "with" : "without") +
-                   " a bias expects " + std::to_string(wantBias ? 3 : 2) + " operands");
+    return c.error(std::string("linear ") + (wantBias ? "with" : "without") + " a bias expects " +
+                   std::to_string(wantBias ? 3 : 2) + " operands");
   const TensorType &x = c.op.operands[0]->type;
   Expr in = c.fullLast(x);
   int last = static_cast<int>(x.rank()) - 1;
   if (!c.sharded || mode == "none") {
     if (c.lastSharded(x))
       return c.error("linear without row sharding needs a replicated input, got " + c.str(x));
-    if (failed(c.setParam(1, {in, *out}, -1)) ||
-        (wantBias && failed(c.setParam(2, {*out}, -1))))
+    if (failed(c.setParam(1, {in, *out}, -1)) || (wantBias && failed(c.setParam(2, {*out}, -1))))
       return failure();
     return c.setResult(0, c.act(x.dtype, withLast(x.shape, *out), x.shardAxis));
   }
@@ -240,8 +238,7 @@ LogicalResult inferLinear(RuleContext &c) {
 }
 
 LogicalResult inferLMHead(RuleContext &c) {
-  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(1)) ||
-      failed(c.expectActivation(0)))
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(1)) || failed(c.expectActivation(0)))
     return failure();
   auto vocab = c.dim("vocab");
   if (!vocab)
@@ -258,8 +255,8 @@ LogicalResult inferLMHead(RuleContext &c) {
   if (failed(c.setParam(1, {split ? c.splitTp(*vocab) : *vocab, x.shape.back()}, split ? 0 : -1)))
     return failure();
   int last = static_cast<int>(x.rank()) - 1;
-  return c.setResult(0, c.act(x.dtype, withLast(x.shape, split ? *vocab / c.tp : *vocab),
-                              split ? last : -1));
+  return c.setResult(
+      0, c.act(x.dtype, withLast(x.shape, split ? *vocab / c.tp : *vocab), split ? last : -1));
 }
 
 LogicalResult inferAttention(RuleContext &c) {
@@ -284,8 +281,8 @@ LogicalResult inferAttention(RuleContext &c) {
   auto check = [&](unsigned i, const Expr &want, const char *what) -> LogicalResult {
     const TensorType &t = c.op.operands[i]->type;
     if (!exprEqual(t.shape.back(), want))
-      return c.error(std::string("attention ") + what + " has last axis " +
-                     c.str(t.shape.back()) + " but heads and head_dim need " + c.str(want));
+      return c.error(std::string("attention ") + what + " has last axis " + c.str(t.shape.back()) +
+                     " but heads and head_dim need " + c.str(want));
     if (!exprEqual(t.shape[0], q.shape[0]) || !exprEqual(t.shape[1], q.shape[1]))
       return c.error("attention inputs disagree on batch or sequence axes");
     return success();
@@ -383,7 +380,8 @@ LogicalResult inferCrossEntropy(RuleContext &c) {
     return failure();
   const TensorType &logits = c.op.operands[0]->type, &targets = c.op.operands[1]->type;
   if (targets.dtype != DType::I32 || targets.rank() != 2 ||
-      !exprEqual(targets.shape[0], logits.shape[0]) || !exprEqual(targets.shape[1], logits.shape[1]))
+      !exprEqual(targets.shape[0], logits.shape[0]) ||
+      !exprEqual(targets.shape[1], logits.shape[1]))
     return c.error("cross_entropy targets must be i32 " + c.str(logits.shape[0]) + " x " +
                    c.str(logits.shape[1]) + ", got " + c.str(targets));
   if (failed(c.setResult(0, c.act(DType::F32, {}))))
@@ -394,8 +392,7 @@ LogicalResult inferCrossEntropy(RuleContext &c) {
 }
 
 LogicalResult inferTpCopy(RuleContext &c) {
-  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)) ||
-      failed(c.expectActivation(0)))
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)) || failed(c.expectActivation(0)))
     return failure();
   if (c.op.operands[0]->type.isSharded())
     return c.error("tp_copy expects a replicated input");
@@ -418,24 +415,38 @@ LogicalResult inferAllReduce(RuleContext &c) {
 LogicalResult mist::inferOpTypes(Op &op, Module &m, DiagnosticEngine &diag) {
   RuleContext c(op, m, diag);
   switch (op.kind) {
-  case OpKind::Param: return inferParam(c);
-  case OpKind::Embedding: return inferEmbedding(c);
-  case OpKind::PositionEmbedding: return inferPositionEmbedding(c);
-  case OpKind::LayerNorm: return inferNorm(c, 2);
-  case OpKind::RMSNorm: return inferNorm(c, 1);
-  case OpKind::Linear: return inferLinear(c);
-  case OpKind::LMHead: return inferLMHead(c);
-  case OpKind::Attention: return inferAttention(c);
-  case OpKind::Rope: return inferRope(c);
+  case OpKind::Param:
+    return inferParam(c);
+  case OpKind::Embedding:
+    return inferEmbedding(c);
+  case OpKind::PositionEmbedding:
+    return inferPositionEmbedding(c);
+  case OpKind::LayerNorm:
+    return inferNorm(c, 2);
+  case OpKind::RMSNorm:
+    return inferNorm(c, 1);
+  case OpKind::Linear:
+    return inferLinear(c);
+  case OpKind::LMHead:
+    return inferLMHead(c);
+  case OpKind::Attention:
+    return inferAttention(c);
+  case OpKind::Rope:
+    return inferRope(c);
   case OpKind::Gelu:
   case OpKind::Silu:
-  case OpKind::Dropout: return inferUnary(c);
+  case OpKind::Dropout:
+    return inferUnary(c);
   case OpKind::Mul:
   case OpKind::Add:
-  case OpKind::GradAdd: return inferBinary(c);
-  case OpKind::CrossEntropy: return inferCrossEntropy(c);
-  case OpKind::TpCopy: return inferTpCopy(c);
-  case OpKind::AllReduce: return inferAllReduce(c);
+  case OpKind::GradAdd:
+    return inferBinary(c);
+  case OpKind::CrossEntropy:
+    return inferCrossEntropy(c);
+  case OpKind::TpCopy:
+    return inferTpCopy(c);
+  case OpKind::AllReduce:
+    return inferAllReduce(c);
   default:
     // Gradient ops are typed by the backward pass from their forward op.
     for (auto &r : op.results)
@@ -452,14 +463,18 @@ SavedSet mist::savedForBackward(const Op &op) {
       s.operands.push_back(i);
   };
   switch (op.kind) {
-  case OpKind::Embedding: s.operands = {0}; break; // token ids
+  case OpKind::Embedding:
+    s.operands = {0};
+    break; // token ids
   case OpKind::LayerNorm:
   case OpKind::RMSNorm: // input, scale (and bias), and the row statistics
     allOperands();
     s.results = {1};
     break;
   case OpKind::Linear:
-  case OpKind::LMHead: s.operands = {0, 1}; break; // input and weight
+  case OpKind::LMHead:
+    s.operands = {0, 1};
+    break; // input and weight
   case OpKind::Attention:
     allOperands();
     if (op.boolAttr("flash", true))
@@ -470,17 +485,22 @@ SavedSet mist::savedForBackward(const Op &op) {
       s.results = {1};
     break;
   case OpKind::Gelu:
-  case OpKind::Silu: s.operands = {0}; break;
+  case OpKind::Silu:
+    s.operands = {0};
+    break;
   case OpKind::Dropout: // the mask, when there is one
     if (op.results.size() == 2)
       s.results = {1};
     break;
-  case OpKind::Mul: s.operands = {0, 1}; break;
+  case OpKind::Mul:
+    s.operands = {0, 1};
+    break;
   case OpKind::CrossEntropy:
     s.operands = {0, 1};
     s.results = {1};
     break;
-  default: break; // position_embedding, rope: nothing; identity-gradient ops
+  default:
+    break; // position_embedding, rope: nothing; identity-gradient ops
   }
   return s;
 }
@@ -495,7 +515,8 @@ std::vector<const char *> mist::extraResultSuffixes(OpKind kind, const AttrMap &
   };
   switch (kind) {
   case OpKind::LayerNorm:
-  case OpKind::RMSNorm: return {".stats"};
+  case OpKind::RMSNorm:
+    return {".stats"};
   case OpKind::Dropout: {
     auto it = attrs.find("p");
     auto *p = it == attrs.end() ? nullptr : std::get_if<double>(&it->second);
@@ -503,7 +524,8 @@ std::vector<const char *> mist::extraResultSuffixes(OpKind kind, const AttrMap &
       return {".mask"};
     return {};
   }
-  case OpKind::CrossEntropy: return {".stats"};
+  case OpKind::CrossEntropy:
+    return {".stats"};
   case OpKind::Attention: {
     if (flag("flash", true))
       return {".lse"};
@@ -516,6 +538,7 @@ std::vector<const char *> mist::extraResultSuffixes(OpKind kind, const AttrMap &
       return {".probs", ".mask", ".dropped"};
     return {".probs"};
   }
-  default: return {};
+  default:
+    return {};
   }
 }

@@ -16,10 +16,14 @@ namespace {
 
 llvm::StringRef symbolKindName(SymbolKind k) {
   switch (k) {
-  case SymbolKind::Batch: return "batch";
-  case SymbolKind::Seq: return "seq";
-  case SymbolKind::Model: return "model";
-  case SymbolKind::TP: return "tp";
+  case SymbolKind::Batch:
+    return "batch";
+  case SymbolKind::Seq:
+    return "seq";
+  case SymbolKind::Model:
+    return "model";
+  case SymbolKind::TP:
+    return "tp";
   }
   return "?";
 }
@@ -96,9 +100,11 @@ private:
   }
 
   void printCost(const OpCost &c) {
-    const std::pair<const char *, const Expr *> fields[] = {
-        {"flops", &c.flops}, {"read", &c.read}, {"write", &c.write},
-        {"saved", &c.saved}, {"comm", &c.comm}};
+    const std::pair<const char *, const Expr *> fields[] = {{"flops", &c.flops},
+                                                            {"read", &c.read},
+                                                            {"write", &c.write},
+                                                            {"saved", &c.saved},
+                                                            {"comm", &c.comm}};
     os << "\n        cost(";
     bool first = true;
     for (auto &[name, e] : fields) {

@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include <ginac/ginac.h>
 #include <cstdint>
+#include <ginac/ginac.h>
 #include <optional>
 #include <string>
 #include <vector>

@@ -5,11 +5,16 @@ using namespace mist;
 
 llvm::StringRef mist::dtypeName(DType t) {
   switch (t) {
-  case DType::BF16: return "bf16";
-  case DType::F16: return "f16";
-  case DType::F32: return "f32";
-  case DType::I32: return "i32";
-  case DType::U8: return "u8";
+  case DType::BF16:
+    return "bf16";
+  case DType::F16:
+    return "f16";
+  case DType::F32:
+    return "f32";
+  case DType::I32:
+    return "i32";
+  case DType::U8:
+    return "u8";
   }
   return "?";
 }
@@ -24,20 +29,27 @@ std::optional<DType> mist::parseDType(llvm::StringRef s) {
 unsigned mist::dtypeBytes(DType t) {
   switch (t) {
   case DType::BF16:
-  case DType::F16: return 2;
+  case DType::F16:
+    return 2;
   case DType::F32:
-  case DType::I32: return 4;
-  case DType::U8: return 1;
+  case DType::I32:
+    return 4;
+  case DType::U8:
+    return 1;
   }
   return 0;
 }
 
 llvm::StringRef mist::roleName(Role r) {
   switch (r) {
-  case Role::Act: return "act";
-  case Role::Param: return "param";
-  case Role::Grad: return "grad";
-  case Role::Opt: return "opt";
+  case Role::Act:
+    return "act";
+  case Role::Param:
+    return "param";
+  case Role::Grad:
+    return "grad";
+  case Role::Opt:
+    return "opt";
   }
   return "?";
 }

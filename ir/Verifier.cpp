@@ -70,8 +70,8 @@ private:
     }
     for (const Value *y : b.yields)
       if (!scope.count(y))
-        fail({}, "yielded value '%" + y->name + "' is not defined in the " +
-                     regionName(r.kind) + " region");
+        fail({}, "yielded value '%" + y->name + "' is not defined in the " + regionName(r.kind) +
+                     " region");
   }
   /// Operands the cost model and later passes index without checking.
   static size_t minOperands(OpKind k) {
@@ -79,12 +79,17 @@ private:
     case OpKind::LinearGrad:
     case OpKind::LMHeadGrad:
     case OpKind::CrossEntropyGrad:
-    case OpKind::EmbeddingGrad: return 2;
-    case OpKind::AttentionGrad: return 2;
+    case OpKind::EmbeddingGrad:
+      return 2;
+    case OpKind::AttentionGrad:
+      return 2;
     case OpKind::AllReduce:
-    case OpKind::TpCopy: return 1;
-    case OpKind::GradAdd: return 2;
-    default: return 0;
+    case OpKind::TpCopy:
+      return 1;
+    case OpKind::GradAdd:
+      return 2;
+    default:
+      return 0;
     }
   }
   static const Value &res0(const Op &op) { return *op.results[0]; }
@@ -122,7 +127,7 @@ private:
         const Value *y = from.yields[i], *a = to.args[i].get();
         if (y->typed && a->typed && !y->type.equals(a->type))
           fail(locOf(y), std::string(what) + ": '%" + y->name + "' is " + y->type.str(m.symbols) +
-                       " but '%" + a->name + "' is " + a->type.str(m.symbols));
+                             " but '%" + a->name + "' is " + a->type.str(m.symbols));
       }
     };
     match(m.pre.fwd, m.layer.fwd, "pre -> layer");
@@ -132,8 +137,8 @@ private:
       fail({}, "the post region must yield exactly one value, the loss");
     } else if (const Value *loss = m.post.fwd.yields[0];
                loss->typed && (loss->type.rank() != 0 || loss->type.dtype != DType::F32)) {
-      fail(locOf(loss), "the loss '%" + loss->name + "' must be a f32 scalar, got " +
-                   loss->type.str(m.symbols));
+      fail(locOf(loss),
+           "the loss '%" + loss->name + "' must be a f32 scalar, got " + loss->type.str(m.symbols));
     }
   }
 

@@ -118,7 +118,8 @@ private:
       accumulate(op.operands[0], addResult(ar, op.operands[0]->name + ".grad", t));
       return success();
     }
-    default: break;
+    default:
+      break;
     }
     auto gradKind = gradKindOf(op.kind);
     if (!gradKind) {
@@ -136,8 +137,7 @@ private:
     // The input gradient of a column-parallel matmul is a partial sum over tp.
     bool partialInputGrad = (op.kind == OpKind::Linear || op.kind == OpKind::LMHead) &&
                             op.operands[0]->type.role == Role::Act &&
-                            !op.operands[0]->type.isSharded() &&
-                            op.result()->type.isSharded();
+                            !op.operands[0]->type.isSharded() && op.result()->type.isSharded();
     for (unsigned i = 0; i < op.operands.size(); ++i) {
       Value *x = op.operands[i];
       if (x->type.dtype == DType::I32 || x->type.dtype == DType::U8)

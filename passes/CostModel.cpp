@@ -42,8 +42,12 @@ OpCost mist::computeOpCost(const Op &op) {
     c.write += bytesOf(r.get());
   switch (op.kind) {
   case OpKind::Linear:
-  case OpKind::LMHead: c.flops = matmulFlops(op.operands[0]->type, op.result()->type); break;
-  case OpKind::Attention: c.flops = attentionFlops(op.operands[0]->type, op.result()->type); break;
+  case OpKind::LMHead:
+    c.flops = matmulFlops(op.operands[0]->type, op.result()->type);
+    break;
+  case OpKind::Attention:
+    c.flops = attentionFlops(op.operands[0]->type, op.result()->type);
+    break;
   case OpKind::LinearGrad:
   case OpKind::LMHeadGrad:
     // dX = dY W^T and dW = X^T dY: twice the forward matmul.
@@ -56,7 +60,9 @@ OpCost mist::computeOpCost(const Op &op) {
     c.flops = op.boolAttr("flash", true) ? fwd * 5 / 2 : fwd * 2;
     break;
   }
-  case OpKind::AllReduce: c.comm = bytesOf(op.operands[0]); break;
+  case OpKind::AllReduce:
+    c.comm = bytesOf(op.operands[0]);
+    break;
   case OpKind::CrossEntropy:
   case OpKind::CrossEntropyGrad:
     // Vocab-parallel: all-reduce of the row max, the sum of exponentials and
@@ -64,7 +70,8 @@ OpCost mist::computeOpCost(const Op &op) {
     if (op.kind == OpKind::CrossEntropy && op.boolAttr("vocab_parallel", false))
       c.comm = 3 * 4 * op.operands[1]->type.numElements();
     break;
-  default: break;
+  default:
+    break;
   }
   if (!isGradOp(op.kind) && op.kind != OpKind::AllReduce) {
     SavedSet s = savedForBackward(op);
@@ -102,8 +109,8 @@ RegionSummary mist::summarizeRegion(const Region &r) {
       bwdComm += c.comm;
     }
   RegionSummary s;
-  s.entries = {{"params", params},     {"fwd_flops", fwdFlops}, {"bwd_flops", bwdFlops},
-               {"saved", saved},       {"fwd_comm", fwdComm},   {"bwd_comm", bwdComm}};
+  s.entries = {{"params", params}, {"fwd_flops", fwdFlops}, {"bwd_flops", bwdFlops},
+               {"saved", saved},   {"fwd_comm", fwdComm},   {"bwd_comm", bwdComm}};
   return s;
 }
 

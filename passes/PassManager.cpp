@@ -38,8 +38,8 @@ LogicalResult PassManager::run(Module &m, DiagnosticEngine &diag) {
       result = failure();
       break;
     }
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     timings.push_back({p->argument().str(), ms});
     if (opts.verifyEach && failed(verifyModule(m, diag))) {
       diag.error({}, "module failed verification after pass '" + p->argument() + "'");

@@ -20,7 +20,8 @@ public:
   bool alreadyApplied(const Module &) const override { return false; } // cheap re-check
 
   LogicalResult run(Module &m, DiagnosticEngine &diag) override {
-    if (failed(flowInto(m.pre.fwd, m.layer.fwd, m, diag)) || failed(inferBlock(m.layer.fwd, m, diag)))
+    if (failed(flowInto(m.pre.fwd, m.layer.fwd, m, diag)) ||
+        failed(inferBlock(m.layer.fwd, m, diag)))
       return failure();
     for (size_t i = 0; i < m.layer.fwd.args.size() && i < m.layer.fwd.yields.size(); ++i) {
       const Value *in = m.layer.fwd.args[i].get(), *out = m.layer.fwd.yields[i];
@@ -32,7 +33,8 @@ public:
         return failure();
       }
     }
-    if (failed(flowInto(m.layer.fwd, m.post.fwd, m, diag)) || failed(inferBlock(m.post.fwd, m, diag)))
+    if (failed(flowInto(m.layer.fwd, m.post.fwd, m, diag)) ||
+        failed(inferBlock(m.post.fwd, m, diag)))
       return failure();
     m.state.shaped = true;
     return success();
@@ -64,7 +66,7 @@ private:
       }
       if (a->typed && !a->type.equals(y->type)) {
         diag.error(loc, "argument '%" + a->name + "' is declared " + a->type.str(m.symbols) +
-                           " but receives " + y->type.str(m.symbols));
+                            " but receives " + y->type.str(m.symbols));
         return failure();
       }
       a->type = y->type;

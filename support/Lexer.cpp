@@ -9,7 +9,8 @@ using namespace mist;
 llvm::StringRef mist::tokenSpelling(Tok k) {
   switch (k) {
 #define MIST_TOKEN(Kind, Spelling)                                                                 \
-  case Tok::Kind: return Spelling;
+  case Tok::Kind:                                                                                  \
+    return Spelling;
 #include "support/Token.def"
   }
   return "?";
@@ -101,8 +102,7 @@ Token Lexer::next() {
     return lexNumber(start);
   if (c == '"')
     return lexString(start);
-  if ((c == '%' || c == '@') && cur + 1 != buf.end() &&
-      (isIdentChar(cur[1]))) {
+  if ((c == '%' || c == '@') && cur + 1 != buf.end() && (isIdentChar(cur[1]))) {
     ++cur;
     // IR names: letters, digits, `_` and `.` (pre.embedding.weight, x.1)
     while (cur != buf.end() && (isIdentChar(*cur) || *cur == '.'))
@@ -112,29 +112,47 @@ Token Lexer::next() {
   }
   ++cur;
   switch (c) {
-  case '(': return make(Tok::LParen, start);
-  case ')': return make(Tok::RParen, start);
-  case '{': return make(Tok::LBrace, start);
-  case '}': return make(Tok::RBrace, start);
-  case '[': return make(Tok::LBracket, start);
-  case ']': return make(Tok::RBracket, start);
-  case ',': return make(Tok::Comma, start);
-  case ':': return make(Tok::Colon, start);
-  case ';': return make(Tok::Semicolon, start);
-  case '+': return make(Tok::Plus, start);
-  case '-': return make(Tok::Minus, start);
-  case '*': return make(Tok::Star, start);
-  case '/': return make(Tok::Slash, start);
-  case '%': return make(Tok::Percent, start);
-  case '^': return make(Tok::Caret, start);
-  case '?': return make(Tok::Question, start);
-  case '.': return make(Tok::Dot, start);
+  case '(':
+    return make(Tok::LParen, start);
+  case ')':
+    return make(Tok::RParen, start);
+  case '{':
+    return make(Tok::LBrace, start);
+  case '}':
+    return make(Tok::RBrace, start);
+  case '[':
+    return make(Tok::LBracket, start);
+  case ']':
+    return make(Tok::RBracket, start);
+  case ',':
+    return make(Tok::Comma, start);
+  case ':':
+    return make(Tok::Colon, start);
+  case ';':
+    return make(Tok::Semicolon, start);
+  case '+':
+    return make(Tok::Plus, start);
+  case '-':
+    return make(Tok::Minus, start);
+  case '*':
+    return make(Tok::Star, start);
+  case '/':
+    return make(Tok::Slash, start);
+  case '%':
+    return make(Tok::Percent, start);
+  case '^':
+    return make(Tok::Caret, start);
+  case '?':
+    return make(Tok::Question, start);
+  case '.':
+    return make(Tok::Dot, start);
   case '=':
     if (cur != buf.end() && *cur == '=') {
       ++cur;
       return make(Tok::EqualEqual, start);
     }
     return make(Tok::Equal, start);
-  default: return make(Tok::Error, start);
+  default:
+    return make(Tok::Error, start);
   }
 }

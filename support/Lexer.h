@@ -34,7 +34,9 @@ public:
 
 private:
   Token make(Tok kind, const char *start, llvm::StringRef text);
-  Token make(Tok kind, const char *start) { return make(kind, start, {start, size_t(cur - start)}); }
+  Token make(Tok kind, const char *start) {
+    return make(kind, start, {start, size_t(cur - start)});
+  }
   void skipSpaceAndComments();
   Token lexNumber(const char *start);
   Token lexString(const char *start);

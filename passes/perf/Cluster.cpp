@@ -7,10 +7,14 @@ using namespace mist;
 
 const char *mist::streamName(Stream s) {
   switch (s) {
-  case Stream::Compute: return "compute";
-  case Stream::G2G: return "g2g";
-  case Stream::H2D: return "h2d";
-  case Stream::D2H: return "d2h";
+  case Stream::Compute:
+    return "compute";
+  case Stream::G2G:
+    return "g2g";
+  case Stream::H2D:
+    return "h2d";
+  case Stream::D2H:
+    return "d2h";
   }
   return "?";
 }

@@ -37,13 +37,13 @@ struct MeasuredOp {
 };
 
 struct DeviceProfile {
-  std::string name;                ///< e.g. "NVIDIA H100 80GB HBM3"
-  double memoryGiB = 0;            ///< device memory
-  double usableFraction = 0.92;    ///< part of it a plan may use (runtime, fragmentation)
-  double peakTflops = 0;           ///< dense bf16 tensor-core peak
-  double matmulEfficiency = 0.75;  ///< roofline fallback: achieved / peak for matmuls
-  double memBandwidthGBs = 0;      ///< device memory bandwidth
-  double memEfficiency = 0.8;      ///< achieved / peak for memory-bound ops
+  std::string name;               ///< e.g. "NVIDIA H100 80GB HBM3"
+  double memoryGiB = 0;           ///< device memory
+  double usableFraction = 0.92;   ///< part of it a plan may use (runtime, fragmentation)
+  double peakTflops = 0;          ///< dense bf16 tensor-core peak
+  double matmulEfficiency = 0.75; ///< roofline fallback: achieved / peak for matmuls
+  double memBandwidthGBs = 0;     ///< device memory bandwidth
+  double memEfficiency = 0.8;     ///< achieved / peak for memory-bound ops
   std::vector<MeasuredOp> measured;
 };
 
@@ -51,8 +51,8 @@ struct DeviceProfile {
 struct CollectiveLink {
   int nodes = 1;
   int gpusPerNode = 1;
-  double busGBs = 0;     ///< algorithm bandwidth of an all-gather (bus bandwidth, GB/s)
-  double latencyUs = 0;  ///< fixed cost per collective
+  double busGBs = 0;    ///< algorithm bandwidth of an all-gather (bus bandwidth, GB/s)
+  double latencyUs = 0; ///< fixed cost per collective
 };
 
 /// Slow-down of each stream when exactly the streams in `streams` are busy.

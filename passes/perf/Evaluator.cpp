@@ -7,10 +7,11 @@ using namespace mist;
 
 StageEvaluator::StageEvaluator(const ModelProfile &model, const Cluster &cluster,
                                const StageContext &ctx)
-    : StageEvaluator(StageNumbers{model.evaluate(RegionKind::Layer, ctx.microBatch, ctx.tp, cluster),
-                                  model.evaluate(RegionKind::Pre, ctx.microBatch, ctx.tp, cluster),
-                                  model.evaluate(RegionKind::Post, ctx.microBatch, ctx.tp, cluster)},
-                     cluster, ctx) {}
+    : StageEvaluator(
+          StageNumbers{model.evaluate(RegionKind::Layer, ctx.microBatch, ctx.tp, cluster),
+                       model.evaluate(RegionKind::Pre, ctx.microBatch, ctx.tp, cluster),
+                       model.evaluate(RegionKind::Post, ctx.microBatch, ctx.tp, cluster)},
+          cluster, ctx) {}
 
 StageEvaluator::StageEvaluator(const StageNumbers &n, const Cluster &cluster,
                                const StageContext &ctx)

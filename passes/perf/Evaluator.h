@@ -30,7 +30,9 @@ public:
   /// a group (they differ only in the checkpoint count); group g is
   /// [groupStart(g), groupStart(g + 1)).
   size_t numGroups() const { return groupStarts.size(); }
-  size_t groupStart(size_t g) const { return g < groupStarts.size() ? groupStarts[g] : items.size(); }
+  size_t groupStart(size_t g) const {
+    return g < groupStarts.size() ? groupStarts[g] : items.size();
+  }
   struct Item {
     ZeroFlags zero;
     OffloadRatios offload;
@@ -45,7 +47,7 @@ private:
 
 struct StrategyResult {
   double t = 0, d = 0, peakBytes = 0;
-  double perInflightBytes = 0; ///< peak growth per extra in-flight micro-batch
+  double perInflightBytes = 0;                    ///< peak growth per extra in-flight micro-batch
   double hostBytes = 0, hostPerInflightBytes = 0; ///< pinned host memory, and its growth
   bool fits = false;
 };

@@ -71,7 +71,8 @@ private:
     p.kind = op.kind;
     p.name = op.results.empty() ? std::string(opName(op.kind)) : op.results[0]->name;
     OpCost c = op.cost.value_or(OpCost{});
-    if (!compile(c.flops, p.flops) || !compile(c.read + c.write, p.bytes) || !compile(c.comm, p.comm))
+    if (!compile(c.flops, p.flops) || !compile(c.read + c.write, p.bytes) ||
+        !compile(c.comm, p.comm))
       return false;
     bool attention = op.kind == OpKind::Attention || op.kind == OpKind::AttentionGrad;
     if (attention && op.boolAttr("causal", true) && op.boolAttr("flash", true))
@@ -207,7 +208,8 @@ std::optional<double> measuredTime(const OpProfile &op, double b, double tp, con
   for (size_t i = 0; i < op.operandShapes.size(); ++i) {
     key += i ? "," : "";
     for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
-      key += (j ? "x" : "") + std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
+      key += (j ? "x" : "") +
+             std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
   }
   for (const MeasuredOp &mo : c.device.measured)
     if (mo.op == opName(op.kind) && mo.shape == key)
@@ -289,20 +291,24 @@ std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngin
   mp.numLayers = static_cast<int>(*layers);
   mp.seqLen = *seq->value;
   mp.globalBatch = m.train.globalBatch;
-  for (auto [kind, dst] : {std::pair{RegionKind::Pre, &mp.pre}, {RegionKind::Layer, &mp.layer},
+  for (auto [kind, dst] : {std::pair{RegionKind::Pre, &mp.pre},
+                           {RegionKind::Layer, &mp.layer},
                            {RegionKind::Post, &mp.post}}) {
-    const Region &r = kind == RegionKind::Pre ? m.pre : kind == RegionKind::Layer ? m.layer : m.post;
+    const Region &r = kind == RegionKind::Pre     ? m.pre
+                      : kind == RegionKind::Layer ? m.layer
+                                                  : m.post;
     auto p = RegionBuilder(m, r, diag).build();
     if (!p)
       return std::nullopt;
     *dst = std::move(*p);
   }
   for (const Assumption &a : m.assumptions) {
-    auto dividend = Poly::compile(a.dividend, m.symbols), divisor = Poly::compile(a.divisor, m.symbols);
+    auto dividend = Poly::compile(a.dividend, m.symbols),
+         divisor = Poly::compile(a.divisor, m.symbols);
     if (dividend && divisor)
-      mp.assumptions.push_back({printExpr(a.dividend, m.symbols) + " % " +
-                                    printExpr(a.divisor, m.symbols) + " == 0",
-                                *dividend, *divisor});
+      mp.assumptions.push_back(
+          {printExpr(a.dividend, m.symbols) + " % " + printExpr(a.divisor, m.symbols) + " == 0",
+           *dividend, *divisor});
   }
   double fwd = mp.pre.fwdFlops.eval(1, 1) + mp.numLayers * mp.layer.fwdFlops.eval(1, 1) +
                mp.post.fwdFlops.eval(1, 1);

@@ -29,7 +29,7 @@ struct OpProfile {
 };
 
 struct RegionProfile {
-  Poly params;                   ///< parameter elements per rank
+  Poly params; ///< parameter elements per rank
   std::vector<OpProfile> fwd, bwd;
   Poly savedFull, savedCkpt;     ///< bytes kept for backward
   std::vector<Poly> fwdPeakFull; ///< live bytes at forward program points
@@ -85,7 +85,6 @@ private:
 /// Time of one collective moving `bytes` per rank over a group of `ranks`
 /// laid out as nodes x gpusPerNode; `factor` is 2 for all-reduce, 1 for
 /// all-gather and reduce-scatter (ring algorithms: factor * (n-1)/n * bytes).
-double collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
-                         double factor);
+double collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode, double factor);
 
 } // namespace mist

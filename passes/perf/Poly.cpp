@@ -23,7 +23,8 @@ std::optional<Poly> Poly::compile(const Expr &e, const SymbolTable &table) {
       int power = 1;
       if (GiNaC::is_a<GiNaC::power>(f)) {
         base = f.op(0);
-        if (!GiNaC::is_a<GiNaC::numeric>(f.op(1)) || !GiNaC::ex_to<GiNaC::numeric>(f.op(1)).is_integer())
+        if (!GiNaC::is_a<GiNaC::numeric>(f.op(1)) ||
+            !GiNaC::ex_to<GiNaC::numeric>(f.op(1)).is_integer())
           return false;
         power = GiNaC::ex_to<GiNaC::numeric>(f.op(1)).to_int();
       }

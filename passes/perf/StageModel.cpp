@@ -118,7 +118,8 @@ double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, con
   bool last = ph == Phase::BwdLast; // pre/post gradient reduction, exposed
   const RegionNumbers &pre = sc.numbers.pre, &post = sc.numbers.post;
   if (k.first)
-    elapsed += fwd ? pre.fwdCompute + pre.tpFwd : pre.bwdCompute + pre.tpBwd + (last ? sc.reducePre : 0);
+    elapsed +=
+        fwd ? pre.fwdCompute + pre.tpFwd : pre.bwdCompute + pre.tpBwd + (last ? sc.reducePre : 0);
   if (k.last)
     elapsed += fwd ? post.fwdCompute + post.tpFwd
                    : post.bwdCompute + post.tpBwd + (last ? sc.reducePost : 0);
@@ -193,16 +194,18 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   const RegionNumbers &L = n.layer;
   const OffloadRatios &o = k.offload;
   int full = k.layers - k.ckpt;
-  double perMicroBatch = full * L.savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
+  double perMicroBatch =
+      full * L.savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
   double keep = 1 - o.activations;
   double waiting = std::max(0, k.inflight - 1) * perMicroBatch * keep;
   // Current micro-batch: everything before its last layer, kept (or being
   // swapped out through a one-layer staging buffer), plus the last layer's
   // working set; the last stage then runs the head and the loss.
   int fullBefore = std::min(k.layers - 1, full), ckptBefore = k.layers - 1 - fullBefore;
-  double before = ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull +
-                   ckptBefore * L.savedCkpt) * keep +
-                  (o.activations > 0 ? o.activations * L.savedFull : 0);
+  double before =
+      ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
+          keep +
+      (o.activations > 0 ? o.activations * L.savedFull : 0);
   bool lastCkpt = k.ckpt > 0;
   double fwdWork = lastCkpt ? L.fwdPeakCkpt : L.fwdPeakFull;
   double bwdWork = std::max(L.bwdPeak, lastCkpt ? L.fwdPeakFull + L.gradIn : 0.0);
@@ -215,9 +218,10 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   m.perInflight = perMicroBatch * keep;
   // The offloaded share of the same activations waits in pinned host memory.
   m.hostPerInflight = perMicroBatch * o.activations;
-  m.host += std::max(0, k.inflight - 1) * m.hostPerInflight +
-            ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
-                o.activations;
+  m.host +=
+      std::max(0, k.inflight - 1) * m.hostPerInflight +
+      ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
+          o.activations;
   m.savedActivations = waiting + before;
   m.transient = std::max(fwdWork, bwdWork);
   m.fwdPeak = states + waiting + before + fwdWork;
@@ -361,9 +365,11 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
     if (st.meshGpusPerNode > cluster.gpusPerNode || st.meshNodes > cluster.nodes)
       return fail(where + "its mesh does not fit the cluster's nodes");
     if (st.tp > st.meshGpusPerNode && !cluster.tpAcrossNodes)
-      return fail(where + "tp = " + std::to_string(st.tp) + " spans nodes, which the cluster does not allow");
+      return fail(where + "tp = " + std::to_string(st.tp) +
+                  " spans nodes, which the cluster does not allow");
     if (auto bad = model.violatedAssumption(st.tp))
-      return fail(where + "tp = " + std::to_string(st.tp) + " breaks the model's assumption " + *bad);
+      return fail(where + "tp = " + std::to_string(st.tp) + " breaks the model's assumption " +
+                  *bad);
     gpus += st.gpus();
   }
   if (expectFirst != model.numLayers)
@@ -421,7 +427,8 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
   pe.iterationSeconds = pipelineSeconds(t, d, plan.gradAccum);
   if (pe.iterationSeconds > 0) {
     pe.tokensPerSecond = double(plan.globalBatch) * model.seqLen / pe.iterationSeconds;
-    pe.tflopsPerGpu = model.modelFlopsPerSample * plan.globalBatch / pe.iterationSeconds / gpus / 1e12;
+    pe.tflopsPerGpu =
+        model.modelFlopsPerSample * plan.globalBatch / pe.iterationSeconds / gpus / 1e12;
   }
   return pe;
 }

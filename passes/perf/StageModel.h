@@ -112,7 +112,7 @@ StageEstimate estimateStage(const StageKnobs &k, const StageConstants &sc, const
 /// functions as estimateStage without the per-stream breakdown.
 struct StageScore {
   double t = 0, d = 0, peakBytes = 0;
-  double perInflightBytes = 0; ///< MemoryBreakdown::perInflight
+  double perInflightBytes = 0;                    ///< MemoryBreakdown::perInflight
   double hostBytes = 0, hostPerInflightBytes = 0; ///< MemoryBreakdown::host, hostPerInflight
   bool fits = false;
 };

@@ -52,7 +52,8 @@ std::optional<InterStageChoice> mist::solveInterStage(const StageTable &table,
   Milp milp;
   const double G = opts.gradAccum;
   int maxT = milp.addVar("Max_t", Milp::Kind::Continuous, 0, INFINITY, G - 1);
-  int maxD = opts.imbalanceAware ? milp.addVar("Max_d", Milp::Kind::Continuous, 0, INFINITY, 1) : -1;
+  int maxD =
+      opts.imbalanceAware ? milp.addVar("Max_d", Milp::Kind::Continuous, 0, INFINITY, 1) : -1;
   std::vector<int> T(S);
   struct ZVar {
     int var, stage, layers;

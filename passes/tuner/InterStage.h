@@ -11,9 +11,9 @@
 
 #include "passes/tuner/Milp.h"
 #include <cmath>
-#include <string>
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace mist {
@@ -36,10 +36,10 @@ struct InterStageChoice {
 struct InterStageOptions {
   int totalLayers = 1;
   int gradAccum = 1;
-  bool imbalanceAware = true;  ///< false drops Max_d (the megatron ablation)
+  bool imbalanceAware = true;   ///< false drops Max_d (the megatron ablation)
   double upperBound = INFINITY; ///< prune: skip when no solution can beat this
   double timeLimitSeconds = 0;
-  std::string dumpPath;         ///< write the LP here when set
+  std::string dumpPath; ///< write the LP here when set
   /// Non-uniform meshes: when > 0 the chosen candidates' `gpus` sum to this,
   /// and never grow along the pipeline (so every mesh starts on a multiple
   /// of its size and no stage straddles nodes it does not fill).

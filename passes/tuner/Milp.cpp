@@ -10,12 +10,18 @@ using namespace mist;
 
 const char *mist::solveStatusName(SolveStatus s) {
   switch (s) {
-  case SolveStatus::Optimal: return "optimal";
-  case SolveStatus::Feasible: return "feasible";
-  case SolveStatus::Infeasible: return "infeasible";
-  case SolveStatus::Unbounded: return "unbounded";
-  case SolveStatus::TimeLimit: return "time limit";
-  case SolveStatus::Error: return "error";
+  case SolveStatus::Optimal:
+    return "optimal";
+  case SolveStatus::Feasible:
+    return "feasible";
+  case SolveStatus::Infeasible:
+    return "infeasible";
+  case SolveStatus::Unbounded:
+    return "unbounded";
+  case SolveStatus::TimeLimit:
+    return "time limit";
+  case SolveStatus::Error:
+    return "error";
   }
   return "?";
 }
@@ -34,9 +40,15 @@ int Milp::addVar(const std::string &name, Kind kind, double lo, double hi, doubl
   cols = j;
   glp_set_col_name(lp, j, name.c_str());
   switch (kind) {
-  case Kind::Continuous: glp_set_col_kind(lp, j, GLP_CV); break;
-  case Kind::Binary: glp_set_col_kind(lp, j, GLP_BV); break;
-  case Kind::Integer: glp_set_col_kind(lp, j, GLP_IV); break;
+  case Kind::Continuous:
+    glp_set_col_kind(lp, j, GLP_CV);
+    break;
+  case Kind::Binary:
+    glp_set_col_kind(lp, j, GLP_BV);
+    break;
+  case Kind::Integer:
+    glp_set_col_kind(lp, j, GLP_IV);
+    break;
   }
   if (kind != Kind::Binary) {
     if (hi < lo || std::isinf(hi))
@@ -75,7 +87,10 @@ int Milp::addRow(const std::string &name, const std::vector<std::pair<int, doubl
   rows = i;
   glp_set_row_name(lp, i, name.c_str());
   bool hasLo = std::isfinite(lo), hasHi = std::isfinite(hi);
-  int type = hasLo && hasHi ? (lo == hi ? GLP_FX : GLP_DB) : hasLo ? GLP_LO : hasHi ? GLP_UP : GLP_FR;
+  int type = hasLo && hasHi ? (lo == hi ? GLP_FX : GLP_DB)
+             : hasLo        ? GLP_LO
+             : hasHi        ? GLP_UP
+                            : GLP_FR;
   glp_set_row_bnds(lp, i, type, hasLo ? lo : 0, hasHi ? hi : 0);
   glp_set_mat_row(lp, i, static_cast<int>(idx.size()) - 1, idx.data(), val.data());
   return i;
@@ -102,11 +117,19 @@ SolveStatus Milp::solve(double timeLimitSeconds) {
     return SolveStatus::Error;
   solvedMip = true;
   switch (glp_mip_status(lp)) {
-  case GLP_OPT: return SolveStatus::Optimal;
-  case GLP_FEAS: return SolveStatus::Feasible;
-  case GLP_NOFEAS: solvedMip = false; return SolveStatus::Infeasible;
-  case GLP_UNBND: solvedMip = false; return SolveStatus::Unbounded;
-  default: solvedMip = false; return SolveStatus::Error;
+  case GLP_OPT:
+    return SolveStatus::Optimal;
+  case GLP_FEAS:
+    return SolveStatus::Feasible;
+  case GLP_NOFEAS:
+    solvedMip = false;
+    return SolveStatus::Infeasible;
+  case GLP_UNBND:
+    solvedMip = false;
+    return SolveStatus::Unbounded;
+  default:
+    solvedMip = false;
+    return SolveStatus::Error;
   }
 }
 
@@ -118,4 +141,6 @@ double Milp::value(int var) const {
   return glp_mip_col_val(lp, var);
 }
 
-bool Milp::writeLp(const std::string &path) const { return glp_write_lp(lp, nullptr, path.c_str()) == 0; }
+bool Milp::writeLp(const std::string &path) const {
+  return glp_write_lp(lp, nullptr, path.c_str()) == 0;
+}

@@ -29,8 +29,7 @@ void FrontierBuilder::insert(const ParetoPoint &p) {
   front.insert(it, p);
 }
 
-std::vector<ParetoPoint> mist::sampleFrontier(const std::vector<ParetoPoint> &front,
-                                              size_t limit) {
+std::vector<ParetoPoint> mist::sampleFrontier(const std::vector<ParetoPoint> &front, size_t limit) {
   if (limit == 0 || front.size() <= limit)
     return front;
   std::vector<bool> keep(front.size(), false);

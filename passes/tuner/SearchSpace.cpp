@@ -15,11 +15,16 @@ std::optional<SpaceLevel> mist::parseSpaceLevel(llvm::StringRef s) {
 
 const char *mist::spaceLevelName(SpaceLevel s) {
   switch (s) {
-  case SpaceLevel::Megatron: return "megatron";
-  case SpaceLevel::Zero: return "+zero";
-  case SpaceLevel::Ckpt: return "+ckpt";
-  case SpaceLevel::Offload: return "+offload";
-  case SpaceLevel::Full: return "full";
+  case SpaceLevel::Megatron:
+    return "megatron";
+  case SpaceLevel::Zero:
+    return "+zero";
+  case SpaceLevel::Ckpt:
+    return "+ckpt";
+  case SpaceLevel::Offload:
+    return "+offload";
+  case SpaceLevel::Full:
+    return "full";
   }
   return "?";
 }
@@ -66,7 +71,8 @@ std::vector<int> SearchSpace::layerOptionsForShare(int total, int stages, int gp
   if (stages == 1)
     return {total};
   int64_t share = int64_t(total) * gpus;
-  int lo = static_cast<int>(share / totalGpus), hi = static_cast<int>((share + totalGpus - 1) / totalGpus);
+  int lo = static_cast<int>(share / totalGpus),
+      hi = static_cast<int>((share + totalGpus - 1) / totalGpus);
   if (level >= SpaceLevel::Full) {
     lo -= layerSlack;
     hi += layerSlack;

@@ -29,7 +29,8 @@ const char *spaceLevelName(SpaceLevel s);
 
 struct SearchSpace {
   SpaceLevel level = SpaceLevel::Full;
-  /// Offload grids (the seed's: sparse for weights/grads, dense for optimizer state and activations).
+  /// Offload grids (the seed's: sparse for weights/grads, dense for optimizer state and
+  /// activations).
   std::vector<double> weightGradRatios = {0, .25, .375, .5, .75, 1};
   std::vector<double> optActRatios = {0, .25, .375, .5, .625, .75, .875, 1};
   int layerSlack = 2; ///< layer counts within this of the even split (full space)

@@ -5,10 +5,10 @@
 #include "passes/tuner/InterStage.h"
 #include "passes/tuner/Pareto.h"
 #include "llvm/Support/raw_ostream.h"
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
-#include <algorithm>
 #include <map>
 #include <tuple>
 
@@ -27,7 +27,8 @@ struct StageConfig {
 /// The mesh of a stage with `gpus` GPUs: whole nodes, or a divisor of one.
 std::optional<std::pair<int, int>> meshOf(int gpus, int gpusPerNode) {
   if (gpus >= gpusPerNode)
-    return gpus % gpusPerNode ? std::nullopt : std::optional(std::pair(gpus / gpusPerNode, gpusPerNode));
+    return gpus % gpusPerNode ? std::nullopt
+                              : std::optional(std::pair(gpus / gpusPerNode, gpusPerNode));
   return gpusPerNode % gpus ? std::nullopt : std::optional(std::pair(1, gpus));
 }
 
@@ -110,8 +111,7 @@ private:
   double smallestHost = INFINITY; ///< the least host memory of those
 };
 
-void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp,
-                       StageTable &table) {
+void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp, StageTable &table) {
   const double usable = cluster.usableBytes(), hostUsable = cluster.hostBytesPerGpu();
   const int gpus = cluster.totalGpus();
   const bool uniform = sizes.size() == 1;
@@ -153,8 +153,8 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp,
     auto crossesAfter = [&](int i) {
       return uniform ? p2pCrossesNodes(cluster, i * g, (i + 1) * g, g) : cluster.nodes > 1;
     };
-    for (int l : opts.space.layerOptionsForShare(model.numLayers, S, uniform ? 1 : g,
-                                                 uniform ? S : gpus)) {
+    for (int l :
+         opts.space.layerOptionsForShare(model.numLayers, S, uniform ? 1 : g, uniform ? S : gpus)) {
       for (const PositionClass &cls : classes) {
         // Scored at the position holding the fewest micro-batches; the others
         // need perInflightBytes more per extra micro-batch.
@@ -205,7 +205,8 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp,
         std::map<std::tuple<int, bool, bool>, std::vector<StageCandidate>> byPosition;
         for (int i : cls.positions) {
           const int inflight = std::min(S - i, G);
-          const bool crossPrev = i > 0 && crossesAfter(i - 1), crossNext = i + 1 < S && crossesAfter(i);
+          const bool crossPrev = i > 0 && crossesAfter(i - 1),
+                     crossNext = i + 1 < S && crossesAfter(i);
           auto key = std::make_tuple(inflight, crossPrev, crossNext);
           auto it = byPosition.find(key);
           if (it == byPosition.end()) {
@@ -361,12 +362,14 @@ std::optional<TuneResult> Tuner::run() {
   stats.seconds = elapsed();
   if (stats.timedOut && bestPlan)
     diag.warning({}, fmt::format("the time limit of {} s stopped the search; the plan is the best "
-                                 "found so far", opts.timeLimitSeconds));
+                                 "found so far",
+                                 opts.timeLimitSeconds));
   if (!bestPlan) {
     const double gib = double(1ull << 30), usableGiB = cluster.usableBytes() / gib;
     if (stats.timedOut)
       diag.error({}, fmt::format("the time limit of {} s stopped the search before any plan was "
-                                 "found", opts.timeLimitSeconds));
+                                 "found",
+                                 opts.timeLimitSeconds));
     else if (validTp.empty())
       diag.error({}, "no tensor-parallel degree divides the model: " + tpFailure);
     else if (!anyBatchSplit)
@@ -374,12 +377,13 @@ std::optional<TuneResult> Tuner::run() {
                                  "replicas of any plan on {} GPUs",
                                  B, gpus));
     else if (hostBound)
-      diag.error({}, fmt::format("no plan fits in memory: every plan in the '{}' space whose device "
-                                 "peak fits the {:.2f} GiB per GPU offloads at least {:.2f} GiB per "
-                                 "GPU to host memory, more than its {:.2f} GiB share of the {} GiB "
-                                 "pinnable per node",
-                                 spaceLevelName(opts.space.level), usableGiB, smallestHost / gib,
-                                 cluster.hostBytesPerGpu() / gib, cluster.hostMemoryGiB));
+      diag.error({},
+                 fmt::format("no plan fits in memory: every plan in the '{}' space whose device "
+                             "peak fits the {:.2f} GiB per GPU offloads at least {:.2f} GiB per "
+                             "GPU to host memory, more than its {:.2f} GiB share of the {} GiB "
+                             "pinnable per node",
+                             spaceLevelName(opts.space.level), usableGiB, smallestHost / gib,
+                             cluster.hostBytesPerGpu() / gib, cluster.hostMemoryGiB));
     else if (std::isfinite(smallestPeak))
       diag.error({}, fmt::format("no plan fits in memory: the smallest peak of any plan in the "
                                  "'{}' space is {:.2f} GiB per GPU, the cluster allows {:.2f} GiB "

@@ -74,8 +74,8 @@ void rmsNorm(float *out, float *stats, const float *x, const float *weight, Inde
 
 void rmsNormGrad(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
                  const float *stats, Index rows, Index channels) {
-  k::rmsNormBwdRef({nullptr, const_cast<float *>(stats), x, weight, dx, dweight, dout, rows,
-                    channels, 0.f});
+  k::rmsNormBwdRef(
+      {nullptr, const_cast<float *>(stats), x, weight, dx, dweight, dout, rows, channels, 0.f});
 }
 
 void linear(float *out, const float *x, const float *weight, const float *bias, Index rows,
@@ -126,9 +126,8 @@ void attention(float *out, float *lse, const float *q, const float *k, const flo
 void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const float *q,
                    const float *k, const float *v, const float *out, const float *lse,
                    Index qStride, Index kvStride, const AttentionShape &s) {
-  k::attentionBwdRef({const_cast<float *>(out), const_cast<float *>(lse), q, k, v, dq, dk, dv,
-                      dout, s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride, kvStride,
-                      s.causal});
+  k::attentionBwdRef({const_cast<float *>(out), const_cast<float *>(lse), q, k, v, dq, dk, dv, dout,
+                      s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal});
 }
 
 void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
@@ -163,8 +162,9 @@ void mulGrad(float *da, float *db, const float *dout, const float *a, const floa
 float crossEntropy(float *stats, const float *logits, const int32_t *targets, Index rows,
                    Index vocab) {
   std::vector<float> rowMax(rows), sumExp(rows), target(rows);
-  k::CrossEntropyArgs a{logits, targets, rowMax.data(), sumExp.data(), target.data(), nullptr,
-                        rows, vocab, 0, rows, 1.f};
+  k::CrossEntropyArgs a{
+      logits, targets, rowMax.data(), sumExp.data(), target.data(), nullptr, rows, vocab, 0,
+      rows,   1.f};
   k::crossEntropyMaxRef(a);
   k::crossEntropySumRef(a);
   for (Index n = 0; n < rows; ++n) {

@@ -18,8 +18,9 @@ void TpContext::allReduce(float *out, const float *in, int64_t n) {
 float TpContext::crossEntropy(float *stats, const float *logits, const int32_t *targets,
                               int64_t rows, int64_t vocab) {
   std::vector<float> rowMax(rows), sumExp(rows), target(rows);
-  mist::kernels::CrossEntropyArgs a{logits, targets, rowMax.data(), sumExp.data(), target.data(),
-                                    nullptr, rows, vocab, rank() * vocab, rows, 1.f};
+  mist::kernels::CrossEntropyArgs a{logits,  targets, rowMax.data(), sumExp.data(),  target.data(),
+                                    nullptr, rows,    vocab,         rank() * vocab, rows,
+                                    1.f};
   mist::kernels::crossEntropyMaxRef(a);
   if (size() > 1) { // the max over the group, from every rank's row maxima
     std::vector<float> all(size_t(rows) * size());
@@ -48,8 +49,8 @@ void TpContext::crossEntropyGrad(float *dlogits, float dloss, const float *logit
     rowMax[n] = stats[2 * n];
     sumExp[n] = std::exp(stats[2 * n + 1] - stats[2 * n]);
   }
-  mist::kernels::crossEntropyBwdRef({logits, targets, rowMax.data(), sumExp.data(), nullptr, dlogits,
-                                     rows, vocab, rank() * vocab, rows, dloss});
+  mist::kernels::crossEntropyBwdRef({logits, targets, rowMax.data(), sumExp.data(), nullptr,
+                                     dlogits, rows, vocab, rank() * vocab, rows, dloss});
 }
 
 } // namespace mist::rt

@@ -74,28 +74,32 @@ struct TraceEvent {
   double start, duration; ///< seconds from the step's start
 };
 
-bool writeTrace(const std::string &path, const std::string &model, const std::vector<TraceEvent> &events) {
+bool writeTrace(const std::string &path, const std::string &model,
+                const std::vector<TraceEvent> &events) {
   std::FILE *f = std::fopen(path.c_str(), "w");
   if (!f)
     return false;
   std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
-  std::fprintf(f, "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": "
-                  "\"stage 0 (%s, measured)\"}},\n",
+  std::fprintf(f,
+               "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": "
+               "\"stage 0 (%s, measured)\"}},\n",
                model.c_str());
   std::fprintf(f, "  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 0, \"args\": "
                   "{\"name\": \"compute\"}}");
   for (const TraceEvent &e : events)
-    std::fprintf(f, ",\n  {\"ph\": \"X\", \"name\": \"%s\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, "
-                    "\"dur\": %.3f}",
+    std::fprintf(f,
+                 ",\n  {\"ph\": \"X\", \"name\": \"%s\", \"pid\": 0, \"tid\": 0, \"ts\": %.3f, "
+                 "\"dur\": %.3f}",
                  e.name.c_str(), e.start * 1e6, e.duration * 1e6);
   std::fprintf(f, "\n]}\n");
   return std::fclose(f) == 0;
 }
 
 [[noreturn]] void usage(const char *why) {
-  std::fprintf(stderr, "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
-                       "[--data FILE | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
-                       "[--trace FILE]\n",
+  std::fprintf(stderr,
+               "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
+               "[--data FILE | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
+               "[--trace FILE]\n",
                why);
   std::exit(2);
 }
@@ -193,7 +197,8 @@ float initialValue(const std::string &name, int layer, int64_t index, uint64_t s
     return 1.f;
   uint64_t key = splitmix64(seed ^ fnv1a(name) ^ splitmix64(uint64_t(layer) + 1)) ^ uint64_t(index);
   uint64_t a = splitmix64(key), b = splitmix64(key ^ 0x5bd1e995ull);
-  double u1 = (double(a >> 11) + 0.5) / 9007199254740992.0, u2 = double(b >> 11) / 9007199254740992.0;
+  double u1 = (double(a >> 11) + 0.5) / 9007199254740992.0,
+         u2 = double(b >> 11) / 9007199254740992.0;
   return float(0.02 * std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2));
 }
 
@@ -204,10 +209,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   if (world->size() != dp * tpSize)
     abortJob("the plan has " + std::to_string(dp) + " data-parallel x " + std::to_string(tpSize) +
              " tensor-parallel rank" + (dp * tpSize == 1 ? "" : "s") + ", the job has " +
-             std::to_string(world->size()) + " (run it with mpirun -np " + std::to_string(dp * tpSize) + ")");
+             std::to_string(world->size()) + " (run it with mpirun -np " +
+             std::to_string(dp * tpSize) + ")");
   // tp ranks are consecutive: world rank = dpRank * tp + tpRank.
   const int worldRank = world->rank(), rank = worldRank / tpSize, tpRank = worldRank % tpSize;
-  std::unique_ptr<Communicator> tpComm = world->split(rank, tpRank), dpComm = world->split(tpRank, rank);
+  std::unique_ptr<Communicator> tpComm = world->split(rank, tpRank),
+                                dpComm = world->split(tpRank, rank);
   TpContext tpContext(tpSize > 1 ? tpComm.get() : nullptr);
   Options o = parse(argc, argv);
   if (o.resume && o.ckptDir.empty())
@@ -229,7 +236,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       abortJob(error);
     if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab)))
       abortJob(*bad);
-    sampler = BatchSampler::create(*tokenFile, {dp, spec.microBatch, spec.gradAccum, spec.seqLen}, error);
+    sampler =
+        BatchSampler::create(*tokenFile, {dp, spec.microBatch, spec.gradAccum, spec.seqLen}, error);
     if (!sampler)
       abortJob(error);
   }
@@ -275,8 +283,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   if (worldRank == 0)
     std::printf("mistrt: training %s (%s) for %d steps on %d rank%s: %d micro-batches of %d x %d "
                 "tokens per rank, lr %g\n",
-                spec.model.c_str(), spec.plan.c_str(), o.steps, dp * tpSize, dp * tpSize == 1 ? "" : "s",
-                spec.gradAccum, spec.microBatch, spec.seqLen, lr);
+                spec.model.c_str(), spec.plan.c_str(), o.steps, dp * tpSize,
+                dp * tpSize == 1 ? "" : "s", spec.gradAccum, spec.microBatch, spec.seqLen, lr);
   // Checkpoints: full tensors named after the parameters (a layer's as
   // layers.<l>.<name>), the fp32 master copy and Adam moments beside them.
   auto tensorName = [&](size_t p, size_t l) {
@@ -314,11 +322,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       for (size_t l = 0; l < state[p].size(); ++l) {
         std::vector<int64_t> shape = spec.params[p].shape;
         const std::string name = tensorName(p, l);
-        tensors.push_back(TensorData::fromFloats(name, shape, gathered(p, storage(spec.params[p].buffer, int(l)))));
+        tensors.push_back(TensorData::fromFloats(
+            name, shape, gathered(p, storage(spec.params[p].buffer, int(l)))));
         const size_t n = storage(spec.params[p].buffer, int(l)).size();
-        tensors.push_back(TensorData::fromFloats(name + ".master", shape, gathered(p, unsplit(state[p][l].master, n))));
-        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape, gathered(p, unsplit(state[p][l].m, n))));
-        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape, gathered(p, unsplit(state[p][l].v, n))));
+        tensors.push_back(TensorData::fromFloats(name + ".master", shape,
+                                                 gathered(p, unsplit(state[p][l].master, n))));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_m", shape,
+                                                 gathered(p, unsplit(state[p][l].m, n))));
+        tensors.push_back(TensorData::fromFloats(name + ".adam_v", shape,
+                                                 gathered(p, unsplit(state[p][l].v, n))));
       }
     if (worldRank != 0)
       return;
@@ -356,7 +368,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
           auto values = t ? t->floats() : std::nullopt;
           const size_t fullSize = n * (spec.params[p].shardAxis >= 0 ? tpSize : 1);
           if (!values || values->size() != fullSize)
-            abortJob(path + ": tensor '" + tensor + "' is missing or has another size than the model's");
+            abortJob(path + ": tensor '" + tensor +
+                     "' is missing or has another size than the model's");
           std::vector<float> local(n); // this tp rank's part of the full tensor
           for (size_t i = 0; i < n; ++i)
             local[i] = (*values)[size_t(fullIndexOf(spec.params[p], tpRank, tpSize, int64_t(i)))];
@@ -408,7 +421,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     };
     for (size_t p = 0; p < state.size(); ++p)
       for (size_t l = 0; l < state[p].size(); ++l)
-        state[p][l].grad.assign(zero2 ? state[p][l].chunk : storage(spec.params[p].buffer, int(l)).size(), 0.f);
+        state[p][l].grad.assign(
+            zero2 ? state[p][l].chunk : storage(spec.params[p].buffer, int(l)).size(), 0.f);
     double lossSum = 0;
     for (int mb = 0; mb < spec.gradAccum; ++mb) {
       if (sampler) {
@@ -423,7 +437,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
           // Sequence k of the step's global batch: micro-batch k / (dp b), rank (k mod dp b) / b.
           int64_t k = int64_t(step - 1) * spec.gradAccum * dp * spec.microBatch +
                       (int64_t(mb) * dp + rank) * spec.microBatch + b;
-          syntheticSequence(k, spec.seqLen, spec.vocab, global.ids(spec.tokensBuffer) + b * spec.seqLen,
+          syntheticSequence(k, spec.seqLen, spec.vocab,
+                            global.ids(spec.tokensBuffer) + b * spec.seqLen,
                             global.ids(spec.targetsBuffer) + b * spec.seqLen);
         }
       }
@@ -443,7 +458,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       timed(spec.postForward, layers[0], "post F" + mbName);
       float loss = global.at(spec.lossBuffer)[0];
       if (!std::isfinite(loss))
-        abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " + std::to_string(mb));
+        abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " +
+                 std::to_string(mb));
       lossSum += loss;
       // Backward; the op wrappers accumulate into parameter gradients, so
       // they start from zero for every micro-batch and are summed here.
@@ -494,7 +510,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       for (auto &copies : state)
         for (State &s : copies) {
           if (zero2)
-            continue; // already summed into the slices, micro-batch by micro-batch
+            continue;  // already summed into the slices, micro-batch by micro-batch
           if (zero1) { // each rank keeps the sum of its slice only
             std::vector<float> padded(s.chunk * dp, 0.f), slice(s.chunk);
             std::copy(s.grad.begin(), s.grad.end(), padded.begin());
@@ -524,7 +540,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     double norm = std::sqrt(norm2) / (spec.gradAccum * dp);
     if (!std::isfinite(norm))
       abortJob("non-finite gradient norm at step " + std::to_string(step));
-    float scale = float(1.0 / (spec.gradAccum * dp)) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
+    float scale = float(1.0 / (spec.gradAccum * dp)) *
+                  (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
     float stepLr = lr;
     if (spec.warmupSteps > 0 && step <= spec.warmupSteps)
       stepLr = lr * float(step) / float(spec.warmupSteps);
@@ -537,9 +554,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         std::vector<float> &w = storage(spec.params[p].buffer, static_cast<int>(l));
         if (zero1) { // step this rank's slice, then gather the updated weights
           std::vector<float> slice(s.chunk), all(s.chunk * dp);
-          mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), slice.data(), s.grad.data(),
-                                   int64_t(s.chunk), stepLr, spec.beta1, spec.beta2, spec.eps,
-                                   spec.weightDecay, scale, step});
+          mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), slice.data(),
+                                   s.grad.data(), int64_t(s.chunk), stepLr, spec.beta1, spec.beta2,
+                                   spec.eps, spec.weightDecay, scale, step});
           dpComm->allGather(slice.data(), all.data(), s.chunk);
           std::copy(all.begin(), all.begin() + w.size(), w.begin());
           continue;
@@ -548,7 +565,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                                  int64_t(w.size()), stepLr, spec.beta1, spec.beta2, spec.eps,
                                  spec.weightDecay, scale, step});
       }
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep)) {
       // Model FLOP/s per rank (the report's definition: no recompute) and
       // this process's peak resident memory.
@@ -559,7 +577,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                   "%.0f MiB\n",
                   step, lossSum / (spec.gradAccum * dp), norm, stepLr,
                   double(tokensPerMicroBatch) * spec.gradAccum * dp / std::max(seconds, 1e-9),
-                  spec.modelFlopsPerSample * samples / (dp * tpSize) / std::max(seconds, 1e-9) / 1e9,
+                  spec.modelFlopsPerSample * samples / (dp * tpSize) / std::max(seconds, 1e-9) /
+                      1e9,
                   double(usage.ru_maxrss) / 1024);
     }
     std::fflush(stdout);

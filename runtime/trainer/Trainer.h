@@ -32,9 +32,9 @@ struct ParamSpec {
   const char *name;
   int buffer;
   std::vector<int> grads;
-  std::vector<int64_t> shape; ///< full shape
-  int shardAxis = -1;           ///< split over tp along this axis, or -1
-  std::vector<int64_t> groups;  ///< parts along the axis, each split evenly (fused q/k/v: 3)
+  std::vector<int64_t> shape;  ///< full shape
+  int shardAxis = -1;          ///< split over tp along this axis, or -1
+  std::vector<int64_t> groups; ///< parts along the axis, each split evenly (fused q/k/v: 3)
 };
 
 /// The index in the full tensor of element `local` of tp rank `rank`'s shard.
@@ -62,14 +62,14 @@ struct TrainerSpec {
   std::vector<BufferSpec> buffers;
   std::vector<ParamSpec> params;
   int layers = 1, microBatch = 1, seqLen = 1, vocab = 1, gradAccum = 1;
-  int dp = 1; ///< data-parallel ranks: the job must have dp x tp ranks
-  int tp = 1; ///< tensor-parallel ranks (consecutive world ranks)
-  int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
+  int dp = 1;                 ///< data-parallel ranks: the job must have dp x tp ranks
+  int tp = 1;                 ///< tensor-parallel ranks (consecutive world ranks)
+  int ckptLayers = 0;         ///< the last ckptLayers layers keep only their input and recompute
   bool zeroOptimizer = false; ///< ZeRO-1: fp32 masters and Adam moments split over dp
   bool zeroGrads = false;     ///< ZeRO-2 (with zeroOptimizer): gradient sums split over dp too
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
-  int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1;            ///< activations between regions
+  int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1; ///< activations between regions
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
   RegionFn preForward = nullptr, layerForward = nullptr, postForward = nullptr;
   RegionFn postBackward = nullptr, layerBackward = nullptr, preBackward = nullptr;

@@ -23,7 +23,8 @@ namespace {
 void tryCluster(llvm::StringRef text) {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::nulls());
-  unsigned id = srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.yaml"), llvm::SMLoc());
+  unsigned id = srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.yaml"),
+                                          llvm::SMLoc());
   if (auto c = loadCluster(id, diag))
     for (int nodes = 1; nodes <= c->nodes; nodes *= 2)
       (void)collectiveFigures(*c, nodes, c->gpusPerNode);
@@ -32,7 +33,8 @@ void tryCluster(llvm::StringRef text) {
 void tryPlan(llvm::StringRef text) {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::nulls());
-  unsigned id = srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.yaml"), llvm::SMLoc());
+  unsigned id = srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "fuzz.yaml"),
+                                          llvm::SMLoc());
   auto plan = loadPlan(id, diag);
   if (!plan)
     return;
@@ -40,8 +42,8 @@ void tryPlan(llvm::StringRef text) {
   llvm::raw_string_ostream os(written);
   writePlan(*plan, os);
   os.flush();
-  unsigned again = srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(written, "again.yaml"),
-                                             llvm::SMLoc());
+  unsigned again = srcMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(written, "again.yaml"), llvm::SMLoc());
   auto reread = loadPlan(again, diag);
   if (!reread || !(*reread == *plan))
     __builtin_trap(); // the writer and the loader disagree

@@ -155,10 +155,13 @@ TEST(ClusterLoader, NodesOverride) {
 }
 
 TEST(ClusterLoader, NodesOverrideNeedsMultiNodeEntries) {
-  std::string text = replaced(baseCluster, "  - {nodes: 2, gpus_per_node: 4, bus_gbs: 10, latency_us: 20}\n", "");
+  std::string text =
+      replaced(baseCluster, "  - {nodes: 2, gpus_per_node: 4, bus_gbs: 10, latency_us: 20}\n", "");
   EXPECT_TRUE(loadText(text)->cluster);
-  expectError(text, "10:1", "'collectives' needs an entry spanning several nodes for a cluster "
-                            "of 3 nodes (--nodes 3)", 3);
+  expectError(text, "10:1",
+              "'collectives' needs an entry spanning several nodes for a cluster "
+              "of 3 nodes (--nodes 3)",
+              3);
   auto neg = loadText(baseCluster, -1);
   EXPECT_FALSE(neg->cluster);
   EXPECT_NE(neg->errors().find("--nodes must be positive"), std::string::npos);
@@ -234,8 +237,9 @@ TEST(ClusterLoader, RejectsBadFiles) {
               "'nodes' must be at least 1");
   expectError(replaced(baseCluster, "nodes: 1\n", "nodes: 2.5\n"), "3:8",
               "expected an integer for 'nodes', found '2.5'");
-  expectError(replaced(baseCluster, "{nodes: 1, gpus_per_node: 2,", "{nodes: 1, gpus_per_node: 16,"),
-              "11:31", "collective entry has 16 GPUs per node but a node has 4");
+  expectError(
+      replaced(baseCluster, "{nodes: 1, gpus_per_node: 2,", "{nodes: 1, gpus_per_node: 16,"),
+      "11:31", "collective entry has 16 GPUs per node but a node has 4");
   expectError(replaced(baseCluster, "{nodes: 1, gpus_per_node: 2,", "{nodes: 1, gpus_per_node: 4,"),
               "12:5", "duplicate collective entry for 1 node(s) x 4 GPU(s)");
   expectError(replaced(baseCluster, "mist_cluster: 1", "mist_cluster: 2"), "1:15",
@@ -246,8 +250,9 @@ TEST(ClusterLoader, RejectsBadFiles) {
               "expected a number for 'intra_gbs', found a sequence");
   expectError(replaced(baseCluster, "host: {h2d_gbs: 20,", "host: {h2d_gbs: 20"), "15:27",
               "invalid YAML: end of map flow not found");
-  expectError("- 1\n- 2\n", "1:1", "expected a cluster description (a YAML mapping), found a "
-                                   "sequence");
+  expectError("- 1\n- 2\n", "1:1",
+              "expected a cluster description (a YAML mapping), found a "
+              "sequence");
   expectError("", "1:1", "expected a cluster description (a YAML mapping), found nothing");
   expectError(std::string(baseCluster) + "---\nname: two\n", "18:1",
               "a cluster description file holds one YAML document, found a second");
@@ -262,9 +267,10 @@ TEST(ClusterLoader, NullValueIsLocatedAtItsKey) {
 }
 
 TEST(ClusterLoader, MeasuredOps) {
-  std::string text = replaced(baseCluster, "  mem_bandwidth_gbs: 1000\n",
-                              "  mem_bandwidth_gbs: 1000\n  measured:\n"
-                              "    - {op: linear, shape: \"8192x2048,2048x6144\", seconds: 1.5e-4}\n");
+  std::string text =
+      replaced(baseCluster, "  mem_bandwidth_gbs: 1000\n",
+               "  mem_bandwidth_gbs: 1000\n  measured:\n"
+               "    - {op: linear, shape: \"8192x2048,2048x6144\", seconds: 1.5e-4}\n");
   auto l = loadText(text);
   ASSERT_TRUE(l->cluster) << l->errors();
   ASSERT_EQ(l->cluster->device.measured.size(), 1u);

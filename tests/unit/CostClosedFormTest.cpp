@@ -24,9 +24,8 @@ Expr layerEntry(const Module &m, const char *key) {
 }
 
 #define EXPECT_EXPR_EQ(m, actual, expected)                                                        \
-  EXPECT_TRUE(exprEqual(actual, expected))                                                         \
-      << "got      " << printExpr(actual, (m).symbols) << "\nexpected "                           \
-      << printExpr(expected, (m).symbols)
+  EXPECT_TRUE(exprEqual(actual, expected)) << "got      " << printExpr(actual, (m).symbols)        \
+                                           << "\nexpected " << printExpr(expected, (m).symbols)
 
 const char *gptSource(bool megatron) {
   return megatron ? "import \"gpt\"\n"
@@ -107,12 +106,12 @@ TEST(CostClosedForm, LlamaGroupedQueryAttention) {
   const Module &m = *c->module;
   Expr b = sym(m, "b"), s = sym(m, "s"), h = sym(m, "hidden"), a = sym(m, "heads"),
        kv = sym(m, "kv_heads"), f = sym(m, "ffn"), tp = sym(m, "tp");
-  Expr kvWidth = kv * h / a; // key/value projection width
-  Expr fwd = (2 * b * s * h * h            // q
+  Expr kvWidth = kv * h / a;                  // key/value projection width
+  Expr fwd = (2 * b * s * h * h               // q
               + 2 * (2 * b * s * h * kvWidth) // k, v
-              + 2 * b * s * h * h          // o
-              + 3 * (2 * b * s * h * f)    // gate, up, down
-              + 4 * b * s * s * h) /       // scores and context
+              + 2 * b * s * h * h             // o
+              + 3 * (2 * b * s * h * f)       // gate, up, down
+              + 4 * b * s * s * h) /          // scores and context
              tp;
   EXPECT_EXPR_EQ(m, layerEntry(m, "fwd_flops"), fwd);
   // Saved: norm inputs (2bsh each) and rstd (4bs each), the shared tp copies

@@ -1,8 +1,8 @@
 //===- IRRoundTripTest.cpp - Textual IR in and out, verifier --------------===//
+#include "TestUtil.h"
 #include "ir/IRParser.h"
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
-#include "TestUtil.h"
 
 using namespace mist;
 using namespace mist::test;
@@ -26,8 +26,8 @@ struct Parsed {
 
 std::unique_ptr<Parsed> parse(const std::string &text) {
   auto p = std::make_unique<Parsed>();
-  unsigned id = p->srcMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, "test.mir"), llvm::SMLoc());
+  unsigned id = p->srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, "test.mir"),
+                                             llvm::SMLoc());
   p->module = parseIR(id, p->diag);
   return p;
 }
@@ -45,8 +45,8 @@ TEST(IRRoundTrip, TinyModelsPrintParsePrintIdentically) {
 }
 
 TEST(IRRoundTrip, VerifierRejectsAPartialSumFedToACompute) {
-  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist",
-                       {"shape-infer", "tp-shard"});
+  auto c =
+      compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist", {"shape-infer", "tp-shard"});
   ASSERT_TRUE(c->module) << c->diagText;
   std::string text = print(*c->module);
   // Make the residual add read the row-parallel partial sum directly.

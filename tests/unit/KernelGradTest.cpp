@@ -58,8 +58,12 @@ TEST(KernelGrad, Linear) {
   const Index N = 6, In = 5, Out = 7;
   auto x = random(N * In, 1), w = random(In * Out, 2), b = random(Out, 3), r = random(N * Out, 4);
   std::vector<float> y(N * Out), dx(N * In), dw(In * Out, 0), db(Out, 0);
-  LinearArgs a{y.data(), x.data(), w.data(), b.data(), dx.data(), dw.data(), db.data(), r.data(), N, In, Out};
-  auto loss = [&] { linearFwdRef(a); return dot(y, r); };
+  LinearArgs a{y.data(),  x.data(), w.data(), b.data(), dx.data(), dw.data(),
+               db.data(), r.data(), N,        In,       Out};
+  auto loss = [&] {
+    linearFwdRef(a);
+    return dot(y, r);
+  };
   linearBwdRef(a);
   expectGradient("dx", x, dx, loss);
   expectGradient("dw", w, dw, loss);
@@ -70,9 +74,12 @@ TEST(KernelGrad, LayerNorm) {
   const Index N = 5, C = 8;
   auto x = random(N * C, 5), w = random(C, 6), b = random(C, 7), r = random(N * C, 8);
   std::vector<float> y(N * C), mean(N), rstd(N), dx(N * C), dw(C, 0), db(C, 0);
-  LayerNormArgs a{y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), dx.data(),
-                  dw.data(), db.data(), r.data(), N, C, 1e-5f};
-  auto loss = [&] { layerNormFwdRef(a); return dot(y, r); };
+  LayerNormArgs a{y.data(),  mean.data(), rstd.data(), x.data(), w.data(), b.data(), dx.data(),
+                  dw.data(), db.data(),   r.data(),    N,        C,        1e-5f};
+  auto loss = [&] {
+    layerNormFwdRef(a);
+    return dot(y, r);
+  };
   loss();
   layerNormBwdRef(a);
   expectGradient("dx", x, dx, loss);
@@ -84,8 +91,12 @@ TEST(KernelGrad, RMSNorm) {
   const Index N = 5, C = 8;
   auto x = random(N * C, 9), w = random(C, 10), r = random(N * C, 11);
   std::vector<float> y(N * C), rstd(N), dx(N * C), dw(C, 0);
-  RMSNormArgs a{y.data(), rstd.data(), x.data(), w.data(), dx.data(), dw.data(), r.data(), N, C, 1e-6f};
-  auto loss = [&] { rmsNormFwdRef(a); return dot(y, r); };
+  RMSNormArgs a{y.data(),  rstd.data(), x.data(), w.data(), dx.data(),
+                dw.data(), r.data(),    N,        C,        1e-6f};
+  auto loss = [&] {
+    rmsNormFwdRef(a);
+    return dot(y, r);
+  };
   loss();
   rmsNormBwdRef(a);
   expectGradient("dx", x, dx, loss);
@@ -109,11 +120,27 @@ void checkAttention(Index H, Index KV, bool fused) {
   auto r = random(B * T * H * D, 16);
   std::vector<float> out(B * T * H * D), lse(B * H * T);
   std::vector<float> dqkv(qkv.size()), dq(q.size()), dk(k.size()), dv(v.size());
-  AttentionArgs a{out.data(), lse.data(), qp, kp, vp,
-                  fused ? dqkv.data() : dq.data(), fused ? dqkv.data() + H * D : dk.data(),
-                  fused ? dqkv.data() + (H + KV) * D : dv.data(), r.data(),
-                  B, T, H, KV, D, qStride, kvStride, true};
-  auto loss = [&] { attentionFwdRef(a); return dot(out, r); };
+  AttentionArgs a{out.data(),
+                  lse.data(),
+                  qp,
+                  kp,
+                  vp,
+                  fused ? dqkv.data() : dq.data(),
+                  fused ? dqkv.data() + H * D : dk.data(),
+                  fused ? dqkv.data() + (H + KV) * D : dv.data(),
+                  r.data(),
+                  B,
+                  T,
+                  H,
+                  KV,
+                  D,
+                  qStride,
+                  kvStride,
+                  true};
+  auto loss = [&] {
+    attentionFwdRef(a);
+    return dot(out, r);
+  };
   loss();
   attentionBwdRef(a);
   if (fused) {
@@ -134,8 +161,9 @@ TEST(KernelGrad, AttentionIsCausal) {
   const Index T = 4, D = 2;
   auto q = random(T * D, 17), k = random(T * D, 18), v = random(T * D, 19);
   std::vector<float> out(T * D), lse(T);
-  AttentionArgs a{out.data(), lse.data(), q.data(), k.data(), v.data(), nullptr, nullptr, nullptr,
-                  nullptr, 1, T, 1, 1, D, D, D, true};
+  AttentionArgs a{out.data(), lse.data(), q.data(), k.data(), v.data(), nullptr,
+                  nullptr,    nullptr,    nullptr,  1,        T,        1,
+                  1,          D,          D,        D,        true};
   attentionFwdRef(a);
   EXPECT_FLOAT_EQ(out[0], v[0]);
   EXPECT_FLOAT_EQ(out[1], v[1]);
@@ -161,14 +189,20 @@ TEST(KernelGrad, Elementwise) {
   auto x = random(n, 22), z = random(n, 23), r = random(n, 24);
   std::vector<float> y(n), dx(n), dz(n);
   ElementwiseArgs a{y.data(), x.data(), z.data(), dx.data(), dz.data(), r.data(), n};
-  for (auto [fwdRef, bwd, name] :
-       {std::tuple{&geluFwdRef, &geluBwdRef, "gelu"}, std::tuple{&siluFwdRef, &siluBwdRef, "silu"}}) {
+  for (auto [fwdRef, bwd, name] : {std::tuple{&geluFwdRef, &geluBwdRef, "gelu"},
+                                   std::tuple{&siluFwdRef, &siluBwdRef, "silu"}}) {
     auto fwd = fwdRef; // a copy: C++17 lambdas cannot capture structured bindings
-    auto loss = [&] { fwd(a); return dot(y, r); };
+    auto loss = [&] {
+      fwd(a);
+      return dot(y, r);
+    };
     bwd(a);
     expectGradient(name, x, dx, loss);
   }
-  auto mulLoss = [&] { mulFwdRef(a); return dot(y, r); };
+  auto mulLoss = [&] {
+    mulFwdRef(a);
+    return dot(y, r);
+  };
   mulBwdRef(a);
   expectGradient("mul da", x, dx, mulLoss);
   expectGradient("mul db", z, dz, mulLoss);
@@ -180,7 +214,10 @@ TEST(KernelGrad, EmbeddingsOverAVocabularySlice) {
   auto table = random(V * C, 25), r = random(N * C, 26);
   std::vector<float> out(N * C), dtable(V * C, 0);
   EmbeddingArgs a{out.data(), ids.data(), table.data(), dtable.data(), r.data(), N, C, V, 5};
-  auto loss = [&] { embeddingFwdRef(a); return dot(out, r); };
+  auto loss = [&] {
+    embeddingFwdRef(a);
+    return dot(out, r);
+  };
   loss();
   EXPECT_EQ(out[0], 0.f); // id 0 belongs to another rank
   embeddingBwdRef(a);
@@ -190,7 +227,10 @@ TEST(KernelGrad, EmbeddingsOverAVocabularySlice) {
   auto pos = random(T * C, 27), rp = random(B * T * C, 28);
   std::vector<float> pout(B * T * C), dpos(T * C, 0);
   PositionEmbeddingArgs p{pout.data(), pos.data(), dpos.data(), rp.data(), B, T, C};
-  auto ploss = [&] { positionEmbeddingFwdRef(p); return dot(pout, rp); };
+  auto ploss = [&] {
+    positionEmbeddingFwdRef(p);
+    return dot(pout, rp);
+  };
   positionEmbeddingBwdRef(p);
   expectGradient("dpos", pos, dpos, ploss);
 }
@@ -201,8 +241,8 @@ TEST(KernelGrad, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {
   std::vector<int32_t> targets = {3, 9, 0, 6};
   // Whole vocabulary on one rank.
   std::vector<float> mx(N), se(N), tl(N), dl(N * V);
-  CrossEntropyArgs whole{logits.data(), targets.data(), mx.data(), se.data(), tl.data(), dl.data(),
-                         N, V, 0, N, 1.f};
+  CrossEntropyArgs whole{
+      logits.data(), targets.data(), mx.data(), se.data(), tl.data(), dl.data(), N, V, 0, N, 1.f};
   auto loss = [&] {
     crossEntropyMaxRef(whole);
     crossEntropySumRef(whole);
@@ -217,8 +257,10 @@ TEST(KernelGrad, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {
     for (Index v = 0; v < V; ++v)
       (v < 6 ? left[n * 6 + v] : right[n * 4 + v - 6]) = logits[n * V + v];
   std::vector<float> m0(N), m1(N), s0(N), s1(N), t0(N), t1(N), d0(N * 6), d1(N * 4);
-  CrossEntropyArgs r0{left.data(), targets.data(), m0.data(), s0.data(), t0.data(), d0.data(), N, 6, 0, N, 1.f};
-  CrossEntropyArgs r1{right.data(), targets.data(), m1.data(), s1.data(), t1.data(), d1.data(), N, 4, 6, N, 1.f};
+  CrossEntropyArgs r0{
+      left.data(), targets.data(), m0.data(), s0.data(), t0.data(), d0.data(), N, 6, 0, N, 1.f};
+  CrossEntropyArgs r1{
+      right.data(), targets.data(), m1.data(), s1.data(), t1.data(), d1.data(), N, 4, 6, N, 1.f};
   crossEntropyMaxRef(r0);
   crossEntropyMaxRef(r1);
   for (Index n = 0; n < N; ++n)
@@ -240,8 +282,8 @@ TEST(KernelGrad, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {
 TEST(Kernel, AdamWStep) {
   std::vector<float> master = {1.f, -2.f}, m = {0.f, 0.1f}, v = {0.f, 0.01f}, param(2),
                      grad = {0.5f, -1.f};
-  AdamWArgs a{master.data(), m.data(), v.data(), param.data(), grad.data(), 2,
-              0.1f, 0.9f, 0.999f, 1e-8f, 0.01f, 1.f, 2};
+  AdamWArgs a{master.data(), m.data(), v.data(), param.data(), grad.data(), 2, 0.1f,
+              0.9f,          0.999f,   1e-8f,    0.01f,        1.f,         2};
   adamWRef(a);
   // Hand computation for the first entry.
   double m1 = 0.1 * 0.5, v1 = 0.001 * 0.25;

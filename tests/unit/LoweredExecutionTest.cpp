@@ -55,33 +55,36 @@ TEST_P(LoweredGradient, MatchesFiniteDifferences) {
       double down = ex.forward();
       w[e] = saved;
       double numeric = (up - down) / (2 * h);
-      EXPECT_NEAR(g[e], numeric, 2e-3 + 2e-2 * std::abs(numeric)) << name << " layer " << layer << " [" << e << "]";
+      EXPECT_NEAR(g[e], numeric, 2e-3 + 2e-2 * std::abs(numeric))
+          << name << " layer " << layer << " [" << e << "]";
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(
     TinyModels, LoweredGradient,
-    ::testing::Values(
-        Case{"/tiny-gpt.mist",
-             {{"pre.embedding.weight", 0}, // tied with the head: two contributions
-              {"pre.position_embedding.weight", 0},
-              {"layer.ln1.weight", 0},
-              {"layer.attn.qkv.weight", 1},
-              {"layer.attn.qkv.bias", 0},
-              {"layer.attn.out.weight", 1},
-              {"layer.mlp.fc1.weight", 0},
-              {"layer.mlp.fc2.bias", 1},
-              {"post.ln_f.bias", 0}}},
-        Case{"/tiny-llama.mist",
-             {{"pre.x.weight", 0},
-              {"layer.attn_norm.weight", 0},
-              {"layer.attn.q.weight", 1},
-              {"layer.attn.k.weight", 0},
-              {"layer.attn.v.weight", 1},
-              {"layer.mlp.gate.weight", 0},
-              {"layer.mlp.down.weight", 1},
-              {"post.logits.weight", 0}}}),
-    [](const auto &info) { return std::string(info.param.file).find("gpt") != std::string::npos ? "tiny_gpt" : "tiny_llama"; });
+    ::testing::Values(Case{"/tiny-gpt.mist",
+                           {{"pre.embedding.weight", 0}, // tied with the head: two contributions
+                            {"pre.position_embedding.weight", 0},
+                            {"layer.ln1.weight", 0},
+                            {"layer.attn.qkv.weight", 1},
+                            {"layer.attn.qkv.bias", 0},
+                            {"layer.attn.out.weight", 1},
+                            {"layer.mlp.fc1.weight", 0},
+                            {"layer.mlp.fc2.bias", 1},
+                            {"post.ln_f.bias", 0}}},
+                      Case{"/tiny-llama.mist",
+                           {{"pre.x.weight", 0},
+                            {"layer.attn_norm.weight", 0},
+                            {"layer.attn.q.weight", 1},
+                            {"layer.attn.k.weight", 0},
+                            {"layer.attn.v.weight", 1},
+                            {"layer.mlp.gate.weight", 0},
+                            {"layer.mlp.down.weight", 1},
+                            {"post.logits.weight", 0}}}),
+    [](const auto &info) {
+      return std::string(info.param.file).find("gpt") != std::string::npos ? "tiny_gpt"
+                                                                           : "tiny_llama";
+    });
 
 } // namespace

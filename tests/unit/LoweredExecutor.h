@@ -34,7 +34,8 @@ public:
     std::normal_distribution<float> normal(0.f, 0.2f);
     auto init = [&](Frame &f, int i) {
       const LoweredBuffer &b = st.buffers[i];
-      bool norm = b.name.find("norm") != std::string::npos || b.name.find("ln") != std::string::npos;
+      bool norm =
+          b.name.find("norm") != std::string::npos || b.name.find("ln") != std::string::npos;
       bool bias = b.name.size() > 5 && b.name.compare(b.name.size() - 5, 5, ".bias") == 0;
       for (float &v : f[i])
         v = bias ? 0.f : norm ? 1.f + 0.1f * normal(rng) : normal(rng);
@@ -99,7 +100,8 @@ public:
     std::vector<float> g(param(name, layer).size(), 0.f);
     for (size_t i = 0; i < st.buffers.size(); ++i) {
       const std::string &n = st.buffers[i].name;
-      if (st.buffers[i].role != Role::Grad || (n != name + ".grad" && n.rfind(name + ".grad.", 0) != 0))
+      if (st.buffers[i].role != Role::Grad ||
+          (n != name + ".grad" && n.rfind(name + ".grad.", 0) != 0))
         continue;
       const std::vector<float> &src = layerOwned.count(i) ? frames.at(layer)[i] : global[i];
       for (size_t e = 0; e < g.size(); ++e)
@@ -151,8 +153,12 @@ private:
     auto shape = [&](int i) { return st.buffers[i].shape; };
     auto n = [&](int i) { return st.buffers[i].elements(); };
     auto num = [&](const char *k) { return op.numbers.at(k); };
-    auto flag = [&](const char *k) { auto it = op.words.find(k); return it != op.words.end() && it->second == "true"; };
-    const int o0 = op.operands.empty() ? -1 : op.operands[0], r0 = op.results.empty() ? -1 : op.results[0];
+    auto flag = [&](const char *k) {
+      auto it = op.words.find(k);
+      return it != op.words.end() && it->second == "true";
+    };
+    const int o0 = op.operands.empty() ? -1 : op.operands[0],
+              r0 = op.results.empty() ? -1 : op.results[0];
     (void)buf;
     switch (op.kind) {
     case OpKind::Embedding: {
@@ -176,11 +182,15 @@ private:
       break;
     }
     case OpKind::Add:
-    case OpKind::GradAdd: add(outp(0), in(0), in(1), n(r0)); break;
+    case OpKind::GradAdd:
+      add(outp(0), in(0), in(1), n(r0));
+      break;
     case OpKind::TpCopy:
     case OpKind::AllReduce:
     case OpKind::Dropout:
-    case OpKind::DropoutGrad: copy(outp(0), in(0), n(r0)); break;
+    case OpKind::DropoutGrad:
+      copy(outp(0), in(0), n(r0));
+      break;
     case OpKind::LayerNorm: {
       int64_t c = shape(o0).back();
       layerNorm(outp(0), outp(1), in(0), in(1), flag("bias") ? in(2) : nullptr, n(o0) / c, c,
@@ -235,7 +245,8 @@ private:
       if (op.kind == OpKind::Attention) {
         attention(outp(0), outp(1), q, k, v, g.qStride, g.kvStride, s);
       } else {
-        float *dq = outp(0), *dk = g.fused ? dq + g.kOffset : outp(1), *dv = g.fused ? dq + g.vOffset : outp(2);
+        float *dq = outp(0), *dk = g.fused ? dq + g.kOffset : outp(1),
+              *dv = g.fused ? dq + g.vOffset : outp(2);
         attentionGrad(dq, dk, dv, in(0), q, k, v, in(g.outOperand), in(g.outOperand + 1), g.qStride,
                       g.kvStride, s);
       }
@@ -252,12 +263,24 @@ private:
         ropeGrad(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta);
       break;
     }
-    case OpKind::Gelu: gelu(outp(0), in(0), n(r0)); break;
-    case OpKind::GeluGrad: geluGrad(outp(0), in(0), in(1), n(r0)); break;
-    case OpKind::Silu: silu(outp(0), in(0), n(r0)); break;
-    case OpKind::SiluGrad: siluGrad(outp(0), in(0), in(1), n(r0)); break;
-    case OpKind::Mul: mul(outp(0), in(0), in(1), n(r0)); break;
-    case OpKind::MulGrad: mulGrad(outp(0), outp(1), in(0), in(1), in(2), n(r0)); break;
+    case OpKind::Gelu:
+      gelu(outp(0), in(0), n(r0));
+      break;
+    case OpKind::GeluGrad:
+      geluGrad(outp(0), in(0), in(1), n(r0));
+      break;
+    case OpKind::Silu:
+      silu(outp(0), in(0), n(r0));
+      break;
+    case OpKind::SiluGrad:
+      siluGrad(outp(0), in(0), in(1), n(r0));
+      break;
+    case OpKind::Mul:
+      mul(outp(0), in(0), in(1), n(r0));
+      break;
+    case OpKind::MulGrad:
+      mulGrad(outp(0), outp(1), in(0), in(1), in(2), n(r0));
+      break;
     case OpKind::CrossEntropy: {
       int64_t vocab = shape(o0).back();
       outp(0)[0] = crossEntropy(outp(1), in(0), ids(op.operands[1]), n(o0) / vocab, vocab);
@@ -265,11 +288,12 @@ private:
     }
     case OpKind::CrossEntropyGrad: {
       int64_t vocab = shape(op.operands[1]).back();
-      crossEntropyGrad(outp(0), in(0)[0], in(1), ids(op.operands[2]), in(3), n(op.operands[1]) / vocab,
-                       vocab);
+      crossEntropyGrad(outp(0), in(0)[0], in(1), ids(op.operands[2]), in(3),
+                       n(op.operands[1]) / vocab, vocab);
       break;
     }
-    default: throw std::runtime_error(std::string("no CPU op for ") + opName(op.kind).str());
+    default:
+      throw std::runtime_error(std::string("no CPU op for ") + opName(op.kind).str());
     }
   }
 

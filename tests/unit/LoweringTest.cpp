@@ -23,7 +23,8 @@ int64_t product(const std::vector<int64_t> &v) {
 }
 
 TEST(Lowering, BufferSizesFollowTheStageShape) {
-  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist", {"shape-infer", "tp-shard", "backward"});
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist",
+                       {"shape-infer", "tp-shard", "backward"});
   ASSERT_TRUE(c->module) << c->diagText;
   for (int tp : {1, 2, 4})
     for (int b : {1, 3}) {
@@ -72,7 +73,8 @@ void expectTiling(const LoweredStage &st, const ParamLayout &p) {
 
 TEST(Lowering, ShardsTileEveryParameter) {
   for (const char *file : {"/tiny-gpt.mist", "/tiny-llama.mist"}) {
-    auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + file, {"shape-infer", "tp-shard", "backward"});
+    auto c =
+        compileFile(std::string(MIST_EXAMPLES_DIR) + file, {"shape-infer", "tp-shard", "backward"});
     ASSERT_TRUE(c->module) << c->diagText;
     for (int tp : {1, 2}) {
       auto st = lower(*c, 2, tp);
@@ -90,11 +92,13 @@ TEST(Lowering, ShardsTileEveryParameter) {
 }
 
 TEST(Lowering, FusedQkvShardsHoldMatchingHeads) {
-  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist", {"shape-infer", "tp-shard", "backward"});
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist",
+                       {"shape-infer", "tp-shard", "backward"});
   ASSERT_TRUE(c->module) << c->diagText;
   auto st = lower(*c, 1, 2);
   ASSERT_TRUE(st) << c->diagText;
-  const ParamLayout *w = st->param("layer.attn.qkv.weight"), *bias = st->param("layer.attn.qkv.bias");
+  const ParamLayout *w = st->param("layer.attn.qkv.weight"),
+                    *bias = st->param("layer.attn.qkv.bias");
   ASSERT_TRUE(w && bias);
   EXPECT_EQ(w->groups, (std::vector<int64_t>{64, 64, 64})); // q, k, v of 4 heads x 16
   using R = std::vector<std::pair<int64_t, int64_t>>;
@@ -108,7 +112,8 @@ TEST(Lowering, FusedQkvShardsHoldMatchingHeads) {
 }
 
 TEST(Lowering, GroupedQueryProjectionsAreSeparateSlices) {
-  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-llama.mist", {"shape-infer", "tp-shard", "backward"});
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-llama.mist",
+                       {"shape-infer", "tp-shard", "backward"});
   ASSERT_TRUE(c->module) << c->diagText;
   auto st = lower(*c, 1, 2);
   ASSERT_TRUE(st) << c->diagText;
@@ -122,7 +127,8 @@ TEST(Lowering, GroupedQueryProjectionsAreSeparateSlices) {
 }
 
 TEST(Lowering, ReportsSizesTpDoesNotDivide) {
-  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist", {"shape-infer", "tp-shard", "backward"});
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist",
+                       {"shape-infer", "tp-shard", "backward"});
   ASSERT_TRUE(c->module) << c->diagText;
   EXPECT_FALSE(lower(*c, 1, 8)); // 4 heads over 8 ranks
   EXPECT_NE(c->diagText.find("is not a positive integer at b = 1, tp = 8"), std::string::npos)

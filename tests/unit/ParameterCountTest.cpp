@@ -3,8 +3,8 @@
 /// must equal the closed form 12*L*h^2 + 13*L*h + V*h + s*h + 2*h (tied
 /// head; per layer 4h^2+4h attention, 8h^2+5h MLP, 4h LayerNorms).
 //===----------------------------------------------------------------------===//
-#include "backend/Summary.h"
 #include "TestUtil.h"
+#include "backend/Summary.h"
 #include <cctype>
 
 using namespace mist;
@@ -30,8 +30,7 @@ std::string exampleName(const char *file) {
 }
 
 TEST_P(PublishedCount, WithinHalfAPercent) {
-  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/" + GetParam().file,
-                       {"shape-infer"});
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/" + GetParam().file, {"shape-infer"});
   ASSERT_TRUE(c->module) << c->diagText;
   auto n = countParameters(*c->module);
   ASSERT_TRUE(n.has_value());

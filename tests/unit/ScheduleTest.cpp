@@ -25,7 +25,8 @@ bool completes(int S, int G) {
     for (int i = 0; i < S; ++i)
       while (next[i] < orders[i].size()) {
         auto [mb, forward] = orders[i][next[i]];
-        bool ready = forward ? (i == 0 || fwd[i - 1][mb]) : (i == S - 1 ? fwd[i][mb] : bwd[i + 1][mb]);
+        bool ready =
+            forward ? (i == 0 || fwd[i - 1][mb]) : (i == S - 1 ? fwd[i][mb] : bwd[i + 1][mb]);
         if (!ready)
           break;
         (forward ? fwd : bwd)[i][mb] = true;
@@ -127,7 +128,8 @@ TEST(Schedule, CheckpointingRecomputesTheLastLayersOnly) {
   for (int l = 0; l <= 3; ++l) {
     int expected = l >= 1 ? 1 : 0;
     EXPECT_EQ(count(phase(s, PhaseKind::Backward), "recompute", l), expected) << l;
-    EXPECT_EQ(count(phase(s, PhaseKind::Forward), "keeping only the layer's input", l), expected) << l;
+    EXPECT_EQ(count(phase(s, PhaseKind::Forward), "keeping only the layer's input", l), expected)
+        << l;
   }
 }
 
@@ -142,7 +144,8 @@ TEST(Schedule, OffloadStepsAppearExactlyForOffloadedState) {
   StageSchedule off = buildStageSchedule(p, 0);
   EXPECT_EQ(count(phase(off, PhaseKind::Forward), "swap out the saved activations (25%)"), 4);
   EXPECT_EQ(count(phase(off, PhaseKind::Backward), "swap in the saved activations (25%)"), 4);
-  EXPECT_EQ(count(phase(off, PhaseKind::FirstForward), "fetch the offloaded optimizer state (50%)"), 4);
+  EXPECT_EQ(count(phase(off, PhaseKind::FirstForward), "fetch the offloaded optimizer state (50%)"),
+            4);
   EXPECT_EQ(count(phase(off, PhaseKind::Forward), "optimizer"), 0); // only the first forward steps
   EXPECT_EQ(count(phase(off, PhaseKind::Backward), "weights ("), 0);
 }
@@ -151,8 +154,11 @@ TEST(Schedule, StagesTalkToTheirNeighbours) {
   Plan p = twoStages();
   StageSchedule first = buildStageSchedule(p, 0), last = buildStageSchedule(p, 1);
   EXPECT_EQ(count(phase(first, PhaseKind::Forward), "send the activations to stage 1"), 1);
-  EXPECT_EQ(count(phase(first, PhaseKind::Backward), "receive the output gradients from stage 1"), 1);
-  EXPECT_EQ(count(phase(last, PhaseKind::Forward), "receive the micro-batch's activations from stage 0"), 1);
+  EXPECT_EQ(count(phase(first, PhaseKind::Backward), "receive the output gradients from stage 1"),
+            1);
+  EXPECT_EQ(
+      count(phase(last, PhaseKind::Forward), "receive the micro-batch's activations from stage 0"),
+      1);
   EXPECT_EQ(count(phase(last, PhaseKind::Backward), "send the input gradients to stage 0"), 1);
   EXPECT_EQ(count(phase(first, PhaseKind::Forward), "pre forward"), 1);
   EXPECT_EQ(count(phase(last, PhaseKind::Forward), "post forward"), 1);

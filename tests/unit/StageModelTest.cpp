@@ -3,8 +3,8 @@
 /// computable by hand; the last tests pin the profile of a real model to the
 /// closed forms of the cost model.
 //===----------------------------------------------------------------------===//
-#include "passes/perf/Evaluator.h"
 #include "TestUtil.h"
+#include "passes/perf/Evaluator.h"
 
 using namespace mist;
 using namespace mist::test;
@@ -122,9 +122,7 @@ TEST(StageTime, DataParallelGradientReductionFallsOnTheLastBackward) {
   EXPECT_NEAR(e.d, adamSeconds + allReduce, 1e-12);
 }
 
-TEST(Pipeline, OneStage) {
-  EXPECT_DOUBLE_EQ(pipelineSeconds({2.0}, {0.5}, 8), 8 * 2.0 + 0.5);
-}
+TEST(Pipeline, OneStage) { EXPECT_DOUBLE_EQ(pipelineSeconds({2.0}, {0.5}, 8), 8 * 2.0 + 0.5); }
 
 TEST(Pipeline, FourEqualStages) {
   // Fill (3 t) + G t + the first stage's extra (later stages' extras hide
@@ -341,7 +339,8 @@ TEST(ModelProfile, MeasuredOpTimesReplaceTheRoofline) {
   for (size_t i = 0; i < linear->operandShapes.size(); ++i) {
     key += i ? "," : "";
     for (size_t j = 0; j < linear->operandShapes[i].size(); ++j)
-      key += (j ? "x" : "") + std::to_string(static_cast<long long>(linear->operandShapes[i][j].eval(b, tp)));
+      key += (j ? "x" : "") +
+             std::to_string(static_cast<long long>(linear->operandShapes[i][j].eval(b, tp)));
   }
   double flopRate = cl.device.peakTflops * 1e12 * cl.device.matmulEfficiency;
   double byteRate = cl.device.memBandwidthGBs * 1e9 * cl.device.memEfficiency;

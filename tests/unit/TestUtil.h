@@ -23,7 +23,7 @@ inline std::unique_ptr<Compiled> compile(const std::string &source,
                                          const std::string &name = "test.mist") {
   auto c = std::make_unique<Compiled>();
   unsigned id = c->srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name),
-                                            llvm::SMLoc());
+                                             llvm::SMLoc());
   FrontendOptions opts;
   opts.load.importDirs = {MIST_STDLIB_DIR};
   c->module = compileMist(id, opts, c->diag);

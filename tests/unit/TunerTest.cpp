@@ -1,11 +1,11 @@
 //===- TunerTest.cpp - MILP wrapper, Pareto frontier, tuner exactness -----===//
-#include "passes/tuner/InterStage.h"
-#include "passes/tuner/Pareto.h"
 #include "passes/tuner/Tuner.h"
 #include "TestUtil.h"
+#include "passes/tuner/InterStage.h"
+#include "passes/tuner/Pareto.h"
+#include <algorithm>
 #include <functional>
 #include <map>
-#include <algorithm>
 #include <random>
 #include <set>
 
@@ -15,7 +15,8 @@ using namespace mist::test;
 namespace {
 
 TEST(Milp, SolvesASmallKnapsack) {
-  // max 5a + 4b + 3c s.t. 2a + 3b + c <= 5, binaries: a + c = 8 with b? a=1,b=1: 9 (weight 5); a=1,c=1: 8.
+  // max 5a + 4b + 3c s.t. 2a + 3b + c <= 5, binaries: a + c = 8 with b? a=1,b=1: 9 (weight 5);
+  // a=1,c=1: 8.
   Milp m;
   m.setMinimize(false);
   int a = m.addVar("a", Milp::Kind::Binary, 0, 1, 5);
@@ -191,7 +192,8 @@ double bruteForceBest(const ModelProfile &mp, const Cluster &c, int64_t B, const
                 StageNumbers n{mp.evaluate(RegionKind::Layer, b, tp, c),
                                mp.evaluate(RegionKind::Pre, b, tp, c),
                                mp.evaluate(RegionKind::Post, b, tp, c)};
-                double p2p = (i + 1 < S ? n.layer.output / 20e9 : 0) + (i > 0 ? n.layer.gradIn / 20e9 : 0);
+                double p2p =
+                    (i + 1 < S ? n.layer.output / 20e9 : 0) + (i > 0 ? n.layer.gradIn / 20e9 : 0);
                 for (const ZeroFlags &z : sp.zeroOptions(dp))
                   for (const OffloadRatios &o : sp.offloadOptions())
                     for (int ck : sp.ckptOptions(l)) {

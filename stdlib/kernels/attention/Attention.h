@@ -13,13 +13,13 @@
 namespace mist::kernels {
 
 struct AttentionArgs {
-  float *out;                 ///< [B, T, H, D]
-  float *lse;                 ///< [B, H, T]
-  const float *q, *k, *v;     ///< token strides below
-  float *dq, *dk, *dv;        ///< same layouts, = in backward
-  const float *dout;          ///< [B, T, H, D]
+  float *out;             ///< [B, T, H, D]
+  float *lse;             ///< [B, H, T]
+  const float *q, *k, *v; ///< token strides below
+  float *dq, *dk, *dv;    ///< same layouts, = in backward
+  const float *dout;      ///< [B, T, H, D]
   Index batch, seq, heads, kvHeads, headDim;
-  Index qStride, kvStride;    ///< floats between consecutive tokens of q / of k and v
+  Index qStride, kvStride; ///< floats between consecutive tokens of q / of k and v
   bool causal = true;
 };
 void attentionFwdRef(const AttentionArgs &a);

@@ -11,7 +11,9 @@ namespace {
 struct View {
   const AttentionArgs &a;
   Index qAt(Index b, Index t, Index h) const { return (b * a.seq + t) * a.qStride + h * a.headDim; }
-  Index kvAt(Index b, Index t, Index g) const { return (b * a.seq + t) * a.kvStride + g * a.headDim; }
+  Index kvAt(Index b, Index t, Index g) const {
+    return (b * a.seq + t) * a.kvStride + g * a.headDim;
+  }
   Index outAt(Index b, Index t, Index h) const {
     return ((b * a.seq + t) * a.heads + h) * a.headDim;
   }

@@ -20,8 +20,8 @@ struct CrossEntropyArgs {
   float *targetLogit;     ///< [N]: phase 2 writes the owner's logit, else 0 (caller sum-reduces)
   float *dlogits;         ///< [N, V], = in backward
   Index rows, vocab, vocabStart;
-  Index totalRows;        ///< tokens of the whole micro-batch (the mean's divisor)
-  float dloss = 1.f;      ///< gradient of the loss
+  Index totalRows;   ///< tokens of the whole micro-batch (the mean's divisor)
+  float dloss = 1.f; ///< gradient of the loss
 };
 void crossEntropyMaxRef(const CrossEntropyArgs &a);
 void crossEntropySumRef(const CrossEntropyArgs &a);

@@ -11,11 +11,11 @@
 namespace mist::kernels {
 
 struct EmbeddingArgs {
-  float *out;          ///< [B*T, C]
-  const int32_t *ids;  ///< [B*T]
-  const float *table;  ///< [V, C]
-  float *dtable;       ///< [V, C], += in backward
-  const float *dout;   ///< [B*T, C]
+  float *out;         ///< [B*T, C]
+  const int32_t *ids; ///< [B*T]
+  const float *table; ///< [V, C]
+  float *dtable;      ///< [V, C], += in backward
+  const float *dout;  ///< [B*T, C]
   Index tokens, channels, vocab, vocabStart;
 };
 void embeddingFwdRef(const EmbeddingArgs &a);

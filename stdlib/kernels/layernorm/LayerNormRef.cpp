@@ -19,8 +19,7 @@ void layerNormFwdRef(const LayerNormArgs &a) {
     a.mean[n] = float(m);
     a.rstd[n] = s;
     for (Index c = 0; c < a.channels; ++c)
-      a.out[n * a.channels + c] =
-          (x[c] - float(m)) * s * a.weight[c] + (a.bias ? a.bias[c] : 0.f);
+      a.out[n * a.channels + c] = (x[c] - float(m)) * s * a.weight[c] + (a.bias ? a.bias[c] : 0.f);
   }
 }
 
