@@ -128,16 +128,31 @@ cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_bat
                              cl::cat(category));
 
 /// The spelling of an --emit value, for messages.
-std::string emitName(Emit e) {
-  for (const auto &v :
-       {std::pair(Emit::Plan, "plan"), std::pair(Emit::Report, "report"),
-        std::pair(Emit::Timeline, "timeline"), std::pair(Emit::Schedule, "schedule"),
-        std::pair(Emit::Megatron, "megatron"), std::pair(Emit::DeepSpeed, "deepspeed"),
-        std::pair(Emit::TorchTitan, "torchtitan"), std::pair(Emit::TimelineSvg, "timeline-svg"),
-        std::pair(Emit::Lowered, "lowered"), std::pair(Emit::Trainer, "trainer")})
-    if (v.first == e)
-      return v.second;
-  return "?";
+/// The --emit values that act on a plan: their spelling and what
+/// runPlanActions writes for them (one table, so the two never disagree).
+struct PlanEmit {
+  Emit emit;
+  const char *name;
+  PlanOutput output;
+};
+constexpr PlanEmit planEmits[] = {
+    {Emit::Plan, "plan", PlanOutput::Plan},
+    {Emit::Report, "report", PlanOutput::Report},
+    {Emit::Timeline, "timeline", PlanOutput::Timeline},
+    {Emit::Schedule, "schedule", PlanOutput::Schedule},
+    {Emit::Megatron, "megatron", PlanOutput::Megatron},
+    {Emit::DeepSpeed, "deepspeed", PlanOutput::DeepSpeed},
+    {Emit::TorchTitan, "torchtitan", PlanOutput::TorchTitan},
+    {Emit::TimelineSvg, "timeline-svg", PlanOutput::TimelineSvg},
+    {Emit::Lowered, "lowered", PlanOutput::Lowered},
+    {Emit::Trainer, "trainer", PlanOutput::Trainer},
+};
+
+const PlanEmit *planEmitOf(Emit e) {
+  for (const PlanEmit &p : planEmits)
+    if (p.emit == e)
+      return &p;
+  return nullptr;
 }
 
 std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
@@ -245,9 +260,9 @@ int run() {
       failed(verifyModule(*m, diag)))
     return 1;
 
-  if (emit >= Emit::Plan) { // the plan actions
+  if (planEmitOf(emit)) { // the plan actions
     if (clusterName.empty()) {
-      diag.error({}, "--emit=" + emitName(emit) + " needs --cluster");
+      diag.error({}, std::string("--emit=") + planEmitOf(emit)->name + " needs --cluster");
       return 1;
     }
     PlanActionOptions pa;
@@ -271,9 +286,7 @@ int run() {
     pa.tuner.timeLimitSeconds = timeLimit;
     pa.tuner.dumpMilpDir = dumpMilp;
     pa.tuner.progress = !quiet;
-    // The plan actions are listed in the same order in Emit and PlanOutput.
-    pa.output =
-        static_cast<PlanOutput>(static_cast<int>(emit.getValue()) - static_cast<int>(Emit::Plan));
+    pa.output = planEmitOf(emit)->output;
     pa.summaryToStdout = outputPath != "-";
     pa.trainer = {inputPath, MIST_SOURCE_DIR, MIST_BUILD_DIR};
     int rc = runPlanActions(*m, pa, diag, out.os());
