@@ -4,10 +4,11 @@
 /// writes host C++ with the model as tables and straight-line functions (one
 /// per region and direction, one call per IR op, each with its IR line as a
 /// comment) and a main that hands them to runtime/trainer (runTrainer). No
-/// kernels are in the file. This version emits plans of one stage with
-/// tp = 1, no ZeRO and no checkpointing, on any number of data-parallel MPI
-/// ranks; the rest of the multi-rank schedule is docs/trainer-design.md's
-/// next step, and other plans get a clear error.
+/// kernels are in the file. Every stage of the plan gets its own functions
+/// (lowered at its micro-batch and tp) and a `stageN()` that returns its
+/// tables, knobs and 1F1B order; each rank runs the stage it is placed on.
+/// Plans that split weights without gradients, or gradients without the
+/// optimizer state, and models with dropout p > 0, get a clear error.
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -52,6 +52,14 @@ public:
   virtual void send(const void *data, size_t bytes, int peer, int tag) = 0;
   /// Receives exactly `bytes`; a message of another size aborts the job.
   virtual void recv(void *data, size_t bytes, int peer, int tag) = 0;
+  /// A send that does not wait for the receiver: the bytes are copied at
+  /// once (the caller may reuse `data`) and delivered in order with the
+  /// blocking sends of the same tag. Pipelines need it: under 1F1B a stage
+  /// sends activations forward while its neighbour sends gradients back, and
+  /// two blocking sends facing each other would wait for ever.
+  virtual void postSend(const void *data, size_t bytes, int peer, int tag) = 0;
+  /// Waits until every postSend of this member has been delivered.
+  virtual void waitSends() = 0;
 
   virtual double allReduceMax(double v) = 0;
   virtual double allReduceSumDouble(double v) = 0;

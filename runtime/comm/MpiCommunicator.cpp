@@ -111,6 +111,8 @@ std::unique_ptr<MpiCommunicator> MpiCommunicator::world() {
 
 MpiCommunicator::~MpiCommunicator() {
   // After MPI_Finalize the communicator is gone with MPI; freeing it is an error.
+  if (mpiIsLive())
+    waitSends();
   if (owned && mpiIsLive())
     check(MPI_Comm_free(&comm), "MPI_Comm_free");
 }
@@ -211,6 +213,27 @@ void MpiCommunicator::recv(void *data, size_t bytes, int peer, int tag) {
                ": expected " + std::to_string(count) + " bytes, got " + std::to_string(received));
     offset += count;
   } while (offset < bytes);
+}
+
+void MpiCommunicator::postSend(const void *data, size_t bytes, int peer, int tag) {
+  PendingSend &p = pending.emplace_back();
+  p.bytes.assign(static_cast<const char *>(data), static_cast<const char *>(data) + bytes);
+  size_t chunk = maxBytesPerCall();
+  size_t offset = 0;
+  do { // cut like send, so recv pairs with either
+    int count = static_cast<int>(std::min(chunk, bytes - offset));
+    MPI_Request &request = p.requests.emplace_back();
+    check(MPI_Isend(p.bytes.data() + offset, count, MPI_BYTE, peer, tag, comm, &request),
+          "MPI_Isend");
+    offset += count;
+  } while (offset < bytes);
+}
+
+void MpiCommunicator::waitSends() {
+  for (PendingSend &p : pending)
+    check(MPI_Waitall(static_cast<int>(p.requests.size()), p.requests.data(), MPI_STATUSES_IGNORE),
+          "MPI_Waitall");
+  pending.clear();
 }
 
 double MpiCommunicator::allReduceMax(double v) {

@@ -24,8 +24,11 @@
 #pragma once
 
 #include "runtime/comm/Communicator.h"
+#include <list>
+#include <memory>
 #include <mpi.h>
 #include <string>
+#include <vector>
 
 namespace mist::rt {
 
@@ -62,6 +65,8 @@ public:
   void broadcast(float *data, size_t n, int root) override;
   void send(const void *data, size_t bytes, int peer, int tag) override;
   void recv(void *data, size_t bytes, int peer, int tag) override;
+  void postSend(const void *data, size_t bytes, int peer, int tag) override;
+  void waitSends() override;
   double allReduceMax(double v) override;
   double allReduceSumDouble(double v) override;
   void barrier() override;
@@ -89,6 +94,12 @@ private:
   bool owned; ///< freed on destruction (everything but MPI_COMM_WORLD)
   int myRank = 0, groupSize = 1;
   size_t maxPerCall;
+  /// postSend's copies and their requests, kept until waitSends.
+  struct PendingSend {
+    std::vector<char> bytes;
+    std::vector<MPI_Request> requests;
+  };
+  std::list<PendingSend> pending;
 };
 
 } // namespace mist::rt

@@ -1,13 +1,14 @@
 //===- Trainer.h - What an emitted train.cu hands to the runtime ----------===//
 /// \file
-/// The emitted trainer (backend/TrainerEmitter.cpp) describes its model as
-/// tables (buffers, parameters) and straight-line functions, one per region
-/// and direction, that call the runtime's ops on a Frame; `runTrainer` does
-/// the rest: parameter initialization, data, gradient accumulation over the
-/// plan's micro-batches, clipping, AdamW with warmup and cosine decay, and
-/// logging. This version runs plans of one stage with any dp and tp (one MPI
-/// rank each; tp ranks consecutive; gradients all-reduced over dp); the rest
-/// of the multi-rank schedule follows docs/trainer-design.md.
+/// The emitted trainer (backend/TrainerEmitter.cpp) describes every pipeline
+/// stage of its plan as tables (buffers, parameters) and straight-line
+/// functions, one per region and direction, that call the runtime's ops on
+/// Frames; `runTrainer` does the rest: rank placement, parameter
+/// initialization, data, the 1F1B order of micro-batches with activations
+/// sent between stages (re-sliced when their dp or tp differ), gradient
+/// reduction (all-reduce or ZeRO reduce-scatter), clipping, AdamW with warmup
+/// and cosine decay, offload to host memory, checkpoints and logging.
+/// docs/trainer-design.md tells the whole story.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -21,10 +22,13 @@ enum class BufferKind { Float, Ids };
 
 struct BufferSpec {
   const char *name;
-  int64_t elements;
+  int64_t elements; ///< 0 for a buffer the stage never touches
   BufferKind kind;
   bool layer; ///< owned by the repeated layer: one copy per layer
 };
+
+/// Which region of the model reads a parameter.
+enum class RegionKind { Pre, Layer, Post };
 
 /// A parameter and the gradient buffers that contribute to it (a tied
 /// weight gets one from each region that reads it).
@@ -35,6 +39,11 @@ struct ParamSpec {
   std::vector<int64_t> shape;  ///< full shape
   int shardAxis = -1;          ///< split over tp along this axis, or -1
   std::vector<int64_t> groups; ///< parts along the axis, each split evenly (fused q/k/v: 3)
+  /// Regions reading it (a tied embedding: pre and post).
+  std::vector<RegionKind> regions;
+  /// Also held by another stage (a tied embedding on the first and last
+  /// stage): its gradient is summed over both before the optimizer step.
+  bool tiedAcrossStages = false;
 };
 
 /// The index in the full tensor of element `local` of tp rank `rank`'s shard.
@@ -48,6 +57,7 @@ public:
   float *at(int i) { return floats[i].data(); }
   int32_t *ids(int i) { return ints[i].data(); }
   std::vector<float> &vec(int i) { return floats[i]; }
+  std::vector<int32_t> &idVec(int i) { return ints[i]; }
 
 private:
   std::vector<std::vector<float>> floats;
@@ -57,36 +67,49 @@ private:
 class TpContext;
 using RegionFn = void (*)(Frame &global, Frame &layer, TpContext &tp);
 
-struct TrainerSpec {
-  std::string model, plan;
-  std::vector<BufferSpec> buffers;
-  std::vector<ParamSpec> params;
-  int layers = 1, microBatch = 1, seqLen = 1, vocab = 1, gradAccum = 1;
-  int dp = 1;                 ///< data-parallel ranks: the job must have dp x tp ranks
-  int tp = 1;                 ///< tensor-parallel ranks (consecutive world ranks)
+/// One entry of a stage's schedule: the forward or backward of a micro-batch.
+struct ScheduleEntry {
+  int microBatch;
+  bool forward;
+};
+
+/// One pipeline stage: its layers, mesh, knobs, and the lowered code at its
+/// micro-batch and tp. Region functions a stage does not run are null (pre
+/// runs on the first stage only, post on the last).
+struct StageSpec {
+  int firstLayer = 0, layers = 1; ///< global index of the first layer, and the count
+  int microBatch = 1;
+  int dp = 1, tp = 1;         ///< ranks of the stage: dp x tp, tp innermost
   int ckptLayers = 0;         ///< the last ckptLayers layers keep only their input and recompute
   bool zeroOptimizer = false; ///< ZeRO-1: fp32 masters and Adam moments split over dp
-  bool zeroGrads = false;     ///< ZeRO-2 (with zeroOptimizer): gradient sums split over dp too
-  double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
+  bool zeroGrads = false;     ///< ZeRO-2: gradient sums split over dp too
+  bool zeroWeights = false;   ///< ZeRO-3: weights split over dp, gathered around each use
+  /// Offload fractions (0..1): the tail of every such tensor lives in host memory.
+  double offloadWeights = 0, offloadGrads = 0, offloadOptimizer = 0, offloadActivations = 0;
+  std::vector<BufferSpec> buffers;
+  std::vector<ParamSpec> params;
   int tokensBuffer = -1, targetsBuffer = -1, lossBuffer = -1;
   int preOut = -1, layerIn = -1, layerOut = -1, postIn = -1; ///< activations between regions
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
   RegionFn preForward = nullptr, layerForward = nullptr, postForward = nullptr;
   RegionFn postBackward = nullptr, layerBackward = nullptr, preBackward = nullptr;
+  std::vector<ScheduleEntry> order; ///< 1F1B: every micro-batch forward, later backward
+};
+
+struct TrainerSpec {
+  std::string model, plan;
+  std::vector<StageSpec> stages;
+  int seqLen = 1, vocab = 1, gradAccum = 1;
+  double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
   // Training setup from the model's train section.
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weightDecay = 0.1f, gradClip = 1.f;
   int warmupSteps = 0;
 };
 
-/// Parses the trainer's flags (--steps N, --lr X, --seed N, --log-every N,
-/// --data FILE (an llm.c-style token file; else --synthetic data),
-/// --ckpt-dir DIR, --ckpt-every N, --resume, --trace FILE) and trains.
+/// Parses the trainer's flags (runtime/trainer/Options.h) and trains.
 /// Returns the process exit status. Checkpoints are safetensors files with
 /// full tensors (parameters, fp32 master weights, Adam moments) and the
-/// step; `--resume` continues from DIR/latest.safetensors.
-/// --trace writes the measured timeline of the last step in the Chrome /
-/// Perfetto trace format mistc's --emit=timeline uses (one event per region,
-/// direction and micro-batch, on the compute row of stage 0).
+/// step; `--resume` continues from DIR/latest.safetensors under any plan.
 int runTrainer(const TrainerSpec &spec, int argc, char **argv);
 
 /// The initial value of element `index` of parameter `name` (layer `layer`):

@@ -1,47 +1,60 @@
 #!/usr/bin/env bash
-# Every plan trains the same model: trains one model under several plans
-# (dp:tp:micro_batch:grad_accum[:ckpt_layers[:zero]], zero 0, 1 or 2, global batch fixed) on CPU ranks under
-# mpirun, and checks each plan's per-step losses against the first plan's
-# within 1e-5 relative.
-#   equivalence.sh MISTC MODEL.mist WORKDIR GLOBAL_BATCH LAYERS PLAN...
+# Every plan trains the same model: trains one model under several plans on
+# CPU ranks under mpirun and checks each plan's per-step losses against the
+# first plan's within 1e-5 relative, and its final checkpoint (parameters,
+# fp32 master weights, Adam moments) within 1e-5 of each tensor's scale.
+#   equivalence.sh MISTC MODEL.mist WORKDIR GLOBAL_BATCH PLAN...
+# A plan is G/STAGE[/STAGE...]: G micro-batches per step, then the stages in
+# order, each LAYERS:DP:TP:MICRO_BATCH[:CKPT_LAYERS[:ZERO[:OFFLOAD]]] with
+# ZERO 0-3 (1: optimizer state, 2: + gradients, 3: + weights) and OFFLOAD
+# the fractions W,G,O,A of weights, gradients, optimizer state and
+# activations kept in host memory. Example: 4/1:2:1:2:1/1:1:2:4::2:0,0,0.5,0
 set -euo pipefail
-mistc=$1 model=$2 work=$3 batch=$4 layers=$5
-shift 5
+mistc=$1 model=$2 work=$3 batch=$4
+shift 4
+here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 reference=""
 for spec in "$@"; do
-  IFS=: read -r dp tp b g ckpt zero <<<"$spec"
-  ckpt=${ckpt:-0} zero=${zero:-0}
-  name="dp${dp}-tp${tp}-b${b}-g${g}-ckpt${ckpt}-zero${zero}"
-  optimizer=$([[ $zero -ge 1 ]] && echo true || echo false)
-  grads=$([[ $zero -ge 2 ]] && echo true || echo false)
-  cat >"$work/$name.yaml" <<PLAN
-mist_plan: 1
-global_batch: $batch
-grad_accum: $g
-stages:
-  - layers: [0, $((layers - 1))]
+  IFS=/ read -r -a parts <<<"$spec"
+  g=${parts[0]}
+  name="g$g" ranks=0 first=0
+  stages=""
+  for stage in "${parts[@]:1}"; do
+    IFS=: read -r layers dp tp b ckpt zero offload <<<"$stage"
+    ckpt=${ckpt:-0} zero=${zero:-0} offload=${offload:-0,0,0,0}
+    IFS=, read -r wo go oo ao <<<"$offload"
+    name+="-l${layers}dp${dp}tp${tp}b${b}c${ckpt}z${zero}"
+    [[ $offload == 0,0,0,0 ]] || name+="o${wo}_${go}_${oo}_${ao}"
+    stages+="  - layers: [$first, $((first + layers - 1))]
     mesh: {nodes: 1, gpus_per_node: $((dp * tp))}
     micro_batch: $b
     dp: $dp
     tp: $tp
     ckpt_layers: $ckpt
-    zero: {optimizer: $optimizer, grads: $grads}
-PLAN
+    zero: {optimizer: $([[ $zero -ge 1 ]] && echo true || echo false), grads: $([[ $zero -ge 2 ]] && echo true || echo false), weights: $([[ $zero -ge 3 ]] && echo true || echo false)}
+    offload: {weights: $wo, grads: $go, optimizer: $oo, activations: $ao}
+"
+    first=$((first + layers)) ranks=$((ranks + dp * tp))
+  done
+  printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nstages:\n%s' "$batch" "$g" "$stages" >"$work/$name.yaml"
   "$mistc" "$model" --cluster a100-40g --plan "$work/$name.yaml" --emit=trainer -o "$work/$name.cu"
   build=$(grep '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train|-o $name|")
   (cd "$work" && eval "$build")
-  timeout 300 mpirun --oversubscribe -np "$((dp * tp))" "$work/$name" --steps 3 --lr 3e-3 --log-every 1 \
-    | awk '/^step/ {print $4}' >"$work/$name.losses"
+  rm -rf "$work/$name.ckpt"
+  timeout 300 mpirun --oversubscribe -np "$ranks" "$work/$name" --steps 3 --lr 3e-3 --log-every 1 \
+    --ckpt-dir "$work/$name.ckpt" | awk '/^step/ {print $4}' >"$work/$name.losses"
   [[ $(wc -l <"$work/$name.losses") == 3 ]] || { echo "$name: expected 3 losses"; exit 1; }
-  echo "$name: $(tr '\n' ' ' <"$work/$name.losses")"
+  echo "$name ($ranks ranks): $(tr '\n' ' ' <"$work/$name.losses")"
   if [[ -z $reference ]]; then
-    reference=$work/$name.losses
+    reference=$name
   else
-    paste "$reference" "$work/$name.losses" | awk -v plan="$name" '
+    paste "$work/$reference.losses" "$work/$name.losses" | awk -v plan="$name" '
       { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-5 * $1) { print plan ": step " NR " loss " $2 " vs " $1; bad = 1 } }
       END { exit bad }'
+    python3 "$here/compare-checkpoints.py" "$work/$reference.ckpt/latest.safetensors" \
+      "$work/$name.ckpt/latest.safetensors"
   fi
 done
-echo "all plans match the first within 1e-5"
+echo "all $# plans match the first within 1e-5"

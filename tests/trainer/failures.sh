@@ -40,6 +40,6 @@ with open(sys.argv[1], "wb") as f:
 PY
 expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.bin"
 expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
-RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan has 2 data-parallel x 1 tensor-parallel ranks, the job has 1' --steps 1
+RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1' --steps 1
 expect bad-flag 'unknown flag --bogus' --bogus
 echo "failure checks passed"

@@ -1,0 +1,137 @@
+//===- Checkpointing.cpp - Saving and resuming training -------------------===//
+#include "runtime/trainer/Checkpointing.h"
+
+#include "runtime/checkpoint/Safetensors.h"
+#include "runtime/comm/MpiCommunicator.h"
+#include <cstdio>
+#include <map>
+
+namespace mist::rt {
+
+namespace {
+
+constexpr int checkpointTag = 30002;
+constexpr const char *formatName = "mistrt-checkpoint-1";
+
+const ParamTensor allTensors[] = {ParamTensor::Weight, ParamTensor::Master, ParamTensor::AdamM,
+                                  ParamTensor::AdamV};
+
+const char *suffixOf(ParamTensor t) {
+  switch (t) {
+  case ParamTensor::Weight:
+    return "";
+  case ParamTensor::Master:
+    return ".master";
+  case ParamTensor::AdamM:
+    return ".adam_m";
+  case ParamTensor::AdamV:
+    return ".adam_v";
+  }
+  return "";
+}
+
+/// The checkpoint name of copy `l` of parameter `p` of a stage.
+std::string tensorName(const StageSpec &stage, size_t p, int l) {
+  const ParamSpec &ps = stage.params[p];
+  const std::string name = ps.name;
+  if (!stage.buffers[size_t(ps.buffer)].layer)
+    return name;
+  const std::string rest = name.rfind("layer.", 0) == 0 ? name.substr(6) : name;
+  return "layers." + std::to_string(stage.firstLayer + l) + "." + rest;
+}
+
+int copiesOf(const StageSpec &stage, size_t p) {
+  return stage.buffers[size_t(stage.params[p].buffer)].layer ? stage.layers : 1;
+}
+
+int64_t elementsOf(const ParamSpec &ps) {
+  int64_t n = 1;
+  for (int64_t d : ps.shape)
+    n *= d;
+  return n;
+}
+
+/// A tied weight is saved once, by the first stage.
+bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
+  return !(ps.tiedAcrossStages && s + 1 == spec.stages.size() && spec.stages.size() > 1);
+}
+
+} // namespace
+
+void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
+                    ParameterStore &store, int step, uint64_t seed) {
+  const RankLayout &layout = groups.layout();
+  Communicator &world = groups.pipeline();
+  const int me = layout.myWorldRank;
+  std::vector<TensorData> tensors;
+  for (size_t s = 0; s < spec.stages.size(); ++s) {
+    const StageSpec &stage = spec.stages[s];
+    const int leader = layout.worldRank(int(s), 0, 0);
+    const bool mine = layout.stage == int(s);
+    if (!mine && me != 0)
+      continue;
+    for (size_t p = 0; p < stage.params.size(); ++p) {
+      const ParamSpec &ps = stage.params[p];
+      if (!savedBy(spec, s, ps))
+        continue;
+      for (int l = 0; l < copiesOf(stage, p); ++l)
+        for (ParamTensor what : allTensors) {
+          std::vector<float> values;
+          if (mine)
+            values = store.full(p, l, what); // collective over the stage
+          if (me == 0 && !mine) {
+            values.resize(size_t(elementsOf(ps)));
+            world.recv(values.data(), values.size() * sizeof(float), leader, checkpointTag);
+          } else if (me == leader && me != 0) {
+            world.postSend(values.data(), values.size() * sizeof(float), 0, checkpointTag);
+          }
+          if (me == 0)
+            tensors.push_back(
+                TensorData::fromFloats(tensorName(stage, p, l) + suffixOf(what), ps.shape, values));
+        }
+    }
+  }
+  world.waitSends();
+  if (me != 0)
+    return;
+  std::map<std::string, std::string> meta{{"format", formatName},
+                                          {"model", spec.model},
+                                          {"step", std::to_string(step)},
+                                          {"seed", std::to_string(seed)}};
+  if (auto error = writeSafetensors(path, tensors, meta))
+    abortJob("cannot write the checkpoint: " + *error);
+  std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
+}
+
+int loadCheckpoint(const std::string &path, const TrainerSpec &spec, const StageSpec &stage,
+                   ParameterStore &store) {
+  std::string error;
+  auto ckpt = readSafetensors(path, error);
+  if (!ckpt)
+    abortJob(error);
+  auto meta = [&](const char *key) -> std::string {
+    auto it = ckpt->metadata.find(key);
+    if (it == ckpt->metadata.end())
+      abortJob(path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)");
+    return it->second;
+  };
+  if (meta("format") != formatName || meta("model") != spec.model)
+    abortJob(path + ": a checkpoint of '" + meta("model") + "', not of '" + spec.model + "'");
+  const int step = std::atoi(meta("step").c_str());
+  if (step < 0)
+    abortJob(path + ": a negative step in its metadata");
+  for (size_t p = 0; p < stage.params.size(); ++p)
+    for (int l = 0; l < copiesOf(stage, p); ++l)
+      for (ParamTensor what : allTensors) {
+        const std::string name = tensorName(stage, p, l) + suffixOf(what);
+        const TensorData *t = ckpt->find(name);
+        auto values = t ? t->floats() : std::nullopt;
+        if (!values || int64_t(values->size()) != elementsOf(stage.params[p]))
+          abortJob(path + ": tensor '" + name +
+                   "' is missing or has another size than the model's");
+        store.load(p, l, what, *values);
+      }
+  return step;
+}
+
+} // namespace mist::rt

@@ -1,0 +1,30 @@
+//===- Checkpointing.h - Saving and resuming training ---------------------===//
+/// \file
+/// A checkpoint is one safetensors file, DIR/latest.safetensors, written
+/// atomically by world rank 0: every parameter as its full tensor in the
+/// canonical layout (a layer's as `layers.<l>.<name>`, with the model's layer
+/// index), its fp32 master copy and Adam moments beside it (`.master`,
+/// `.adam_m`, `.adam_v`), and the step, seed and model in the metadata.
+/// Full tensors make it independent of the plan: resuming under any other
+/// plan re-slices them with that plan's shard maps.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/comm/ProcessGroups.h"
+#include "runtime/trainer/ParameterStore.h"
+
+namespace mist::rt {
+
+/// Collective over the world: every stage gathers its tensors, the first
+/// rank of each stage sends them to world rank 0, which writes `path`.
+/// A write failure ends the job (abortJob) with the cause.
+void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
+                    ParameterStore &store, int step, uint64_t seed);
+
+/// Reads `path` into this rank's parameters and optimizer state (before
+/// ParameterStore::settle) and returns the step it was written after. A
+/// missing, corrupt or mismatched checkpoint ends the job with the cause.
+int loadCheckpoint(const std::string &path, const TrainerSpec &spec, const StageSpec &stage,
+                   ParameterStore &store);
+
+} // namespace mist::rt

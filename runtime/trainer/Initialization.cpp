@@ -1,0 +1,74 @@
+//===- Initialization.cpp - The canonical layout and initial values -------===//
+/// \file
+/// Every plan starts from the same model: a parameter's elements are drawn
+/// by their index in the full tensor, and a tp rank's shard maps its local
+/// elements to full indices (fullIndexOf), so any split of the tensor over
+/// ranks holds the same values.
+//===----------------------------------------------------------------------===//
+#include "runtime/trainer/Trainer.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace mist::rt {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t fnv1a(const std::string &s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s)
+    h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+} // namespace
+
+int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local) {
+  if (p.shardAxis < 0 || tp == 1)
+    return local;
+  int64_t inner = 1;
+  for (size_t d = p.shardAxis + 1; d < p.shape.size(); ++d)
+    inner *= p.shape[d];
+  const int64_t fullAxis = p.shape[p.shardAxis];
+  const int64_t localAxis = fullAxis / tp;
+  const int64_t innerIdx = local % inner, axisIdx = (local / inner) % localAxis,
+                outer = local / (inner * localAxis);
+  // Walk the groups: each contributes size/tp consecutive local entries.
+  int64_t offset = 0, seen = 0, fullAxisIdx = 0;
+  for (int64_t g : p.groups) {
+    int64_t part = g / tp;
+    if (axisIdx < seen + part) {
+      fullAxisIdx = offset + rank * part + (axisIdx - seen);
+      break;
+    }
+    seen += part;
+    offset += g;
+  }
+  return (outer * fullAxis + fullAxisIdx) * inner + innerIdx;
+}
+
+float initialValue(const std::string &name, int layer, int64_t index, uint64_t seed) {
+  if (endsWith(name, ".bias"))
+    return 0.f;
+  if (name.find("norm") != std::string::npos || name.find(".ln") != std::string::npos)
+    return 1.f;
+  uint64_t key = splitmix64(seed ^ fnv1a(name) ^ splitmix64(uint64_t(layer) + 1)) ^ uint64_t(index);
+  uint64_t a = splitmix64(key), b = splitmix64(key ^ 0x5bd1e995ull);
+  double u1 = (double(a >> 11) + 0.5) / 9007199254740992.0,
+         u2 = double(b >> 11) / 9007199254740992.0;
+  return float(0.02 * std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+}
+
+} // namespace mist::rt

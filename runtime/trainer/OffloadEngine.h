@@ -1,0 +1,35 @@
+//===- OffloadEngine.h - Moving the tails of tensors to host memory -------===//
+/// \file
+/// A plan's offload ratios say what fraction of each stage's weights,
+/// gradient sums, optimizer state and stashed activations lives in host
+/// memory between uses. The engine moves the tail of a tensor (the last
+/// `fraction` of its elements) out to a host buffer and back before it is
+/// needed, and counts the bytes. On GPU ranks the tail is pinned host memory
+/// and the moves run on the copy streams; on CPU ranks "device" and host are
+/// the same memory, so offloading saves nothing there, but every byte takes
+/// the same path and the equivalence tests prove it comes back intact.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace mist::rt {
+
+class OffloadEngine {
+public:
+  /// Moves the last `fraction` (0..1) of `device` to `host` (which must be
+  /// empty) and shrinks `device` to the rest.
+  void swapOut(std::vector<float> &device, std::vector<float> &host, double fraction);
+  /// Appends `host` back to `device` and empties `host`.
+  void swapIn(std::vector<float> &device, std::vector<float> &host);
+
+  size_t hostBytes() const { return inHost; }         ///< held in host memory now
+  size_t peakHostBytes() const { return peakInHost; } ///< the most ever held at once
+  size_t movedBytes() const { return moved; }         ///< both ways, since the start
+
+private:
+  size_t inHost = 0, peakInHost = 0, moved = 0;
+};
+
+} // namespace mist::rt

@@ -1,0 +1,69 @@
+//===- Options.cpp - The emitted trainer's command line -------------------===//
+#include "runtime/trainer/Options.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+namespace mist::rt {
+
+void usage(const std::string &why) {
+  std::fprintf(stderr,
+               "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
+               "[--data FILE | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
+               "[--stop-after N] [--trace FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usage("missing value for " + a);
+      return argv[++i];
+    };
+    auto integer = [&](const std::string &v) {
+      char *end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || !end || *end || n < 0 || n > 1000000000)
+        usage("not a non-negative integer: " + v);
+      return n;
+    };
+    if (a == "--steps")
+      o.steps = static_cast<int>(integer(value()));
+    else if (a == "--log-every")
+      o.logEvery = std::max(1, static_cast<int>(integer(value())));
+    else if (a == "--seed")
+      o.seed = static_cast<uint64_t>(integer(value()));
+    else if (a == "--lr") {
+      std::string v = value();
+      char *end = nullptr;
+      o.lr = std::strtof(v.c_str(), &end);
+      if (!end || *end || !(o.lr > 0))
+        usage("not a positive learning rate: " + v);
+    } else if (a == "--synthetic")
+      o.data.clear();
+    else if (a == "--trace")
+      o.trace = value();
+    else if (a == "--data")
+      o.data = value();
+    else if (a == "--ckpt-dir")
+      o.ckptDir = value();
+    else if (a == "--ckpt-every")
+      o.ckptEvery = static_cast<int>(integer(value()));
+    else if (a == "--resume")
+      o.resume = true;
+    else if (a == "--stop-after")
+      o.stopAfter = static_cast<int>(integer(value()));
+    else
+      usage("unknown flag " + a);
+  }
+  if (o.resume && o.ckptDir.empty())
+    usage("--resume needs --ckpt-dir");
+  return o;
+}
+
+} // namespace mist::rt

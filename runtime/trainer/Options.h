@@ -1,0 +1,30 @@
+//===- Options.h - The emitted trainer's command line ---------------------===//
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mist::rt {
+
+struct Options {
+  int steps = 10, logEvery = 1;
+  uint64_t seed = 1234;
+  float lr = -1;     ///< < 0: the model's
+  std::string trace; ///< write the last step's measured timeline here
+  std::string data;  ///< token file; empty: synthetic data
+  std::string ckptDir;
+  int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
+  bool resume = false;
+  int stopAfter = 0; ///< > 0: leave after this step as if killed (tests of --resume)
+};
+
+/// Parses --steps N, --lr X, --seed N, --log-every N, --data FILE (an
+/// llm.c-style token file) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
+/// --resume, --stop-after N and --trace FILE. A bad flag prints the usage
+/// and exits with status 2.
+Options parseOptions(int argc, char **argv);
+
+/// Prints `why` and the usage, and exits with status 2.
+[[noreturn]] void usage(const std::string &why);
+
+} // namespace mist::rt

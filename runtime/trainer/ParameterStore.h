@@ -1,0 +1,115 @@
+//===- ParameterStore.h - One stage's parameters and optimizer state ------===//
+/// \file
+/// Everything a rank keeps of its stage's parameters: the weights (in the
+/// region frames, where the generated code reads them), the fp32 master
+/// copies and Adam moments, and the gradient sums of the step, laid out as
+/// the plan's ZeRO flags and offload ratios say:
+/// - ZeRO-1 (`zeroOptimizer`, dp > 1): masters and moments of one flat slice
+///   of every tensor per dp rank (the last slice padded); gradients are
+///   reduce-scattered, the updated weights all-gathered;
+/// - ZeRO-2 (`zeroGrads`): the gradient sums are sliced too: every
+///   micro-batch's gradients are reduce-scattered into the slice at once;
+/// - ZeRO-3 (`zeroWeights`): only the weight slice is kept; a region's
+///   weights are all-gathered just before it runs (forward, recompute,
+///   backward) and dropped after;
+/// - offload: the tail fraction of weights (or of the ZeRO-3 slice),
+///   gradient sums and optimizer state lives in host memory between uses
+///   (OffloadEngine).
+/// A weight tied across the first and last stage (the embedding) has its
+/// gradient summed over both stages' ranks before the step, so both copies
+/// take the same update.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/comm/Communicator.h"
+#include "runtime/trainer/OffloadEngine.h"
+#include "runtime/trainer/Trainer.h"
+
+namespace mist::rt {
+
+/// The groups a stage's parameters are reduced over, and this rank's place.
+struct StageGroups {
+  Communicator &tp, &dp;
+  Communicator *tied; ///< the first and last stages' ranks; null when S = 1 or not in either
+  bool firstStage = true;
+};
+
+/// AdamW's settings for one step.
+struct AdamStep {
+  float lr, beta1, beta2, eps, weightDecay;
+  float gradScale; ///< applied to the gradient sums first (1/(G dp) times the clip factor)
+  int step;        ///< 1-based, for the bias corrections
+};
+
+/// Which of a parameter's tensors (checkpoints hold all four).
+enum class ParamTensor { Weight, Master, AdamM, AdamV };
+
+class ParameterStore {
+public:
+  ParameterStore(const StageSpec &stage, Frame &global, std::vector<Frame> &layers,
+                 StageGroups groups, OffloadEngine &offload);
+
+  /// Canonical initial values (runtime/trainer/Initialization.cpp), all
+  /// weights resident; then `load` may overwrite, and `settle` puts every
+  /// tensor where the plan keeps it between uses.
+  void initialize(uint64_t seed);
+  void settle();
+
+  /// Makes the weights of `region` (layer `layer`) present in the frames
+  /// (ZeRO-3 all-gather, swap-in of the offloaded tail), and drops them.
+  void acquire(RegionKind region, int layer);
+  void release(RegionKind region, int layer);
+
+  /// Step start: gradient sums to zero.
+  void beginStep();
+  /// The op wrappers accumulate into the parameter-gradient buffers: clear
+  /// them before a micro-batch's backward, fold them into the sums after.
+  void clearGradBuffers();
+  void foldGradBuffers();
+  /// After the last micro-batch: sums over dp (or the slice's), and over the
+  /// two stages of a tied weight.
+  void reduceGradients();
+  /// This rank's share of the squared global gradient norm: every element
+  /// of the model is counted by exactly one rank of the job.
+  double normSquaredShare() const;
+  /// AdamW on every tensor (on the slice under ZeRO-1), then the weights
+  /// updated where the plan keeps them.
+  void step(const AdamStep &adam);
+
+  size_t paramCount() const { return state.size(); }
+  int copies(size_t p) const { return int(state[p].size()); }
+  /// The full tensor (gathered over the stage's dp and tp ranks), on every
+  /// rank of the stage. Collective over the stage.
+  std::vector<float> full(size_t p, int layer, ParamTensor what);
+  /// Sets this rank's part of a tensor from the full values (of its size).
+  void load(size_t p, int layer, ParamTensor what, const std::vector<float> &fullValues);
+
+private:
+  struct State {
+    size_t local = 0; ///< elements of this tp rank's tensor
+    size_t chunk = 0; ///< elements of one dp slice (ZeRO), else local
+    bool resident = true;
+    std::vector<float> master, m, v, grad, shard; ///< shard: ZeRO-3 weight slice
+    std::vector<float> masterHost, mHost, vHost, gradHost, shardHost, weightHost;
+  };
+  std::vector<float> &weights(size_t p, int layer);
+  std::vector<float> &gradBuffer(int buffer, int layer);
+  bool uses(const ParamSpec &ps, RegionKind region) const;
+  bool tied(size_t p) const { return spec.params[p].tiedAcrossStages && groups.tied; }
+  std::vector<float> slice(const std::vector<float> &local, size_t chunk) const;
+  std::vector<float> unsplit(const std::vector<float> &slice, size_t n);
+  std::vector<float> gatherOverTp(size_t p, const std::vector<float> &local);
+  void swapOutOptimizer(State &s);
+  void swapInOptimizer(State &s);
+
+  const StageSpec &spec;
+  Frame &global;
+  std::vector<Frame> &layers;
+  StageGroups groups;
+  OffloadEngine &offload;
+  int tpRank, dpRank, tp, dp;
+  bool sliced, gradsSliced, weightsSliced;
+  std::vector<std::vector<State>> state; ///< [param][layer copy]
+};
+
+} // namespace mist::rt

@@ -1,0 +1,235 @@
+//===- StageRunner.cpp - One stage's forward and backward of a micro-batch ===//
+#include "runtime/trainer/StageRunner.h"
+
+#include "runtime/comm/MpiCommunicator.h"
+#include <cmath>
+
+namespace mist::rt {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// Sequence k of the synthetic data: a counting pattern with a per-sequence
+/// start and stride, learnable (the next token follows from the last two).
+void syntheticSequence(int64_t k, int seq, int vocab, int32_t *tokens, int32_t *targets) {
+  uint64_t h = splitmix64(uint64_t(k) * 7919 + 17);
+  int start = int(h % uint64_t(vocab)), stride = 1 + int((h >> 20) % 7);
+  for (int t = 0; t < seq; ++t) {
+    tokens[t] = int32_t((start + int64_t(t) * stride) % vocab);
+    targets[t] = int32_t((start + int64_t(t + 1) * stride) % vocab);
+  }
+}
+
+/// Message tags: one per micro-batch and direction, so a stage may have
+/// several micro-batches' messages in flight.
+int tagOf(int mb, bool gradients) { return 2 * mb + (gradients ? 1 : 0); }
+
+} // namespace
+
+StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp,
+                         Frame &global, std::vector<Frame> &layers, ParameterStore &store,
+                         ActivationStash &stash, const BatchSampler *sampler)
+    : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
+      global(global), layers(layers), store(store), stash(stash), sampler(sampler),
+      stageIndex(groups.layout().stage) {
+  samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
+  const RankLayout &layout = groups.layout();
+  const int me = layout.myWorldRank, stages = int(spec.stages.size());
+  auto mine = [&](int from, int to, bool sending) {
+    std::vector<Transfer> out;
+    for (const Transfer &t : reslice(layout, from, to, samplesPerMicroBatch))
+      if ((sending ? t.from : t.to) == me)
+        out.push_back(t);
+    return out;
+  };
+  if (stageIndex > 0) {
+    recvForward = mine(stageIndex - 1, stageIndex, false);
+    sendBackward = mine(stageIndex, stageIndex - 1, true);
+  }
+  if (stageIndex + 1 < stages) {
+    sendForward = mine(stageIndex, stageIndex + 1, true);
+    recvBackward = mine(stageIndex + 1, stageIndex, false);
+  }
+  // A checkpointed layer keeps its parameters, their gradients and its input.
+  std::vector<bool> keep(stage.buffers.size(), false);
+  for (const ParamSpec &ps : stage.params) {
+    keep[size_t(ps.buffer)] = true;
+    for (int g : ps.grads)
+      keep[size_t(g)] = true;
+  }
+  keep[size_t(stage.layerIn)] = true;
+  for (size_t i = 0; i < stage.buffers.size(); ++i)
+    if (stage.buffers[i].layer && stage.buffers[i].kind == BufferKind::Float && !keep[i] &&
+        stage.buffers[i].elements > 0)
+      released.push_back(int(i));
+  rowsIn.resize(size_t(stage.microBatch) * size_t(spec.seqLen));
+  rowsOut.resize(rowsIn.size());
+}
+
+void StageRunner::beginStep() {
+  losses = 0;
+  trace.clear();
+  stepStart = std::chrono::steady_clock::now();
+}
+
+void StageRunner::run(RegionFn fn, Frame &layer, const std::string &name) {
+  auto t0 = std::chrono::steady_clock::now();
+  fn(global, layer, tp);
+  auto t1 = std::chrono::steady_clock::now();
+  trace.push_back({name, std::chrono::duration<double>(t0 - stepStart).count(),
+                   std::chrono::duration<double>(t1 - t0).count()});
+}
+
+void StageRunner::allocateReleased(Frame &layer) {
+  for (int i : released)
+    if (layer.vec(i).empty())
+      layer.vec(i).assign(size_t(stage.buffers[size_t(i)].elements), 0.f);
+}
+
+// The rows of this dp rank: samples [dpRank b, (dpRank + 1) b) of the
+// micro-batch's M, whatever the other stages' split.
+void StageRunner::fillData(int step, int mb) {
+  const bool first = stage.tokensBuffer >= 0, last = stage.targetsBuffer >= 0;
+  if (!first && !last)
+    return;
+  const int dpRank = groups.layout().dpRank;
+  const int64_t firstSample = int64_t(dpRank) * stage.microBatch;
+  const size_t n = rowsIn.size();
+  int32_t *tokens = first ? global.ids(stage.tokensBuffer) : nullptr;
+  int32_t *targets = last ? global.ids(stage.targetsBuffer) : nullptr;
+  if (sampler) {
+    if (auto bad = sampler->fillSamples(step - 1, mb, firstSample, stage.microBatch, rowsIn.data(),
+                                        rowsOut.data()))
+      abortJob(*bad);
+    for (size_t i = 0; i < n; ++i) {
+      if (tokens)
+        tokens[i] = int32_t(rowsIn[i]);
+      if (targets)
+        targets[i] = int32_t(rowsOut[i]);
+    }
+    return;
+  }
+  std::vector<int32_t> in(size_t(spec.seqLen)), out(size_t(spec.seqLen));
+  for (int b = 0; b < stage.microBatch; ++b) {
+    // Sequence k of the step's global batch.
+    const int64_t k = int64_t(step - 1) * spec.gradAccum * samplesPerMicroBatch +
+                      int64_t(mb) * samplesPerMicroBatch + firstSample + b;
+    syntheticSequence(k, spec.seqLen, spec.vocab, in.data(), out.data());
+    for (int t = 0; t < spec.seqLen; ++t) {
+      const size_t at = size_t(b) * size_t(spec.seqLen) + size_t(t);
+      if (tokens)
+        tokens[at] = in[size_t(t)];
+      if (targets)
+        targets[at] = out[size_t(t)];
+    }
+  }
+}
+
+void StageRunner::receive(std::vector<float> &into, int mb, bool gradients) {
+  const RankLayout &layout = groups.layout();
+  const size_t perSample =
+      size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
+  into.assign(perSample * size_t(stage.microBatch), 0.f);
+  const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
+  for (const Transfer &t : gradients ? recvBackward : recvForward)
+    groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
+                           size_t(t.samples.size()) * perSample * sizeof(float), t.from,
+                           tagOf(mb, gradients));
+}
+
+void StageRunner::send(const std::vector<float> &from, int mb, bool gradients) {
+  const RankLayout &layout = groups.layout();
+  const size_t perSample = from.size() / size_t(stage.microBatch);
+  const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
+  for (const Transfer &t : gradients ? sendBackward : sendForward)
+    groups.pipeline().postSend(from.data() + size_t(t.samples.begin - first) * perSample,
+                               size_t(t.samples.size()) * perSample * sizeof(float), t.to,
+                               tagOf(mb, gradients));
+}
+
+void StageRunner::forward(int step, int mb) {
+  fillData(step, mb);
+  const std::string tag = std::to_string(mb);
+  std::vector<float> x;
+  if (stage.preForward) {
+    store.acquire(RegionKind::Pre, 0);
+    run(stage.preForward, layers[0], "pre F" + tag);
+    store.release(RegionKind::Pre, 0);
+    x = global.vec(stage.preOut);
+  } else {
+    receive(x, mb, false);
+  }
+  const int firstCheckpointed = stage.layers - stage.ckptLayers;
+  for (int l = 0; l < stage.layers; ++l) {
+    Frame &frame = layers[size_t(l)];
+    allocateReleased(frame);
+    frame.vec(stage.layerIn) = x;
+    store.acquire(RegionKind::Layer, l);
+    run(stage.layerForward, frame, "layer " + std::to_string(stage.firstLayer + l) + " F" + tag);
+    store.release(RegionKind::Layer, l);
+    x = frame.vec(stage.layerOut);
+    if (l >= firstCheckpointed)
+      for (int i : released)
+        std::vector<float>().swap(frame.vec(i)); // recomputed before the backward
+  }
+  if (stage.postForward) {
+    global.vec(stage.postIn) = x;
+    store.acquire(RegionKind::Post, 0);
+    run(stage.postForward, layers[0], "post F" + tag);
+    store.release(RegionKind::Post, 0);
+    const float loss = global.at(stage.lossBuffer)[0];
+    if (!std::isfinite(loss))
+      abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " + tag);
+    losses += loss;
+  } else {
+    send(x, mb, false);
+  }
+  stash.save(mb, global, layers);
+}
+
+void StageRunner::backward(int mb) {
+  stash.restore(mb, global, layers);
+  store.clearGradBuffers();
+  const std::string tag = std::to_string(mb);
+  std::vector<float> dx;
+  if (stage.postBackward) {
+    global.vec(stage.postGradIn).assign(1, 1.f);
+    store.acquire(RegionKind::Post, 0);
+    run(stage.postBackward, layers[0], "post B" + tag);
+    store.release(RegionKind::Post, 0);
+    dx = global.vec(stage.postGradOut);
+  } else {
+    receive(dx, mb, true);
+  }
+  const int firstCheckpointed = stage.layers - stage.ckptLayers;
+  for (int l = stage.layers - 1; l >= 0; --l) {
+    Frame &frame = layers[size_t(l)];
+    const std::string name = "layer " + std::to_string(stage.firstLayer + l);
+    store.acquire(RegionKind::Layer, l);
+    if (l >= firstCheckpointed) {
+      allocateReleased(frame);
+      run(stage.layerForward, frame, name + " R" + tag);
+    }
+    frame.vec(stage.layerGradIn) = dx;
+    run(stage.layerBackward, frame, name + " B" + tag);
+    store.release(RegionKind::Layer, l);
+    dx = frame.vec(stage.layerGradOut);
+  }
+  if (stage.preBackward) {
+    global.vec(stage.preGradIn) = dx;
+    store.acquire(RegionKind::Pre, 0);
+    run(stage.preBackward, layers[0], "pre B" + tag);
+    store.release(RegionKind::Pre, 0);
+  } else {
+    send(dx, mb, true);
+  }
+  store.foldGradBuffers();
+}
+
+} // namespace mist::rt
