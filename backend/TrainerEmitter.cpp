@@ -473,6 +473,8 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   os << fmt::format("  spec.seqLen = {};\n  spec.vocab = {};\n  spec.gradAccum = {};\n"
                     "  spec.modelFlopsPerSample = {};\n",
                     seqLen, vocab, plan.gradAccum, src.modelFlopsPerSample);
+  os << fmt::format("  spec.device = \"{}\";\n  spec.devicePeakTflops = {};\n", src.deviceName,
+                    src.devicePeakTflops);
   os << fmt::format(
       "  spec.lr = float({});\n  spec.beta1 = float({});\n  spec.beta2 = float({});\n"
       "  spec.eps = float({});\n  spec.weightDecay = float({});\n  spec.gradClip = float({});\n"

@@ -24,6 +24,8 @@ struct TrainerSource {
   std::string sourceRoot;         ///< the mistc checkout, for the build line
   std::string buildDir;           ///< where the runtime libraries were built
   double modelFlopsPerSample = 0; ///< the report's model FLOPs (no recompute), for logging
+  std::string deviceName;         ///< the cluster's device, for the MFU line
+  double devicePeakTflops = 0;    ///< its dense bf16 peak: MFU = model FLOP/s / this
 };
 
 /// False after reporting why the plan cannot be emitted yet.

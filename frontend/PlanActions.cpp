@@ -121,6 +121,8 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
   case PlanOutput::Trainer: {
     TrainerSource src = opts.trainer;
     src.modelFlopsPerSample = model->modelFlopsPerSample;
+    src.deviceName = cluster->device.name;
+    src.devicePeakTflops = cluster->device.peakTflops;
     if (!emitTrainer(m, plan, src, diag, out))
       return 1;
     break;

@@ -128,11 +128,16 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                      sampler ? &*sampler : nullptr);
   const int64_t samplesPerStep =
       int64_t(spec.stages[0].microBatch) * spec.stages[0].dp * spec.gradAccum;
-  if (worldRank == 0)
+  if (worldRank == 0) {
     std::printf("mistrt: training %s (%s) for %d steps on %d rank%s: %d micro-batches of %lld "
                 "sequences of %d tokens, lr %g\n",
                 spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
                 spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum), spec.seqLen, lr);
+    if (spec.devicePeakTflops > 0)
+      std::printf("mistrt: MFU is model FLOP/s per rank over the %g TFLOP/s peak of the %s the "
+                  "plan was made for\n",
+                  spec.devicePeakTflops, spec.device.c_str());
+  }
   std::vector<int> leaders;
   for (int s = 0; s < stages; ++s)
     leaders.push_back(layout->worldRank(s, 0, 0));
@@ -166,12 +171,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       // this process's peak resident memory.
       struct rusage usage {};
       getrusage(RUSAGE_SELF, &usage);
-      std::printf(
-          "step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.2f GFLOP/s/rank  "
-          "%.0f MiB",
-          step, loss, norm, stepLr, double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
-          spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9) / 1e9,
-          double(usage.ru_maxrss) / 1024);
+      const double flopsPerRank =
+          spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
+      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.2f GFLOP/s/rank  "
+                  "%.0f MiB",
+                  step, loss, norm, stepLr,
+                  double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
+                  flopsPerRank / 1e9, double(usage.ru_maxrss) / 1024);
+      if (spec.devicePeakTflops > 0)
+        std::printf("  MFU %.2g%%", 100 * flopsPerRank / (spec.devicePeakTflops * 1e12));
       if (offload.peakHostBytes() > 0)
         std::printf("  offloaded %.2f MiB", double(offload.peakHostBytes()) / (1 << 20));
       std::printf("\n");

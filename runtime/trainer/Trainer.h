@@ -101,6 +101,10 @@ struct TrainerSpec {
   std::vector<StageSpec> stages;
   int seqLen = 1, vocab = 1, gradAccum = 1;
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
+  /// The device the plan was made for and its dense bf16 peak: the log's MFU
+  /// is model FLOP/s per rank over this (on CPU ranks, a tiny fraction).
+  std::string device;
+  double devicePeakTflops = 0;
   // Training setup from the model's train section.
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weightDecay = 0.1f, gradClip = 1.f;
   int warmupSteps = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Kill and resume: a run stopped after its step-3 checkpoint and resumed gives
 # the same losses as the uninterrupted run (bitwise on CPU), and resumed under
-# other plans (dp 2, or tp 2, instead of one rank) the same within 1e-5.
+# other plans (dp 2, tp 2, or two pipeline stages of dp 2 and tp 2, instead of
+# one rank) the same within 1e-5; the pipeline's own kill and resume is bitwise.
 #   resume.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
 mistc=$1 model=$2 work=$3
@@ -25,9 +26,35 @@ PLAN
   build=$(grep '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train|-o $name|")
   (cd "$work" && eval "$build")
 done
+# Two stages: layer 0 on dp 2, layer 1 on tp 2 (4 ranks).
+cat >"$work/pp.yaml" <<PLAN
+mist_plan: 1
+global_batch: 16
+grad_accum: 2
+stages:
+  - layers: [0, 0]
+    mesh: {nodes: 1, gpus_per_node: 2}
+    micro_batch: 4
+    dp: 2
+    tp: 1
+  - layers: [1, 1]
+    mesh: {nodes: 1, gpus_per_node: 2}
+    micro_batch: 8
+    dp: 1
+    tp: 2
+PLAN
+"$mistc" "$model" --cluster a100-40g --plan "$work/pp.yaml" --emit=trainer -o "$work/pp.cu"
+(cd "$work" && eval "$(grep '^//   mpicxx' pp.cu | sed 's|^//   ||;s| train.cu | pp.cu |;s|-o train|-o pp|')")
 losses() { awk '/^step/ {print $2, $4}'; }
-# run DP TP ARGS...
-run() { local dp=$1 tp=$2; shift 2; timeout 300 mpirun --oversubscribe -np "$((dp * tp))" "$work/dp$dp-tp$tp" --steps 6 --lr 3e-3 --log-every 1 "$@"; }
+# run DP TP ARGS... (dp 0: the pipeline plan)
+run() {
+  local dp=$1 tp=$2; shift 2
+  if [[ $dp == 0 ]]; then
+    timeout 300 mpirun --oversubscribe -np 4 "$work/pp" --steps 6 --lr 3e-3 --log-every 1 "$@"
+  else
+    timeout 300 mpirun --oversubscribe -np "$((dp * tp))" "$work/dp$dp-tp$tp" --steps 6 --lr 3e-3 --log-every 1 "$@"
+  fi
+}
 
 rm -rf "$work/full" "$work/cut" "$work/moved"
 mkdir -p "$work/full" "$work/cut" "$work/moved"
@@ -44,10 +71,11 @@ diff <(tail -3 "$work/full.txt") "$work/cut-second.txt"
 # tensor-parallel ranks (each takes its slice of the full tensors).
 run 1 1 --ckpt-dir "$work/moved" --ckpt-every 3 --stop-after 3 >/dev/null
 cp "$work/moved/latest.safetensors" "$work/step3.safetensors"
-for shape in "2 1" "1 2"; do
+for shape in "2 1" "1 2" "0 0"; do
   cp "$work/step3.safetensors" "$work/moved/latest.safetensors"
   run $shape --ckpt-dir "$work/moved" --resume | losses >"$work/moved.txt"
-  echo "resumed on dp x tp = ${shape/ / x }:"; cat "$work/moved.txt"
+  if [[ $shape == "0 0" ]]; then echo "resumed on two pipeline stages:"; else echo "resumed on dp x tp = ${shape/ / x }:"; fi
+  cat "$work/moved.txt"
   paste <(tail -3 "$work/full.txt") "$work/moved.txt" | awk '
     { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
     END { exit bad }'
@@ -55,6 +83,21 @@ done
 # A checkpoint written by two tp ranks (gathered) resumes on one rank.
 run 1 2 --ckpt-dir "$work/moved" --stop-after 6 >/dev/null
 run 1 1 --ckpt-dir "$work/moved" --resume >/dev/null
+
+# The pipeline stopped and resumed under its own plan: bitwise. Its
+# checkpoint (every stage's tensors, sent to rank 0) resumes on one rank.
+rm -rf "$work/ppfull" "$work/ppcut"
+mkdir -p "$work/ppfull" "$work/ppcut"
+run 0 0 --ckpt-dir "$work/ppfull" | losses >"$work/ppfull.txt"
+run 0 0 --ckpt-dir "$work/ppcut" --ckpt-every 3 --stop-after 4 >/dev/null
+run 0 0 --ckpt-dir "$work/ppcut" --resume | losses >"$work/ppcut.txt"
+echo "two stages, stopped after step 4 and resumed:"; cat "$work/ppcut.txt"
+diff <(tail -3 "$work/ppfull.txt") "$work/ppcut.txt"
+run 0 0 --ckpt-dir "$work/ppcut" --ckpt-every 3 --stop-after 3 >/dev/null
+run 1 1 --ckpt-dir "$work/ppcut" --resume | losses >"$work/pp-to-one.txt"
+paste <(tail -3 "$work/full.txt") "$work/pp-to-one.txt" | awk '
+  { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
+  END { exit bad }'
 
 # A checkpoint of another model is refused with a clear message.
 printf 'not a checkpoint' >"$work/moved/latest.safetensors"
