@@ -247,6 +247,7 @@ namespace {
 struct StageUse {
   bool pre = false, post = false;
   std::set<int> buffers;
+  std::set<int> forward; ///< read or written by a forward op, or a forward input/output
 };
 
 StageUse stageUse(const LoweredStage &st, bool first, bool last) {
@@ -261,14 +262,22 @@ StageUse stageUse(const LoweredStage &st, bool first, bool last) {
       for (const LoweredOp &op : *ops) {
         u.buffers.insert(op.operands.begin(), op.operands.end());
         u.buffers.insert(op.results.begin(), op.results.end());
+        if (ops == &lr.forward) {
+          u.forward.insert(op.operands.begin(), op.operands.end());
+          u.forward.insert(op.results.begin(), op.results.end());
+        }
       }
     for (const auto *ids : {&lr.inputs, &lr.outputs, &lr.gradInputs, &lr.gradOutputs})
       u.buffers.insert(ids->begin(), ids->end());
+    u.forward.insert(lr.inputs.begin(), lr.inputs.end());
+    u.forward.insert(lr.outputs.begin(), lr.outputs.end());
   }
   if (first)
     u.buffers.insert(st.moduleInputs[0]);
   if (last)
     u.buffers.insert(st.moduleInputs[1]);
+  u.forward.insert(u.buffers.count(st.moduleInputs[0]) ? st.moduleInputs[0] : -1);
+  u.forward.insert(u.buffers.count(st.moduleInputs[1]) ? st.moduleInputs[1] : -1);
   return u;
 }
 
@@ -395,9 +404,11 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     for (size_t b = 0; b < st.buffers.size(); ++b) {
       const LoweredBuffer &buf = st.buffers[b];
       const bool used = use.buffers.count(int(b)) > 0;
-      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}}}, // {}{}\n", buf.name,
+      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}}}, // {}{}\n", buf.name,
                         used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float",
-                        boolean(e.layerOwned.count(int(b))), b, used ? "" : " (not on this stage)");
+                        boolean(e.layerOwned.count(int(b))),
+                        boolean(used && use.forward.count(int(b))), b,
+                        used ? "" : " (not on this stage)");
     }
     os << "  };\n  s.params = {\n";
     const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),

@@ -2,8 +2,37 @@
 #include "runtime/trainer/ActivationStash.h"
 
 #include "runtime/comm/MpiCommunicator.h"
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 
 namespace mist::rt {
+
+std::vector<int> ActivationStash::checkpointReleased(const StageSpec &stage) {
+  std::vector<bool> keep(stage.buffers.size(), false);
+  for (const ParamSpec &ps : stage.params) {
+    keep[size_t(ps.buffer)] = true;
+    for (int g : ps.grads)
+      keep[size_t(g)] = true;
+  }
+  if (stage.layerIn >= 0)
+    keep[size_t(stage.layerIn)] = true;
+  std::vector<int> released;
+  for (size_t i = 0; i < stage.buffers.size(); ++i)
+    if (stage.buffers[i].layer && stage.buffers[i].kind == BufferKind::Float && !keep[i] &&
+        stage.buffers[i].elements > 0)
+      released.push_back(int(i));
+  return released;
+}
+
+int ActivationStash::maxInFlight(const std::vector<ScheduleEntry> &order) {
+  int now = 0, most = 0;
+  for (const ScheduleEntry &e : order) {
+    now += e.forward ? 1 : -1;
+    most = std::max(most, now);
+  }
+  return most;
+}
 
 ActivationStash::ActivationStash(const StageSpec &stage, OffloadEngine &offload)
     : spec(stage), offload(offload) {
@@ -13,40 +42,74 @@ ActivationStash::ActivationStash(const StageSpec &stage, OffloadEngine &offload)
     for (int g : ps.grads)
       param[size_t(g)] = true;
   }
-  for (size_t i = 0; i < spec.buffers.size(); ++i)
-    if (!param[i] && spec.buffers[i].elements > 0)
-      buffers.push_back(int(i));
-}
-
-template <typename Fn>
-void ActivationStash::forEach(Frame &global, std::vector<Frame> &layers, Fn fn) {
-  for (int b : buffers) {
-    if (!spec.buffers[size_t(b)].layer) {
-      fn(global, b);
+  std::vector<bool> recomputed(spec.buffers.size(), false);
+  for (int b : checkpointReleased(spec))
+    recomputed[size_t(b)] = true;
+  const int firstCheckpointed = spec.layers - spec.ckptLayers;
+  size_t offset = 0;
+  auto add = [&](int layer, int b) {
+    const BufferSpec &buf = spec.buffers[size_t(b)];
+    const size_t n = size_t(buf.elements);
+    const bool isIds = buf.kind == BufferKind::Ids;
+    const size_t tail =
+        isIds ? 0 : std::min(n, size_t(std::floor(double(n) * spec.offloadActivations)));
+    entries.push_back({layer, b, n, n - tail, offset, isIds});
+    offset += (n - tail) * 4; // float and int32 alike
+  };
+  for (size_t b = 0; b < spec.buffers.size(); ++b) {
+    const BufferSpec &buf = spec.buffers[b];
+    if (param[b] || !buf.forward || buf.elements <= 0)
+      continue;
+    if (!buf.layer) {
+      add(-1, int(b));
       continue;
     }
-    for (Frame &layer : layers)
-      fn(layer, b);
+    for (int l = 0; l < spec.layers; ++l)
+      if (!(l >= firstCheckpointed && recomputed[b]))
+        add(l, int(b));
   }
+  arena.emplace(offset, maxInFlight(spec.order), "the activations of the micro-batches in flight");
+}
+
+std::vector<float> &ActivationStash::floats(Frame &global, std::vector<Frame> &layers,
+                                            const Entry &e) {
+  std::vector<float> &v =
+      e.layer < 0 ? global.vec(e.buffer) : layers[size_t(e.layer)].vec(e.buffer);
+  if (v.size() != e.elements)
+    abortJob(std::string("activation stash: buffer '") + spec.buffers[size_t(e.buffer)].name +
+             "' has " + std::to_string(v.size()) + " elements, expected " +
+             std::to_string(e.elements));
+  return v;
+}
+
+std::vector<int32_t> &ActivationStash::ids(Frame &global, std::vector<Frame> &layers,
+                                           const Entry &e) {
+  std::vector<int32_t> &v =
+      e.layer < 0 ? global.idVec(e.buffer) : layers[size_t(e.layer)].idVec(e.buffer);
+  if (v.size() != e.elements)
+    abortJob(std::string("activation stash: buffer '") + spec.buffers[size_t(e.buffer)].name +
+             "' has the wrong size");
+  return v;
 }
 
 void ActivationStash::save(int mb, Frame &global, std::vector<Frame> &layers) {
   if (saved.count(mb))
     abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) + " twice");
   Saved &s = saved[mb];
-  forEach(global, layers, [&](Frame &f, int b) {
-    const size_t n = size_t(spec.buffers[size_t(b)].elements);
-    if (spec.buffers[size_t(b)].kind == BufferKind::Ids) {
-      s.ids.emplace_back().swap(f.idVec(b));
-      f.idVec(b).assign(n, 0);
-      return;
+  s.slot = arena->acquire();
+  s.host.resize(entries.size());
+  std::byte *slot = arena->at(s.slot);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry &e = entries[i];
+    if (e.ids) {
+      std::memcpy(slot + e.offset, ids(global, layers, e).data(), e.kept * 4);
+      continue;
     }
-    std::vector<float> &kept = s.floats.emplace_back();
-    kept.swap(f.vec(b));
-    // A checkpointed layer's released buffers stay released.
-    f.vec(b).assign(kept.empty() ? 0 : n, 0.f);
-    offload.swapOut(kept, s.hosts.emplace_back(), spec.offloadActivations);
-  });
+    const std::vector<float> &v = floats(global, layers, e);
+    std::memcpy(slot + e.offset, v.data(), e.kept * 4);
+    if (e.kept < e.elements)
+      offload.copyOut(v.data() + e.kept, e.elements - e.kept, s.host[i]);
+  }
 }
 
 void ActivationStash::restore(int mb, Frame &global, std::vector<Frame> &layers) {
@@ -55,16 +118,19 @@ void ActivationStash::restore(int mb, Frame &global, std::vector<Frame> &layers)
     abortJob("the schedule runs the backward of micro-batch " + std::to_string(mb) +
              " before its forward");
   Saved &s = it->second;
-  size_t nextFloat = 0, nextIds = 0;
-  forEach(global, layers, [&](Frame &f, int b) {
-    if (spec.buffers[size_t(b)].kind == BufferKind::Ids) {
-      f.idVec(b).swap(s.ids[nextIds++]);
-      return;
+  const std::byte *slot = arena->at(s.slot);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry &e = entries[i];
+    if (e.ids) {
+      std::memcpy(ids(global, layers, e).data(), slot + e.offset, e.kept * 4);
+      continue;
     }
-    std::vector<float> &kept = s.floats[nextFloat];
-    offload.swapIn(kept, s.hosts[nextFloat++]);
-    f.vec(b).swap(kept);
-  });
+    std::vector<float> &v = floats(global, layers, e);
+    std::memcpy(v.data(), slot + e.offset, e.kept * 4);
+    if (e.kept < e.elements)
+      offload.copyIn(v.data() + e.kept, s.host[i]);
+  }
+  arena->release(s.slot);
   saved.erase(it);
 }
 

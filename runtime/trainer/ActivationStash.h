@@ -1,42 +1,65 @@
 //===- ActivationStash.h - Activations of micro-batches in flight ---------===//
 /// \file
-/// Under 1F1B a stage holds the activations of up to S - i micro-batches
-/// between their forward and backward. The frames hold the buffers of the
-/// micro-batch being computed; after a forward the stash takes that
-/// micro-batch's activation buffers (every buffer but the parameters and
-/// their gradients) out of the frames, leaving fresh ones, and gives them
-/// back before its backward. The plan's activation offload ratio moves the
-/// tail of each stashed buffer to host memory meanwhile.
+/// Under 1F1B stage i holds the activations of up to S - i micro-batches
+/// between their forward and backward, while the frames hold the working
+/// buffers of the micro-batch being computed. After a forward the stash
+/// copies that micro-batch's activations (the buffers the forward reads or
+/// writes, but not the parameters and their gradients, nor the buffers a
+/// checkpointed layer drops and recomputes) into one slot of an arena
+/// reserved at start for as many micro-batches as the stage's 1F1B order
+/// keeps in flight; before the backward it copies them back. The plan's
+/// activation offload ratio sends the tail of each float buffer to host
+/// memory instead (OffloadEngine).
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/trainer/OffloadEngine.h"
+#include "runtime/trainer/SlotArena.h"
 #include "runtime/trainer/Trainer.h"
 #include <map>
+#include <optional>
 
 namespace mist::rt {
 
 class ActivationStash {
 public:
   ActivationStash(const StageSpec &stage, OffloadEngine &offload);
-  /// Moves micro-batch `mb`'s activations out of the frames.
+  /// Copies micro-batch `mb`'s activations out of the frames.
   void save(int mb, Frame &global, std::vector<Frame> &layers);
-  /// Puts them back (the frames' current activations are dropped).
+  /// Copies them back into the frames and frees the slot.
   void restore(int mb, Frame &global, std::vector<Frame> &layers);
-  /// Micro-batches held now.
+
   size_t inFlight() const { return saved.size(); }
+  int slots() const { return arena->slots(); }
+  size_t reservedBytes() const { return arena->reservedBytes(); }
+
+  /// The buffers a checkpointed layer drops after its forward and recomputes
+  /// before its backward: its float buffers but the parameters, their
+  /// gradients and the layer's input.
+  static std::vector<int> checkpointReleased(const StageSpec &stage);
+  /// The most micro-batches between forward and backward at once in `order`.
+  static int maxInFlight(const std::vector<ScheduleEntry> &order);
 
 private:
-  struct Saved {
-    std::vector<std::vector<float>> floats, hosts; ///< per stashed float buffer
-    std::vector<std::vector<int32_t>> ids;
+  struct Entry {
+    int layer; ///< -1: the global frame
+    int buffer;
+    size_t elements; ///< of the buffer
+    size_t kept;     ///< of them in the slot; the rest goes to host memory
+    size_t offset;   ///< bytes into the slot
+    bool ids;
   };
-  /// Visits every stashed buffer of every frame in a fixed order.
-  template <typename Fn> void forEach(Frame &global, std::vector<Frame> &layers, Fn fn);
+  struct Saved {
+    int slot;
+    std::vector<std::vector<float>> host; ///< per entry: the offloaded tail
+  };
+  std::vector<float> &floats(Frame &global, std::vector<Frame> &layers, const Entry &e);
+  std::vector<int32_t> &ids(Frame &global, std::vector<Frame> &layers, const Entry &e);
 
   const StageSpec &spec;
   OffloadEngine &offload;
-  std::vector<int> buffers; ///< indices of the activation buffers
+  std::vector<Entry> entries;
+  std::optional<SlotArena> arena;
   std::map<int, Saved> saved;
 };
 

@@ -31,4 +31,20 @@ void OffloadEngine::swapIn(std::vector<float> &device, std::vector<float> &host)
   std::vector<float>().swap(host);
 }
 
+void OffloadEngine::copyOut(const float *device, size_t n, std::vector<float> &host) {
+  if (!host.empty())
+    abortJob("offload: a tensor was copied out twice");
+  host.assign(device, device + n);
+  inHost += n * sizeof(float);
+  moved += n * sizeof(float);
+  peakInHost = std::max(peakInHost, inHost);
+}
+
+void OffloadEngine::copyIn(float *device, std::vector<float> &host) {
+  std::copy(host.begin(), host.end(), device);
+  inHost -= host.size() * sizeof(float);
+  moved += host.size() * sizeof(float);
+  std::vector<float>().swap(host);
+}
+
 } // namespace mist::rt

@@ -23,6 +23,10 @@ public:
   void swapOut(std::vector<float> &device, std::vector<float> &host, double fraction);
   /// Appends `host` back to `device` and empties `host`.
   void swapIn(std::vector<float> &device, std::vector<float> &host);
+  /// Copies n values at `device` to `host` (which must be empty), and back
+  /// (emptying `host`): for tensors whose device copy lives elsewhere.
+  void copyOut(const float *device, size_t n, std::vector<float> &host);
+  void copyIn(float *device, std::vector<float> &host);
 
   size_t hostBytes() const { return inHost; }         ///< held in host memory now
   size_t peakHostBytes() const { return peakInHost; } ///< the most ever held at once

@@ -56,18 +56,7 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
     sendForward = mine(stageIndex, stageIndex + 1, true);
     recvBackward = mine(stageIndex + 1, stageIndex, false);
   }
-  // A checkpointed layer keeps its parameters, their gradients and its input.
-  std::vector<bool> keep(stage.buffers.size(), false);
-  for (const ParamSpec &ps : stage.params) {
-    keep[size_t(ps.buffer)] = true;
-    for (int g : ps.grads)
-      keep[size_t(g)] = true;
-  }
-  keep[size_t(stage.layerIn)] = true;
-  for (size_t i = 0; i < stage.buffers.size(); ++i)
-    if (stage.buffers[i].layer && stage.buffers[i].kind == BufferKind::Float && !keep[i] &&
-        stage.buffers[i].elements > 0)
-      released.push_back(int(i));
+  released = ActivationStash::checkpointReleased(stage);
   rowsIn.resize(size_t(stage.microBatch) * size_t(spec.seqLen));
   rowsOut.resize(rowsIn.size());
 }

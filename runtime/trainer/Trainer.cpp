@@ -124,6 +124,14 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   }
   store.settle();
   ActivationStash stash(stage, offload);
+  if (layout->dpRank == 0 && layout->tpRank == 0) { // one line per stage
+    std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d: activations of %d micro-batch%s "
+                "in flight reserved, %.2f MiB per rank\n",
+                layout->stage, stage.firstLayer, stage.firstLayer + stage.layers - 1,
+                layout->stageStart, layout->stageStart + stage.dp * stage.tp - 1, stash.slots(),
+                stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20));
+    std::fflush(stdout);
+  }
   StageRunner runner(spec, groups, tpContext, global, layers, store, stash,
                      sampler ? &*sampler : nullptr);
   const int64_t samplesPerStep =
