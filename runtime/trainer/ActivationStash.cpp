@@ -34,8 +34,8 @@ int ActivationStash::maxInFlight(const std::vector<ScheduleEntry> &order) {
   return most;
 }
 
-ActivationStash::ActivationStash(const StageSpec &stage, OffloadEngine &offload)
-    : spec(stage), offload(offload) {
+ActivationStash::ActivationStash(const StageSpec &stage, OffloadEngine &offload, Streams &streams)
+    : spec(stage), offload(offload), streams(streams) {
   std::vector<bool> param(spec.buffers.size(), false);
   for (const ParamSpec &ps : spec.params) {
     param[size_t(ps.buffer)] = true;
@@ -99,17 +99,20 @@ void ActivationStash::save(int mb, Frame &global, std::vector<Frame> &layers) {
   s.slot = arena->acquire();
   s.host.resize(entries.size());
   std::byte *slot = arena->at(s.slot);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry &e = entries[i];
-    if (e.ids) {
-      std::memcpy(slot + e.offset, ids(global, layers, e).data(), e.kept * 4);
-      continue;
+  const StreamKind stream = spec.offloadActivations > 0 ? StreamKind::D2H : StreamKind::Compute;
+  streams.run(stream, "stash activations " + std::to_string(mb), [&] {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const Entry &e = entries[i];
+      if (e.ids) {
+        std::memcpy(slot + e.offset, ids(global, layers, e).data(), e.kept * 4);
+        continue;
+      }
+      const std::vector<float> &v = floats(global, layers, e);
+      std::memcpy(slot + e.offset, v.data(), e.kept * 4);
+      if (e.kept < e.elements)
+        offload.copyOut(v.data() + e.kept, e.elements - e.kept, s.host[i]);
     }
-    const std::vector<float> &v = floats(global, layers, e);
-    std::memcpy(slot + e.offset, v.data(), e.kept * 4);
-    if (e.kept < e.elements)
-      offload.copyOut(v.data() + e.kept, e.elements - e.kept, s.host[i]);
-  }
+  });
 }
 
 void ActivationStash::restore(int mb, Frame &global, std::vector<Frame> &layers) {
@@ -119,17 +122,20 @@ void ActivationStash::restore(int mb, Frame &global, std::vector<Frame> &layers)
              " before its forward");
   Saved &s = it->second;
   const std::byte *slot = arena->at(s.slot);
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry &e = entries[i];
-    if (e.ids) {
-      std::memcpy(ids(global, layers, e).data(), slot + e.offset, e.kept * 4);
-      continue;
+  const StreamKind stream = spec.offloadActivations > 0 ? StreamKind::H2D : StreamKind::Compute;
+  streams.run(stream, "unstash activations " + std::to_string(mb), [&] {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const Entry &e = entries[i];
+      if (e.ids) {
+        std::memcpy(ids(global, layers, e).data(), slot + e.offset, e.kept * 4);
+        continue;
+      }
+      std::vector<float> &v = floats(global, layers, e);
+      std::memcpy(v.data(), slot + e.offset, e.kept * 4);
+      if (e.kept < e.elements)
+        offload.copyIn(v.data() + e.kept, s.host[i]);
     }
-    std::vector<float> &v = floats(global, layers, e);
-    std::memcpy(v.data(), slot + e.offset, e.kept * 4);
-    if (e.kept < e.elements)
-      offload.copyIn(v.data() + e.kept, s.host[i]);
-  }
+  });
   arena->release(s.slot);
   saved.erase(it);
 }

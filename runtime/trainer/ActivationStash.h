@@ -9,12 +9,13 @@
 /// reserved at start for as many micro-batches as the stage's 1F1B order
 /// keeps in flight; before the backward it copies them back. The plan's
 /// activation offload ratio sends the tail of each float buffer to host
-/// memory instead (OffloadEngine).
+/// memory instead (OffloadEngine): the copies run on the d2h and h2d streams.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/trainer/OffloadEngine.h"
 #include "runtime/trainer/SlotArena.h"
+#include "runtime/trainer/Streams.h"
 #include "runtime/trainer/Trainer.h"
 #include <map>
 #include <optional>
@@ -23,7 +24,7 @@ namespace mist::rt {
 
 class ActivationStash {
 public:
-  ActivationStash(const StageSpec &stage, OffloadEngine &offload);
+  ActivationStash(const StageSpec &stage, OffloadEngine &offload, Streams &streams);
   /// Copies micro-batch `mb`'s activations out of the frames.
   void save(int mb, Frame &global, std::vector<Frame> &layers);
   /// Copies them back into the frames and frees the slot.
@@ -58,6 +59,7 @@ private:
 
   const StageSpec &spec;
   OffloadEngine &offload;
+  Streams &streams;
   std::vector<Entry> entries;
   std::optional<SlotArena> arena;
   std::map<int, Saved> saved;

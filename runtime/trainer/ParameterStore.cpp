@@ -8,9 +8,9 @@
 namespace mist::rt {
 
 ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vector<Frame> &layers,
-                               StageGroups groups, OffloadEngine &offload)
+                               StageGroups groups, OffloadEngine &offload, Streams &streams)
     : spec(stage), global(global), layers(layers), groups(groups), offload(offload),
-      tpRank(groups.tp.rank()), dpRank(groups.dp.rank()), tp(groups.tp.size()),
+      streams(streams), tpRank(groups.tp.rank()), dpRank(groups.dp.rank()), tp(groups.tp.size()),
       dp(groups.dp.size()) {
   sliced = spec.zeroOptimizer && dp > 1;
   gradsSliced = sliced && spec.zeroGrads;
@@ -118,24 +118,33 @@ void ParameterStore::swapInOptimizer(State &s) {
 }
 
 void ParameterStore::acquire(RegionKind region, int layer) {
-  for (size_t p = 0; p < state.size(); ++p) {
-    const ParamSpec &ps = spec.params[p];
-    if (!uses(ps, region))
-      continue;
-    const size_t l = spec.buffers[ps.buffer].layer ? size_t(layer) : 0;
-    State &s = state[p][l];
-    if (s.resident)
-      continue;
-    std::vector<float> &w = weights(p, int(l));
-    if (weightsSliced) {
-      offload.swapIn(s.shard, s.shardHost);
-      w = unsplit(s.shard, s.local);
-      offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-    } else {
-      offload.swapIn(w, s.weightHost);
-    }
-    s.resident = true;
-  }
+  if (!weightsSliced && spec.offloadWeights <= 0)
+    return; // weights stay where they are
+  const std::string where = region == RegionKind::Layer
+                                ? "layer " + std::to_string(spec.firstLayer + layer)
+                            : region == RegionKind::Pre ? std::string("pre")
+                                                        : std::string("post");
+  streams.run(weightsSliced ? StreamKind::G2G : StreamKind::H2D,
+              (weightsSliced ? "all-gather weights " : "swap in weights ") + where, [&] {
+                for (size_t p = 0; p < state.size(); ++p) {
+                  const ParamSpec &ps = spec.params[p];
+                  if (!uses(ps, region))
+                    continue;
+                  const size_t l = spec.buffers[ps.buffer].layer ? size_t(layer) : 0;
+                  State &s = state[p][l];
+                  if (s.resident)
+                    continue;
+                  std::vector<float> &w = weights(p, int(l));
+                  if (weightsSliced) {
+                    offload.swapIn(s.shard, s.shardHost);
+                    w = unsplit(s.shard, s.local);
+                    offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
+                  } else {
+                    offload.swapIn(w, s.weightHost);
+                  }
+                  s.resident = true;
+                }
+              });
 }
 
 void ParameterStore::release(RegionKind region, int layer) {
@@ -153,7 +162,8 @@ void ParameterStore::release(RegionKind region, int layer) {
     if (weightsSliced)
       std::vector<float>().swap(w); // the slice is the only copy between uses
     else
-      offload.swapOut(w, s.weightHost, spec.offloadWeights);
+      streams.run(StreamKind::D2H, std::string("swap out ") + ps.name,
+                  [&] { offload.swapOut(w, s.weightHost, spec.offloadWeights); });
     s.resident = false;
   }
 }
@@ -179,60 +189,65 @@ void ParameterStore::clearGradBuffers() {
 }
 
 void ParameterStore::foldGradBuffers() {
-  for (size_t p = 0; p < state.size(); ++p)
-    for (size_t l = 0; l < state[p].size(); ++l) {
-      State &s = state[p][l];
-      std::vector<float> sum(s.local, 0.f);
-      for (int g : spec.params[p].grads) {
-        const std::vector<float> &src = gradBuffer(g, int(l));
-        for (size_t i = 0; i < s.local && i < src.size(); ++i)
-          sum[i] += src[i];
-      }
-      if (gradsSliced && !tied(p)) { // summed over dp into this rank's slice at once
-        std::vector<float> padded(s.chunk * size_t(dp), 0.f), part(s.chunk);
-        std::copy(sum.begin(), sum.end(), padded.begin());
-        groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
-        sum.swap(part);
-      }
-      offload.swapIn(s.grad, s.gradHost);
-      for (size_t i = 0; i < s.grad.size(); ++i)
-        s.grad[i] += sum[i];
-      offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
-    }
+  streams.run(gradsSliced ? StreamKind::G2G : StreamKind::Compute,
+              gradsSliced ? "reduce-scatter gradients" : "accumulate gradients", [&] {
+                for (size_t p = 0; p < state.size(); ++p)
+                  for (size_t l = 0; l < state[p].size(); ++l) {
+                    State &s = state[p][l];
+                    std::vector<float> sum(s.local, 0.f);
+                    for (int g : spec.params[p].grads) {
+                      const std::vector<float> &src = gradBuffer(g, int(l));
+                      for (size_t i = 0; i < s.local && i < src.size(); ++i)
+                        sum[i] += src[i];
+                    }
+                    if (gradsSliced && !tied(p)) { // summed over dp into this rank's slice at once
+                      std::vector<float> padded(s.chunk * size_t(dp), 0.f), part(s.chunk);
+                      std::copy(sum.begin(), sum.end(), padded.begin());
+                      groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
+                      sum.swap(part);
+                    }
+                    offload.swapIn(s.grad, s.gradHost);
+                    for (size_t i = 0; i < s.grad.size(); ++i)
+                      s.grad[i] += sum[i];
+                    offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
+                  }
+              });
 }
 
 void ParameterStore::reduceGradients() {
-  for (size_t p = 0; p < state.size(); ++p)
-    for (State &s : state[p]) {
-      offload.swapIn(s.grad, s.gradHost);
-      const ParamSpec &ps = spec.params[p];
-      if (tied(p)) {
-        // Sum the full tensor over both stages' ranks: each tp rank adds its
-        // shard (a replicated tensor: tp rank 0 only), each dp rank its sum.
-        int64_t fullSize = 1;
-        for (int64_t d : ps.shape)
-          fullSize *= d;
-        std::vector<float> fullGrad(size_t(fullSize), 0.f);
-        const bool sharded = ps.shardAxis >= 0 && tp > 1;
-        if (sharded || tpRank == 0)
+  streams.run(StreamKind::G2G, "reduce gradients over dp", [&] {
+    for (size_t p = 0; p < state.size(); ++p)
+      for (State &s : state[p]) {
+        offload.swapIn(s.grad, s.gradHost);
+        const ParamSpec &ps = spec.params[p];
+        if (tied(p)) {
+          // Sum the full tensor over both stages' ranks: each tp rank adds its
+          // shard (a replicated tensor: tp rank 0 only), each dp rank its sum.
+          int64_t fullSize = 1;
+          for (int64_t d : ps.shape)
+            fullSize *= d;
+          std::vector<float> fullGrad(size_t(fullSize), 0.f);
+          const bool sharded = ps.shardAxis >= 0 && tp > 1;
+          if (sharded || tpRank == 0)
+            for (size_t i = 0; i < s.local; ++i)
+              fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = s.grad[i];
+          groups.tied->allReduceSum(fullGrad.data(), fullGrad.size());
+          std::vector<float> local(s.local);
           for (size_t i = 0; i < s.local; ++i)
-            fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = s.grad[i];
-        groups.tied->allReduceSum(fullGrad.data(), fullGrad.size());
-        std::vector<float> local(s.local);
-        for (size_t i = 0; i < s.local; ++i)
-          local[i] = fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))];
-        s.grad = sliced ? slice(local, s.chunk) : local;
-      } else if (gradsSliced) {
-        // already summed into the slice, micro-batch by micro-batch
-      } else if (sliced) {
-        std::vector<float> padded(s.chunk * size_t(dp), 0.f), part(s.chunk);
-        std::copy(s.grad.begin(), s.grad.end(), padded.begin());
-        groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
-        s.grad.swap(part);
-      } else if (dp > 1) {
-        groups.dp.allReduceSum(s.grad.data(), s.grad.size());
+            local[i] = fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))];
+          s.grad = sliced ? slice(local, s.chunk) : local;
+        } else if (gradsSliced) {
+          // already summed into the slice, micro-batch by micro-batch
+        } else if (sliced) {
+          std::vector<float> padded(s.chunk * size_t(dp), 0.f), part(s.chunk);
+          std::copy(s.grad.begin(), s.grad.end(), padded.begin());
+          groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
+          s.grad.swap(part);
+        } else if (dp > 1) {
+          groups.dp.allReduceSum(s.grad.data(), s.grad.size());
+        }
       }
-    }
+  });
 }
 
 double ParameterStore::normSquaredShare() const {
@@ -252,19 +267,44 @@ double ParameterStore::normSquaredShare() const {
 }
 
 void ParameterStore::step(const AdamStep &a) {
+  if (spec.offloadOptimizer > 0)
+    streams.run(StreamKind::H2D, "swap in optimizer state", [&] {
+      for (auto &copies : state)
+        for (State &s : copies)
+          swapInOptimizer(s);
+    });
+  std::vector<std::vector<std::vector<float>>> updated(state.size());
+  streams.run(StreamKind::Compute, "optimizer step", [&] {
+    for (size_t p = 0; p < state.size(); ++p)
+      for (State &s : state[p]) {
+        std::vector<float> &next = updated[p].emplace_back(s.chunk);
+        mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), next.data(),
+                                 s.grad.data(), int64_t(s.chunk), a.lr, a.beta1, a.beta2, a.eps,
+                                 a.weightDecay, a.gradScale, a.step});
+        std::vector<float>().swap(s.grad);
+      }
+  });
+  if (spec.offloadOptimizer > 0)
+    streams.run(StreamKind::D2H, "swap out optimizer state", [&] {
+      for (auto &copies : state)
+        for (State &s : copies)
+          swapOutOptimizer(s);
+    });
+  Event stepped = streams.record(StreamKind::Compute);
+  streams.wait(StreamKind::G2G, stepped);
+  streams.run(sliced ? StreamKind::G2G : StreamKind::Compute,
+              sliced ? "all-gather updated weights" : "write updated weights",
+              [&] { writeUpdatedWeights(updated); });
+}
+
+void ParameterStore::writeUpdatedWeights(std::vector<std::vector<std::vector<float>>> &updated) {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l) {
       State &s = state[p][l];
-      swapInOptimizer(s);
-      std::vector<float> updated(s.chunk);
-      mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), updated.data(),
-                               s.grad.data(), int64_t(s.chunk), a.lr, a.beta1, a.beta2, a.eps,
-                               a.weightDecay, a.gradScale, a.step});
-      swapOutOptimizer(s);
-      std::vector<float>().swap(s.grad);
+      std::vector<float> &next = updated[p][l];
       if (weightsSliced) { // the new slice is the weights until the next gather
         offload.swapIn(s.shard, s.shardHost);
-        s.shard = updated;
+        s.shard = next;
         offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
         continue;
       }
@@ -274,7 +314,7 @@ void ParameterStore::step(const AdamStep &a) {
         offload.swapIn(w, s.weightHost);
         s.resident = true;
       }
-      w = sliced ? unsplit(updated, s.local) : updated;
+      w = sliced ? unsplit(next, s.local) : next;
       if (!wasResident) {
         offload.swapOut(w, s.weightHost, spec.offloadWeights);
         s.resident = false;

@@ -15,6 +15,8 @@
 /// - offload: the tail fraction of weights (or of the ZeRO-3 slice),
 ///   gradient sums and optimizer state lives in host memory between uses
 ///   (OffloadEngine).
+/// Gathers and reductions run on the g2g stream, offload copies on h2d and
+/// d2h, the optimizer on compute (runtime/trainer/Streams.h).
 /// A weight tied across the first and last stage (the embedding) has its
 /// gradient summed over both stages' ranks before the step, so both copies
 /// take the same update.
@@ -23,6 +25,7 @@
 
 #include "runtime/comm/Communicator.h"
 #include "runtime/trainer/OffloadEngine.h"
+#include "runtime/trainer/Streams.h"
 #include "runtime/trainer/Trainer.h"
 
 namespace mist::rt {
@@ -47,7 +50,7 @@ enum class ParamTensor { Weight, Master, AdamM, AdamV };
 class ParameterStore {
 public:
   ParameterStore(const StageSpec &stage, Frame &global, std::vector<Frame> &layers,
-                 StageGroups groups, OffloadEngine &offload);
+                 StageGroups groups, OffloadEngine &offload, Streams &streams);
 
   /// Canonical initial values (runtime/trainer/Initialization.cpp), all
   /// weights resident; then `load` may overwrite, and `settle` puts every
@@ -99,6 +102,7 @@ private:
   std::vector<float> slice(const std::vector<float> &local, size_t chunk) const;
   std::vector<float> unsplit(const std::vector<float> &slice, size_t n);
   std::vector<float> gatherOverTp(size_t p, const std::vector<float> &local);
+  void writeUpdatedWeights(std::vector<std::vector<std::vector<float>>> &updated);
   void swapOutOptimizer(State &s);
   void swapInOptimizer(State &s);
 
@@ -107,6 +111,7 @@ private:
   std::vector<Frame> &layers;
   StageGroups groups;
   OffloadEngine &offload;
+  Streams &streams;
   int tpRank, dpRank, tp, dp;
   bool sliced, gradsSliced, weightsSliced;
   std::vector<std::vector<State>> state; ///< [param][layer copy]

@@ -34,10 +34,10 @@ int tagOf(int mb, bool gradients) { return 2 * mb + (gradients ? 1 : 0); }
 
 StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp,
                          Frame &global, std::vector<Frame> &layers, ParameterStore &store,
-                         ActivationStash &stash, const BatchSampler *sampler)
+                         ActivationStash &stash, Streams &streams, const BatchSampler *sampler)
     : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
-      global(global), layers(layers), store(store), stash(stash), sampler(sampler),
-      stageIndex(groups.layout().stage) {
+      global(global), layers(layers), store(store), stash(stash), streams(streams),
+      sampler(sampler), stageIndex(groups.layout().stage) {
   samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
   const RankLayout &layout = groups.layout();
   const int me = layout.myWorldRank, stages = int(spec.stages.size());
@@ -61,18 +61,8 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
   rowsOut.resize(rowsIn.size());
 }
 
-void StageRunner::beginStep() {
-  losses = 0;
-  trace.clear();
-  stepStart = std::chrono::steady_clock::now();
-}
-
 void StageRunner::run(RegionFn fn, Frame &layer, const std::string &name) {
-  auto t0 = std::chrono::steady_clock::now();
-  fn(global, layer, tp);
-  auto t1 = std::chrono::steady_clock::now();
-  trace.push_back({name, std::chrono::duration<double>(t0 - stepStart).count(),
-                   std::chrono::duration<double>(t1 - t0).count()});
+  streams.run(StreamKind::Compute, name, [&] { fn(global, layer, tp); });
 }
 
 void StageRunner::allocateReleased(Frame &layer) {
@@ -126,20 +116,29 @@ void StageRunner::receive(std::vector<float> &into, int mb, bool gradients) {
       size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
   into.assign(perSample * size_t(stage.microBatch), 0.f);
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
-  for (const Transfer &t : gradients ? recvBackward : recvForward)
-    groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
-                           size_t(t.samples.size()) * perSample * sizeof(float), t.from,
-                           tagOf(mb, gradients));
+  streams.run(StreamKind::G2G,
+              (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb), [&] {
+                for (const Transfer &t : gradients ? recvBackward : recvForward)
+                  groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
+                                         size_t(t.samples.size()) * perSample * sizeof(float),
+                                         t.from, tagOf(mb, gradients));
+              });
+  streams.wait(StreamKind::Compute, streams.record(StreamKind::G2G));
 }
 
 void StageRunner::send(const std::vector<float> &from, int mb, bool gradients) {
   const RankLayout &layout = groups.layout();
   const size_t perSample = from.size() / size_t(stage.microBatch);
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
-  for (const Transfer &t : gradients ? sendBackward : sendForward)
-    groups.pipeline().postSend(from.data() + size_t(t.samples.begin - first) * perSample,
-                               size_t(t.samples.size()) * perSample * sizeof(float), t.to,
-                               tagOf(mb, gradients));
+  streams.wait(StreamKind::G2G, streams.record(StreamKind::Compute));
+  streams.run(StreamKind::G2G,
+              (gradients ? "send gradients " : "send activations ") + std::to_string(mb), [&] {
+                for (const Transfer &t : gradients ? sendBackward : sendForward)
+                  groups.pipeline().postSend(from.data() +
+                                                 size_t(t.samples.begin - first) * perSample,
+                                             size_t(t.samples.size()) * perSample * sizeof(float),
+                                             t.to, tagOf(mb, gradients));
+              });
 }
 
 void StageRunner::forward(int step, int mb) {

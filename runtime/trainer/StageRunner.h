@@ -8,7 +8,9 @@
 /// gradients sent back the other way; activation checkpointing (a
 /// checkpointed layer keeps only its input and recomputes the rest before
 /// its backward); the parameter store's gathers and releases around every
-/// region; the activation stash between a forward and its backward.
+/// region; the activation stash between a forward and its backward. Regions
+/// run on the compute stream, messages on g2g, the compute stream waiting
+/// for a received message's event.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -18,7 +20,6 @@
 #include "runtime/trainer/ParameterStore.h"
 #include "runtime/trainer/TpContext.h"
 #include "runtime/trainer/TraceWriter.h"
-#include <chrono>
 
 namespace mist::rt {
 
@@ -26,16 +27,14 @@ class StageRunner {
 public:
   StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp, Frame &global,
               std::vector<Frame> &layers, ParameterStore &store, ActivationStash &stash,
-              const BatchSampler *sampler);
+              Streams &streams, const BatchSampler *sampler);
 
-  /// Step start: the loss sum to zero, the clock for the trace.
-  void beginStep();
+  /// Step start: the loss sum to zero.
+  void beginStep() { losses = 0; }
   void forward(int step, int mb);
   void backward(int mb);
   /// The sum of this rank's micro-batch losses this step (last stage only).
   double lossSum() const { return losses; }
-  /// The regions run this step, with when.
-  const std::vector<TraceEvent> &events() const { return trace; }
 
 private:
   void fillData(int step, int mb);
@@ -52,6 +51,7 @@ private:
   std::vector<Frame> &layers;
   ParameterStore &store;
   ActivationStash &stash;
+  Streams &streams;
   const BatchSampler *sampler;
   int stageIndex;
   int64_t samplesPerMicroBatch; ///< M = b dp, the same on every stage
@@ -59,8 +59,6 @@ private:
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward
   std::vector<uint32_t> rowsIn, rowsOut;
   double losses = 0;
-  std::chrono::steady_clock::time_point stepStart;
-  std::vector<TraceEvent> trace;
 };
 
 } // namespace mist::rt

@@ -1,6 +1,8 @@
 //===- TraceWriter.cpp - The trainer's measured timeline ------------------===//
 #include "runtime/trainer/TraceWriter.h"
 
+#include "runtime/trainer/Streams.h"
+
 #include <cstdio>
 #include <sstream>
 
@@ -14,7 +16,7 @@ std::string serialize(const std::vector<TraceEvent> &events) {
   std::ostringstream os;
   os.precision(17);
   for (const TraceEvent &e : events)
-    os << e.start << ' ' << e.duration << ' ' << e.name << '\n';
+    os << e.start << ' ' << e.duration << ' ' << e.stream << ' ' << e.name << '\n';
   return os.str();
 }
 
@@ -22,7 +24,7 @@ std::vector<TraceEvent> deserialize(const std::string &text) {
   std::vector<TraceEvent> events;
   std::istringstream is(text);
   TraceEvent e;
-  while (is >> e.start >> e.duration && std::getline(is >> std::ws, e.name))
+  while (is >> e.start >> e.duration >> e.stream && std::getline(is >> std::ws, e.name))
     events.push_back(e);
   return events;
 }
@@ -62,15 +64,17 @@ bool gatherAndWriteTrace(Communicator &world, const std::vector<int> &leaders,
                  "%s  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %zu, \"args\": "
                  "{\"name\": \"stage %zu (%s, measured)\"}},\n",
                  first ? "" : ",\n", s, s, model.c_str());
-    std::fprintf(f,
-                 "  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %zu, \"tid\": 0, "
-                 "\"args\": {\"name\": \"compute\"}}",
-                 s);
-    for (const TraceEvent &e : events)
+    for (int t = 0; t < streamCount; ++t)
       std::fprintf(f,
-                   ",\n  {\"ph\": \"X\", \"name\": \"%s\", \"pid\": %zu, \"tid\": 0, \"ts\": %.3f, "
-                   "\"dur\": %.3f}",
-                   e.name.c_str(), s, e.start * 1e6, e.duration * 1e6);
+                   "%s  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %zu, \"tid\": %d, "
+                   "\"args\": {\"name\": \"%s\"}}",
+                   t ? ",\n" : "", s, t, streamName(StreamKind(t)));
+    for (const TraceEvent &e : events)
+      std::fprintf(
+          f,
+          ",\n  {\"ph\": \"X\", \"name\": \"%s\", \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, "
+          "\"dur\": %.3f}",
+          e.name.c_str(), s, e.stream, e.start * 1e6, e.duration * 1e6);
     first = false;
   }
   if (!f)

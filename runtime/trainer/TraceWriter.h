@@ -3,7 +3,7 @@
 /// `--trace FILE` writes the regions every stage ran in the last step, with
 /// their measured times, in the Chrome / Perfetto trace format mistc's
 /// --emit=timeline uses for the predicted one: one process per stage (its
-/// first rank's view), one event per region, direction and micro-batch.
+/// first rank's view), one thread per stream, one event per piece of work.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -16,6 +16,7 @@ namespace mist::rt {
 struct TraceEvent {
   std::string name;
   double start, duration; ///< seconds from the step's start
+  int stream = 0;         ///< row: 0 compute, 1 g2g, 2 h2d, 3 d2h (runtime/trainer/Streams.h)
 };
 
 /// Collective over `world`: the first rank of every stage (`leaders`, world

@@ -111,9 +111,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   Frame global(stage.buffers, false);
   std::vector<Frame> layers(size_t(stage.layers), Frame(stage.buffers, true));
   OffloadEngine offload;
+  Streams streams;
   ParameterStore store(stage, global, layers,
-                       {groups.tp(), groups.dp(), tiedGroup.get(), layout->isFirstStage()},
-                       offload);
+                       {groups.tp(), groups.dp(), tiedGroup.get(), layout->isFirstStage()}, offload,
+                       streams);
   store.initialize(o.seed);
   int firstStep = 1;
   const std::string ckptPath = o.ckptDir + "/latest.safetensors";
@@ -123,7 +124,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
   }
   store.settle();
-  ActivationStash stash(stage, offload);
+  ActivationStash stash(stage, offload, streams);
   if (layout->dpRank == 0 && layout->tpRank == 0) { // one line per stage
     std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d: activations of %d micro-batch%s "
                 "in flight reserved, %.2f MiB per rank\n",
@@ -132,7 +133,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                 stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20));
     std::fflush(stdout);
   }
-  StageRunner runner(spec, groups, tpContext, global, layers, store, stash,
+  StageRunner runner(spec, groups, tpContext, global, layers, store, stash, streams,
                      sampler ? &*sampler : nullptr);
   const int64_t samplesPerStep =
       int64_t(spec.stages[0].microBatch) * spec.stages[0].dp * spec.gradAccum;
@@ -151,11 +152,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     leaders.push_back(layout->worldRank(s, 0, 0));
   for (int step = firstStep; step <= o.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
+    streams.beginStep();
     store.beginStep();
     runner.beginStep();
     for (const ScheduleEntry &e : stage.order)
       e.forward ? runner.forward(step, e.microBatch) : runner.backward(e.microBatch);
-    world->waitSends();
+    streams.run(StreamKind::G2G, "wait for sends", [&] { world->waitSends(); });
     store.reduceGradients();
     // The mean loss over the step's sequences, and the global gradient norm:
     // one sum over the world each, every value counted by one rank.
@@ -202,7 +204,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     }
   }
   if (!o.trace.empty()) {
-    if (!gatherAndWriteTrace(*world, leaders, runner.events(), spec.model, o.trace))
+    if (!gatherAndWriteTrace(*world, leaders, streams.events(), spec.model, o.trace))
       abortJob("cannot write the trace to " + o.trace);
     if (worldRank == 0)
       std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());

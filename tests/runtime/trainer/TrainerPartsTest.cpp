@@ -108,7 +108,8 @@ StageSpec tinyStage(int ckptLayers, double offloadActivations) {
 TEST(ActivationStash, KeepsEachMicroBatchsActivationsApart) {
   StageSpec stage = tinyStage(0, 0.5);
   OffloadEngine engine;
-  ActivationStash stash(stage, engine);
+  Streams streams;
+  ActivationStash stash(stage, engine, streams);
   EXPECT_EQ(stash.slots(), 2);
   Frame global(stage.buffers, false);
   std::vector<Frame> layers(2, Frame(stage.buffers, true));
@@ -138,7 +139,8 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApart) {
 TEST(ActivationStash, ACheckpointedLayerKeepsOnlyItsInput) {
   StageSpec all = tinyStage(0, 0), checkpointed = tinyStage(1, 0);
   OffloadEngine engine;
-  ActivationStash full(all, engine), partial(checkpointed, engine);
+  Streams streams;
+  ActivationStash full(all, engine, streams), partial(checkpointed, engine, streams);
   // Per micro-batch: x and h of two layers plus tokens, against x, h, x, tokens.
   auto slot = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
   EXPECT_EQ(full.reservedBytes(), 2 * slot((8 + 8 + 8 + 8 + 2) * 4));
@@ -149,7 +151,8 @@ TEST(ActivationStash, ACheckpointedLayerKeepsOnlyItsInput) {
 TEST(ActivationStashDeathTest, ABackwardBeforeItsForwardEndsTheJob) {
   StageSpec stage = tinyStage(0, 0);
   OffloadEngine engine;
-  ActivationStash stash(stage, engine);
+  Streams streams;
+  ActivationStash stash(stage, engine, streams);
   Frame global(stage.buffers, false);
   std::vector<Frame> layers(2, Frame(stage.buffers, true));
   EXPECT_DEATH(stash.restore(3, global, layers), "backward of micro-batch 3 before its forward");
