@@ -118,6 +118,12 @@ void ParameterStore::swapInOptimizer(State &s) {
 }
 
 void ParameterStore::acquire(RegionKind region, int layer) {
+  // The region's weights as the last optimizer step left them.
+  const int group = region == RegionKind::Layer ? layer
+                    : region == RegionKind::Pre ? -1
+                                                : spec.layers;
+  if (size_t(group + 1) < updated.size() && updated[size_t(group + 1)].recorded)
+    streams.wait(StreamKind::Compute, updated[size_t(group + 1)]);
   if (!weightsSliced && spec.offloadWeights <= 0)
     return; // weights stay where they are
   const std::string where = region == RegionKind::Layer
@@ -266,60 +272,81 @@ double ParameterStore::normSquaredShare() const {
   return sum;
 }
 
-void ParameterStore::step(const AdamStep &a) {
-  if (spec.offloadOptimizer > 0)
-    streams.run(StreamKind::H2D, "swap in optimizer state", [&] {
-      for (auto &copies : state)
-        for (State &s : copies)
-          swapInOptimizer(s);
-    });
-  std::vector<std::vector<std::vector<float>>> updated(state.size());
-  streams.run(StreamKind::Compute, "optimizer step", [&] {
-    for (size_t p = 0; p < state.size(); ++p)
-      for (State &s : state[p]) {
-        std::vector<float> &next = updated[p].emplace_back(s.chunk);
-        mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), next.data(),
-                                 s.grad.data(), int64_t(s.chunk), a.lr, a.beta1, a.beta2, a.eps,
-                                 a.weightDecay, a.gradScale, a.step});
-        std::vector<float>().swap(s.grad);
-      }
-  });
-  if (spec.offloadOptimizer > 0)
-    streams.run(StreamKind::D2H, "swap out optimizer state", [&] {
-      for (auto &copies : state)
-        for (State &s : copies)
-          swapOutOptimizer(s);
-    });
-  Event stepped = streams.record(StreamKind::Compute);
-  streams.wait(StreamKind::G2G, stepped);
-  streams.run(sliced ? StreamKind::G2G : StreamKind::Compute,
-              sliced ? "all-gather updated weights" : "write updated weights",
-              [&] { writeUpdatedWeights(updated); });
+int ParameterStore::groupOf(size_t p, size_t copy) const {
+  const ParamSpec &ps = spec.params[p];
+  if (spec.buffers[ps.buffer].layer)
+    return int(copy);
+  return uses(ps, RegionKind::Pre) ? -1 : spec.layers;
 }
 
-void ParameterStore::writeUpdatedWeights(std::vector<std::vector<std::vector<float>>> &updated) {
+void ParameterStore::step(const AdamStep &a) {
+  updated.assign(size_t(spec.layers) + 2, Event{});
+  for (int group = -1; group <= spec.layers; ++group)
+    stepGroup(a, group);
+}
+
+void ParameterStore::stepGroup(const AdamStep &a, int group) {
+  std::vector<std::pair<size_t, size_t>> members; // (param, copy)
   for (size_t p = 0; p < state.size(); ++p)
-    for (size_t l = 0; l < state[p].size(); ++l) {
-      State &s = state[p][l];
-      std::vector<float> &next = updated[p][l];
-      if (weightsSliced) { // the new slice is the weights until the next gather
-        offload.swapIn(s.shard, s.shardHost);
-        s.shard = next;
-        offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-        continue;
-      }
-      std::vector<float> &w = weights(p, int(l));
-      const bool wasResident = s.resident;
-      if (!s.resident) {
-        offload.swapIn(w, s.weightHost);
-        s.resident = true;
-      }
-      w = sliced ? unsplit(next, s.local) : next;
-      if (!wasResident) {
-        offload.swapOut(w, s.weightHost, spec.offloadWeights);
-        s.resident = false;
-      }
+    for (size_t l = 0; l < state[p].size(); ++l)
+      if (groupOf(p, l) == group)
+        members.push_back({p, l});
+  if (members.empty())
+    return;
+  const std::string name = group < 0 ? std::string("pre")
+                           : group == spec.layers
+                               ? std::string("post")
+                               : "layer " + std::to_string(spec.firstLayer + group);
+  if (spec.offloadOptimizer > 0)
+    streams.run(StreamKind::H2D, "swap in optimizer state " + name, [&] {
+      for (auto [p, l] : members)
+        swapInOptimizer(state[p][l]);
+    });
+  std::vector<std::vector<float>> next(members.size());
+  streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
+    for (size_t i = 0; i < members.size(); ++i) {
+      State &s = state[members[i].first][members[i].second];
+      next[i].resize(s.chunk);
+      mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), next[i].data(),
+                               s.grad.data(), int64_t(s.chunk), a.lr, a.beta1, a.beta2, a.eps,
+                               a.weightDecay, a.gradScale, a.step});
+      std::vector<float>().swap(s.grad);
     }
+  });
+  if (spec.offloadOptimizer > 0)
+    streams.run(StreamKind::D2H, "swap out optimizer state " + name, [&] {
+      for (auto [p, l] : members)
+        swapOutOptimizer(state[p][l]);
+    });
+  const StreamKind writer = sliced ? StreamKind::G2G : StreamKind::Compute;
+  streams.wait(writer, streams.record(StreamKind::Compute));
+  streams.run(writer, (sliced ? "all-gather updated weights " : "write updated weights ") + name,
+              [&] {
+                for (size_t i = 0; i < members.size(); ++i)
+                  writeUpdatedWeights(members[i].first, members[i].second, next[i]);
+              });
+  updated[size_t(group + 1)] = streams.record(writer);
+}
+
+void ParameterStore::writeUpdatedWeights(size_t p, size_t l, std::vector<float> &next) {
+  State &s = state[p][l];
+  if (weightsSliced) { // the new slice is the weights until the next gather
+    offload.swapIn(s.shard, s.shardHost);
+    s.shard = next;
+    offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
+    return;
+  }
+  std::vector<float> &w = weights(p, int(l));
+  const bool wasResident = s.resident;
+  if (!s.resident) {
+    offload.swapIn(w, s.weightHost);
+    s.resident = true;
+  }
+  w = sliced ? unsplit(next, s.local) : next;
+  if (!wasResident) {
+    offload.swapOut(w, s.weightHost, spec.offloadWeights);
+    s.resident = false;
+  }
 }
 
 std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {

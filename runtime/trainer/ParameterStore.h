@@ -76,7 +76,11 @@ public:
   /// of the model is counted by exactly one rank of the job.
   double normSquaredShare() const;
   /// AdamW on every tensor (on the slice under ZeRO-1), then the weights
-  /// updated where the plan keeps them.
+  /// updated where the plan keeps them, one group at a time in the order
+  /// the next step's first forward reads them (pre, layer 0, 1, ..., post):
+  /// each group's update ends with an event that `acquire` makes the
+  /// compute stream wait for, so on GPUs the next forward of layer 0 can
+  /// start while later layers are still being updated.
   void step(const AdamStep &adam);
 
   size_t paramCount() const { return state.size(); }
@@ -102,7 +106,10 @@ private:
   std::vector<float> slice(const std::vector<float> &local, size_t chunk) const;
   std::vector<float> unsplit(const std::vector<float> &slice, size_t n);
   std::vector<float> gatherOverTp(size_t p, const std::vector<float> &local);
-  void writeUpdatedWeights(std::vector<std::vector<std::vector<float>>> &updated);
+  /// One group of step(): `group` is -1 for pre, 0.. for layers, layers for post.
+  void stepGroup(const AdamStep &a, int group);
+  int groupOf(size_t p, size_t copy) const;
+  void writeUpdatedWeights(size_t p, size_t copy, std::vector<float> &next);
   void swapOutOptimizer(State &s);
   void swapInOptimizer(State &s);
 
@@ -115,6 +122,7 @@ private:
   int tpRank, dpRank, tp, dp;
   bool sliced, gradsSliced, weightsSliced;
   std::vector<std::vector<State>> state; ///< [param][layer copy]
+  std::vector<Event> updated;            ///< per group (index group + 1): its last update
 };
 
 } // namespace mist::rt
