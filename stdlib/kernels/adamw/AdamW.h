@@ -7,7 +7,8 @@ namespace mist::kernels {
 
 /// One step on n parameters: m, v and the fp32 master weights are updated
 /// in place; `param` receives the new weights in the training dtype (fp32
-/// here; the CUDA kernel writes bf16). Gradients are scaled by `gradScale`
+/// for now, in the CPU reference and the CUDA kernel alike; a bf16 variant
+/// comes with the bf16 trainer). Gradients are scaled by `gradScale`
 /// first (clipping and micro-batch averaging).
 struct AdamWArgs {
   float *master, *m, *v;

@@ -1,0 +1,86 @@
+//===- Activation.cu - CUDA elementwise GELU, SiLU, product and sum -------===//
+/// \file
+/// One grid-stride kernel per op, the formulas of ActivationRef.cpp in fp32
+/// (tanhf / expf, no fast-math intrinsics).
+//===----------------------------------------------------------------------===//
+#include "stdlib/kernels/activation/ActivationCuda.h"
+
+#include <algorithm>
+#include <cuda_runtime.h>
+
+namespace mist::kernels {
+
+namespace {
+
+constexpr float geluScale = 0.7978845608028654f; // sqrt(2 / pi)
+constexpr int threads = 256;
+constexpr Index maxBlocks = 4096; // the grid-stride loop covers the rest
+
+enum class Op { GeluFwd, GeluBwd, SiluFwd, SiluBwd, MulFwd, MulBwd, AddFwd };
+
+template <Op op> __global__ void elementwiseKernel(ElementwiseArgs x) {
+  Index stride = Index(gridDim.x) * blockDim.x;
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < x.n; i += stride) {
+    if constexpr (op == Op::GeluFwd) {
+      float v = x.a[i];
+      x.out[i] = 0.5f * v * (1.f + tanhf(geluScale * (v + 0.044715f * v * v * v)));
+    } else if constexpr (op == Op::GeluBwd) {
+      float v = x.a[i];
+      float u = geluScale * (v + 0.044715f * v * v * v);
+      float th = tanhf(u);
+      float du = geluScale * (1.f + 3.f * 0.044715f * v * v);
+      x.da[i] = x.dout[i] * (0.5f * (1.f + th) + 0.5f * v * (1.f - th * th) * du);
+    } else if constexpr (op == Op::SiluFwd) {
+      float v = x.a[i];
+      x.out[i] = v / (1.f + expf(-v));
+    } else if constexpr (op == Op::SiluBwd) {
+      float v = x.a[i];
+      float sg = 1.f / (1.f + expf(-v));
+      x.da[i] = x.dout[i] * sg * (1.f + v * (1.f - sg));
+    } else if constexpr (op == Op::MulFwd) {
+      x.out[i] = x.a[i] * x.b[i];
+    } else if constexpr (op == Op::MulBwd) {
+      float dy = x.dout[i], a = x.a[i], b = x.b[i];
+      x.da[i] = dy * b;
+      x.db[i] = dy * a;
+    } else {
+      x.out[i] = x.a[i] + x.b[i];
+    }
+  }
+}
+
+template <Op op> cudaError_t launch(const ElementwiseArgs &x, cudaStream_t stream) {
+  if (x.n < 0)
+    return cudaErrorInvalidValue;
+  if (x.n == 0)
+    return cudaSuccess;
+  Index blocks = std::min((x.n + threads - 1) / threads, maxBlocks);
+  elementwiseKernel<op><<<unsigned(blocks), threads, 0, stream>>>(x);
+  return cudaGetLastError();
+}
+
+} // namespace
+
+cudaError_t geluFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::GeluFwd>(x, stream);
+}
+cudaError_t geluBwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::GeluBwd>(x, stream);
+}
+cudaError_t siluFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::SiluFwd>(x, stream);
+}
+cudaError_t siluBwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::SiluBwd>(x, stream);
+}
+cudaError_t mulFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::MulFwd>(x, stream);
+}
+cudaError_t mulBwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::MulBwd>(x, stream);
+}
+cudaError_t addFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::AddFwd>(x, stream);
+}
+
+} // namespace mist::kernels

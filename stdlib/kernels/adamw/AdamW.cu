@@ -1,0 +1,110 @@
+//===- AdamW.cu - CUDA AdamW with fp32 master weights ---------------------===//
+/// \file
+/// The update of AdamWRef.cpp per element in fp32; the bias corrections
+/// 1 - beta^step are computed on the host in double, as in the reference,
+/// and passed as fp32 reciprocals (a multiply instead of the reference's
+/// double division: a rounding-level difference).
+//===----------------------------------------------------------------------===//
+#include "stdlib/kernels/adamw/AdamWCuda.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cuda_runtime.h>
+
+namespace mist::kernels {
+
+namespace {
+
+constexpr int threads = 256;
+constexpr Index maxBlocks = 4096;       // the grid-stride loop covers the rest
+constexpr Index multiBlockElems = 1024; // elements per block in the multi-tensor kernel
+
+struct Hyper {
+  float lr, beta1, beta2, eps, weightDecay, gradScale;
+  float invC1, invC2; ///< 1 / (1 - beta^step)
+};
+
+Hyper hyper(float lr, float beta1, float beta2, float eps, float weightDecay, float gradScale,
+            int step) {
+  double c1 = 1 - std::pow(double(beta1), step), c2 = 1 - std::pow(double(beta2), step);
+  return {lr, beta1, beta2, eps, weightDecay, gradScale, float(1 / c1), float(1 / c2)};
+}
+
+__device__ void update(const Hyper &h, float *master, float *m, float *v, float *param,
+                       const float *grad, Index i) {
+  float g = grad[i] * h.gradScale;
+  float mi = h.beta1 * m[i] + (1 - h.beta1) * g;
+  float vi = h.beta2 * v[i] + (1 - h.beta2) * g * g;
+  m[i] = mi;
+  v[i] = vi;
+  float mhat = mi * h.invC1, vhat = vi * h.invC2;
+  float w = master[i];
+  w -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weightDecay * w);
+  master[i] = w;
+  param[i] = w;
+}
+
+__global__ void adamWKernel(AdamWArgs a, Hyper h) {
+  Index stride = Index(gridDim.x) * blockDim.x;
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += stride)
+    update(h, a.master, a.m, a.v, a.param, a.grad, i);
+}
+
+/// Block b belongs to the tensor k with blockStart[k] <= b < blockStart[k+1]
+/// and updates its elements [(b - blockStart[k]) * multiBlockElems, + multiBlockElems).
+struct MultiLaunch {
+  AdamWMultiTensorArgs args;
+  Hyper h;
+  unsigned blockStart[adamWMaxTensors + 1];
+};
+
+__global__ void adamWMultiTensorKernel(MultiLaunch l) {
+  unsigned b = blockIdx.x;
+  int k = 0;
+  while (k + 1 < l.args.count && b >= l.blockStart[k + 1])
+    ++k;
+  Index begin = Index(b - l.blockStart[k]) * multiBlockElems;
+  Index end = std::min(l.args.n[k], begin + multiBlockElems);
+  for (Index i = begin + threadIdx.x; i < end; i += blockDim.x)
+    update(l.h, l.args.master[k], l.args.m[k], l.args.v[k], l.args.param[k], l.args.grad[k], i);
+}
+
+static_assert(sizeof(MultiLaunch) <= 4096, "the kernel parameter limit of older toolkits");
+
+} // namespace
+
+cudaError_t adamWCuda(const AdamWArgs &a, cudaStream_t stream) {
+  if (a.n < 0 || a.step < 1)
+    return cudaErrorInvalidValue;
+  if (a.n == 0)
+    return cudaSuccess;
+  Index blocks = std::min((a.n + threads - 1) / threads, maxBlocks);
+  adamWKernel<<<unsigned(blocks), threads, 0, stream>>>(
+      a, hyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step));
+  return cudaGetLastError();
+}
+
+cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorArgs &a, cudaStream_t stream) {
+  if (a.count < 0 || a.count > adamWMaxTensors || a.step < 1)
+    return cudaErrorInvalidValue;
+  MultiLaunch l;
+  l.args = a;
+  l.h = hyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step);
+  Index blocks = 0;
+  for (int k = 0; k < a.count; ++k) {
+    if (a.n[k] < 0)
+      return cudaErrorInvalidValue;
+    l.blockStart[k] = unsigned(blocks);
+    blocks += (a.n[k] + multiBlockElems - 1) / multiBlockElems;
+    if (blocks > INT_MAX)
+      return cudaErrorInvalidValue;
+  }
+  l.blockStart[a.count] = unsigned(blocks);
+  if (blocks == 0)
+    return cudaSuccess;
+  adamWMultiTensorKernel<<<unsigned(blocks), threads, 0, stream>>>(l);
+  return cudaGetLastError();
+}
+
+} // namespace mist::kernels

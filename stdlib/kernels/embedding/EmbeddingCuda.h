@@ -1,0 +1,27 @@
+//===- EmbeddingCuda.h - CUDA token and position embeddings ---------------===//
+/// \file
+/// The CUDA kernels of Embedding.h, taking the same argument structs: every
+/// pointer is device memory, launches are asynchronous on `stream`, and the
+/// result is cudaErrorInvalidValue for a negative size, else
+/// cudaGetLastError() after the launch (stdlib/kernels/README.md, "CUDA
+/// kernels"). Forward writes out; backward adds into dtable.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "stdlib/kernels/embedding/Embedding.h"
+
+#include <cuda_runtime_api.h>
+
+namespace mist::kernels {
+
+/// Ids outside [vocabStart, vocabStart + vocab) give zero rows.
+cudaError_t embeddingFwdCuda(const EmbeddingArgs &a, cudaStream_t stream);
+/// dtable[id - vocabStart] += dout for the ids of this slice, with fp32
+/// atomicAdd: tokens sharing an id add in a varying order (not bitwise
+/// deterministic).
+cudaError_t embeddingBwdCuda(const EmbeddingArgs &a, cudaStream_t stream);
+cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream);
+/// dtable[t] += dout[b, t] for b = 0, 1, ... in order (deterministic, no atomics).
+cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream);
+
+} // namespace mist::kernels

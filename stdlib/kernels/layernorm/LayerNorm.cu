@@ -1,0 +1,157 @@
+//===- LayerNorm.cu - CUDA LayerNorm over the last axis -------------------===//
+/// \file
+/// Forward and the dinp part of backward run one block per row with
+/// warp-shuffle block reductions in fp32 (the reference sums in double: the
+/// two-pass mean / variance keeps the difference at fp32 rounding).
+/// dweight and dbias are column sums over the rows, done by their own kernel
+/// whose 32 x 8 blocks read 32 consecutive channels of 8 rows at a time.
+//===----------------------------------------------------------------------===//
+#include "stdlib/kernels/layernorm/LayerNormCuda.h"
+
+#include <algorithm>
+#include <cuda_runtime.h>
+
+namespace mist::kernels {
+
+namespace {
+
+constexpr Index maxRowBlocks = 1 << 20; // rows beyond are looped over
+
+__device__ float warpSum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// The sum over the block (blockDim.x a multiple of 32), in every thread.
+__device__ float blockSum(float v) {
+  __shared__ float partial[32];
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warpSum(v);
+  __syncthreads(); // a previous call may still be reading `partial`
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  return warpSum(lane < int(blockDim.x / 32) ? partial[lane] : 0.f);
+}
+
+/// Threads per row block: enough for the row, a multiple of 32, at most 512.
+int rowThreads(Index channels) {
+  return int(std::min<Index>(512, std::max<Index>(32, (channels + 31) / 32 * 32)));
+}
+
+__global__ void layerNormFwdKernel(LayerNormArgs a) {
+  for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
+    const float *x = a.inp + n * a.channels;
+    float sum = 0.f;
+    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
+      sum += x[c];
+    float m = blockSum(sum) / float(a.channels);
+    float sq = 0.f;
+    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
+      sq += (x[c] - m) * (x[c] - m);
+    float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
+    if (threadIdx.x == 0) {
+      a.mean[n] = m;
+      a.rstd[n] = s;
+    }
+    float *y = a.out + n * a.channels;
+    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
+      y[c] = (x[c] - m) * s * a.weight[c] + (a.bias ? a.bias[c] : 0.f);
+  }
+}
+
+/// dx = s * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w.
+__global__ void layerNormBwdInpKernel(LayerNormArgs a) {
+  for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
+    const float *x = a.inp + n * a.channels, *dy = a.dout + n * a.channels;
+    float m = a.mean[n], s = a.rstd[n];
+    float gSum = 0.f, gxSum = 0.f;
+    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x) {
+      float xhat = (x[c] - m) * s, g = dy[c] * a.weight[c];
+      gSum += g;
+      gxSum += g * xhat;
+    }
+    float gMean = blockSum(gSum) / float(a.channels);
+    float gxMean = blockSum(gxSum) / float(a.channels);
+    float *dx = a.dinp + n * a.channels;
+    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x) {
+      float xhat = (x[c] - m) * s, g = dy[c] * a.weight[c];
+      dx[c] = s * (g - gMean - xhat * gxMean);
+    }
+  }
+}
+
+constexpr int colTile = 32, rowTile = 8;
+
+/// dweight[c] += sum_n dy * xhat and dbias[c] += sum_n dy over the rows of
+/// chunk blockIdx.y (`rowsPerChunk` rows), channels of tile blockIdx.x.
+/// With one chunk the sum goes straight in (deterministic); with several,
+/// each chunk's partial sum is added with an fp32 atomicAdd, so the order
+/// of the additions, hence the last bits, may vary from run to run.
+__global__ void layerNormBwdParamKernel(LayerNormArgs a, Index rowsPerChunk) {
+  __shared__ float dwPart[rowTile][colTile + 1], dbPart[rowTile][colTile + 1];
+  Index c = Index(blockIdx.x) * colTile + threadIdx.x;
+  Index begin = Index(blockIdx.y) * rowsPerChunk, end = std::min(a.rows, begin + rowsPerChunk);
+  float dw = 0.f, db = 0.f;
+  if (c < a.channels)
+    for (Index n = begin + threadIdx.y; n < end; n += rowTile) {
+      float dy = a.dout[n * a.channels + c];
+      dw += dy * ((a.inp[n * a.channels + c] - a.mean[n]) * a.rstd[n]);
+      db += dy;
+    }
+  dwPart[threadIdx.y][threadIdx.x] = dw;
+  dbPart[threadIdx.y][threadIdx.x] = db;
+  __syncthreads();
+  if (threadIdx.y != 0 || c >= a.channels)
+    return;
+  for (int r = 1; r < rowTile; ++r) {
+    dw += dwPart[r][threadIdx.x];
+    db += dbPart[r][threadIdx.x];
+  }
+  if (gridDim.y == 1) {
+    a.dweight[c] += dw;
+    if (a.dbias)
+      a.dbias[c] += db;
+  } else {
+    atomicAdd(a.dweight + c, dw);
+    if (a.dbias)
+      atomicAdd(a.dbias + c, db);
+  }
+}
+
+} // namespace
+
+cudaError_t layerNormFwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
+  if (a.rows < 0 || a.channels < 0)
+    return cudaErrorInvalidValue;
+  if (a.rows == 0 || a.channels == 0)
+    return cudaSuccess;
+  layerNormFwdKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0,
+                       stream>>>(a);
+  return cudaGetLastError();
+}
+
+cudaError_t layerNormBwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
+  if (a.rows < 0 || a.channels < 0)
+    return cudaErrorInvalidValue;
+  if (a.rows == 0 || a.channels == 0)
+    return cudaSuccess;
+  // The parameter gradients first: they read dout and inp, which dinp may
+  // then overwrite (each dinp block reads its whole row before writing it).
+  // About 1024 blocks in all: split the rows into chunks of at least 64
+  // when the channel tiles alone are fewer.
+  Index tiles = (a.channels + colTile - 1) / colTile;
+  Index chunks = std::clamp<Index>(1024 / tiles, 1, std::min<Index>((a.rows + 63) / 64, 65535));
+  Index rowsPerChunk = (a.rows + chunks - 1) / chunks;
+  chunks = (a.rows + rowsPerChunk - 1) / rowsPerChunk;
+  layerNormBwdParamKernel<<<dim3(unsigned(tiles), unsigned(chunks)), dim3(colTile, rowTile), 0,
+                            stream>>>(a, rowsPerChunk);
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+    return err;
+  layerNormBwdInpKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0,
+                          stream>>>(a);
+  return cudaGetLastError();
+}
+
+} // namespace mist::kernels

@@ -1,0 +1,399 @@
+//===- Linear.cu - The linear layer on the GPU with cuBLASLt --------------===//
+/// \file
+/// Row-major to column-major: cuBLASLt is column-major, and a row-major
+/// [r, c] matrix with leading dimension c is the column-major [c, r] matrix
+/// with the same leading dimension. So, with every matrix named by its
+/// row-major shape,
+///   forward  out[N,O]  = x[N,I] W[I,O]   is  outᵀ  = Wᵀ xᵀ        (m=O, n=N, k=I)
+///   dinp     dx[N,I]   = dy[N,O] Wᵀ      is  dxᵀ   = (Wᵀ)ᵀ dyᵀ    (m=I, n=N, k=O)
+///   dweight  dW[I,O]  += xᵀ dy           is  dWᵀ  += dyᵀ (xᵀ)ᵀ    (m=O, n=I, k=N)
+/// where every operand on the right is the column-major view of the buffer
+/// as it lies in memory, and `ᵀ` on an operand is CUBLAS_OP_T.
+//===----------------------------------------------------------------------===//
+#include "stdlib/kernels/linear/LinearCuda.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <type_traits>
+#include <utility>
+
+namespace mist::kernels {
+
+//===----------------------------------------------------------------------===//
+// Context
+//===----------------------------------------------------------------------===//
+
+/// The key of the algorithm cache: everything the heuristic looked at.
+using GemmKey = std::array<int64_t, 18>;
+
+struct LinearContext::State {
+  cublasLtHandle_t handle = nullptr;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+  int device = -1;
+  /// The heuristic's pick per GEMM, or nullopt where it had none (NOT_SUPPORTED).
+  std::map<GemmKey, std::optional<cublasLtMatmulAlgo_t>> algorithms;
+
+  ~State() {
+    if (workspace)
+      cudaFree(workspace);
+    if (handle)
+      cublasLtDestroy(handle);
+  }
+};
+
+LinearContext::LinearContext(LinearMath math, size_t workspaceBytes)
+    : math_(math), workspaceBytes_(workspaceBytes) {}
+
+LinearContext::~LinearContext() = default;
+
+LinearContext &LinearContext::processDefault() {
+  static LinearContext *context = new LinearContext(); // leaked on purpose, see the header
+  return *context;
+}
+
+cublasStatus_t LinearContext::state(State *&out) {
+  if (!state_) {
+    auto fresh = std::make_unique<State>();
+    if (cudaGetDevice(&fresh->device) != cudaSuccess)
+      return CUBLAS_STATUS_NOT_INITIALIZED;
+    if (cublasStatus_t rc = cublasLtCreate(&fresh->handle); rc != CUBLAS_STATUS_SUCCESS)
+      return rc;
+    if (workspaceBytes_ && cudaMalloc(&fresh->workspace, workspaceBytes_) != cudaSuccess) {
+      cudaGetLastError(); // clear the allocation error: the status says it
+      return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    fresh->workspaceBytes = workspaceBytes_;
+    state_ = std::move(fresh);
+  } else {
+    int device = -1;
+    if (cudaGetDevice(&device) != cudaSuccess || device != state_->device)
+      return CUBLAS_STATUS_INVALID_VALUE; // the context belongs to another device
+  }
+  out = state_.get();
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Small kernels: bias broadcast and the bias gradient
+//===----------------------------------------------------------------------===//
+
+/// out[n, o] = bias ? bias[o] : 0 (out is [rows, cols] row-major).
+template <typename T>
+__global__ void broadcastBiasKernel(T *out, const T *bias, Index rows, Index cols) {
+  Index total = rows * cols;
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += Index(gridDim.x) * blockDim.x)
+    out[i] = bias ? bias[i % cols] : T(0.f);
+}
+
+template <typename T>
+cublasStatus_t broadcastBias(T *out, const T *bias, Index rows, Index cols, cudaStream_t stream) {
+  Index total = rows * cols;
+  if (total == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  constexpr int threads = 256;
+  Index blocks = (total + threads - 1) / threads;
+  if (blocks > 65536)
+    blocks = 65536; // the grid-stride loop covers the rest
+  broadcastBiasKernel<T><<<unsigned(blocks), threads, 0, stream>>>(out, bias, rows, cols);
+  return cudaGetLastError() == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+constexpr int kBiasColumns = 32, kBiasRowLanes = 16;
+
+/// dbias[o] += Σ_n dout[n, o]: a block sums 32 columns; its 16 row lanes
+/// each sum a strided subset of the rows, then lane 0 adds the 16 partial
+/// sums in a fixed order. Deterministic (no atomics).
+__global__ void __launch_bounds__(kBiasColumns *kBiasRowLanes)
+    biasGradKernel(float *dbias, const float *dout, Index rows, Index cols) {
+  __shared__ float partial[kBiasRowLanes][kBiasColumns];
+  Index col = Index(blockIdx.x) * kBiasColumns + threadIdx.x;
+  float sum = 0.f;
+  if (col < cols)
+    for (Index n = threadIdx.y; n < rows; n += kBiasRowLanes)
+      sum += dout[n * cols + col];
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < cols) {
+    float total = 0.f;
+    for (int lane = 0; lane < kBiasRowLanes; ++lane)
+      total += partial[lane][threadIdx.x];
+    dbias[col] += total;
+  }
+}
+
+cublasStatus_t biasGrad(float *dbias, const float *dout, Index rows, Index cols,
+                        cudaStream_t stream) {
+  if (rows == 0 || cols == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  Index blocks = (cols + kBiasColumns - 1) / kBiasColumns;
+  biasGradKernel<<<unsigned(blocks), dim3(kBiasColumns, kBiasRowLanes), 0, stream>>>(dbias, dout,
+                                                                                     rows, cols);
+  return cudaGetLastError() == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+//===----------------------------------------------------------------------===//
+// One cuBLASLt GEMM: D = alpha op(A) op(B) + beta C (+ bias), D aliases C
+//===----------------------------------------------------------------------===//
+
+struct Gemm {
+  cublasOperation_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  int64_t m = 0, n = 0, k = 0;
+  const void *a = nullptr, *b = nullptr;
+  void *c = nullptr;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  cudaDataType_t typeAB = CUDA_R_32F, typeC = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  float beta = 0.f;
+  const void *bias = nullptr; ///< [m] of typeC, through CUBLASLT_EPILOGUE_BIAS
+};
+
+size_t elementBytes(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
+
+/// The largest power of two (at most 256, cuBLASLt's default assumption)
+/// dividing both the address and the leading dimension in bytes.
+uint32_t alignmentOf(const void *p, int64_t ld, cudaDataType_t type) {
+  uint64_t bits = uint64_t(reinterpret_cast<uintptr_t>(p)) | (uint64_t(ld) * elementBytes(type));
+  uint32_t align = 256;
+  while (align > 1 && bits % align)
+    align /= 2;
+  return align;
+}
+
+/// Destroys cuBLASLt descriptors at scope exit.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  Descriptors() = default;
+  Descriptors(const Descriptors &) = delete;
+  Descriptors &operator=(const Descriptors &) = delete;
+  ~Descriptors() {
+    if (preference)
+      cublasLtMatmulPreferenceDestroy(preference);
+    if (c)
+      cublasLtMatrixLayoutDestroy(c);
+    if (b)
+      cublasLtMatrixLayoutDestroy(b);
+    if (a)
+      cublasLtMatrixLayoutDestroy(a);
+    if (op)
+      cublasLtMatmulDescDestroy(op);
+  }
+};
+
+#define MIST_LT_TRY(call)                                                                          \
+  do {                                                                                             \
+    cublasStatus_t rc_ = (call);                                                                   \
+    if (rc_ != CUBLAS_STATUS_SUCCESS)                                                              \
+      return rc_;                                                                                  \
+  } while (0)
+
+/// Builds the descriptors of `g`, with the bias epilogue when `withBias`.
+cublasStatus_t describe(const Gemm &g, bool withBias, Descriptors &d) {
+  MIST_LT_TRY(cublasLtMatmulDescCreate(&d.op, g.compute, CUDA_R_32F));
+  int32_t transA = g.transA, transB = g.transB;
+  MIST_LT_TRY(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &transA, sizeof transA));
+  MIST_LT_TRY(
+      cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &transB, sizeof transB));
+  if (withBias) {
+    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                               sizeof epilogue));
+    int32_t biasType = g.typeC;
+    MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                                               sizeof biasType));
+    MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias,
+                                               sizeof g.bias));
+  }
+  // Stored shapes: op(A) is m x k, op(B) is k x n, C is m x n (column-major).
+  bool ta = g.transA != CUBLAS_OP_N, tb = g.transB != CUBLAS_OP_N;
+  MIST_LT_TRY(cublasLtMatrixLayoutCreate(&d.a, g.typeAB, ta ? g.k : g.m, ta ? g.m : g.k, g.lda));
+  MIST_LT_TRY(cublasLtMatrixLayoutCreate(&d.b, g.typeAB, tb ? g.n : g.k, tb ? g.k : g.n, g.ldb));
+  MIST_LT_TRY(cublasLtMatrixLayoutCreate(&d.c, g.typeC, g.m, g.n, g.ldc));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// Picks (and caches) an algorithm for `g`; NOT_SUPPORTED if there is none.
+cublasStatus_t chooseAlgorithm(LinearContext::State &s, const Gemm &g, bool withBias,
+                               const Descriptors &d, cublasLtMatmulAlgo_t &algo) {
+  uint32_t alignA = alignmentOf(g.a, g.lda, g.typeAB), alignB = alignmentOf(g.b, g.ldb, g.typeAB),
+           alignC = alignmentOf(g.c, g.ldc, g.typeC),
+           alignBias = withBias ? alignmentOf(g.bias, 0, g.typeC) : 256;
+  GemmKey key{g.transA, g.transB, g.m,      g.n,     g.k,       g.lda,
+              g.ldb,    g.ldc,    g.typeAB, g.typeC, g.compute, g.beta != 0.f,
+              withBias, alignA,   alignB,   alignC,  alignBias, int64_t(s.workspaceBytes)};
+  if (auto it = s.algorithms.find(key); it != s.algorithms.end()) {
+    if (!it->second)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    algo = *it->second;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  Descriptors p;
+  MIST_LT_TRY(cublasLtMatmulPreferenceCreate(&p.preference));
+  uint64_t workspace = s.workspaceBytes;
+  MIST_LT_TRY(cublasLtMatmulPreferenceSetAttribute(
+      p.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace));
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignA},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignB},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignC}};
+  for (const auto &[attribute, value] : alignments)
+    MIST_LT_TRY(
+        cublasLtMatmulPreferenceSetAttribute(p.preference, attribute, &value, sizeof value));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t rc = cublasLtMatmulAlgoGetHeuristic(s.handle, d.op, d.a, d.b, d.c, d.c,
+                                                     p.preference, 1, &result, &found);
+  if (rc == CUBLAS_STATUS_NOT_SUPPORTED || (rc == CUBLAS_STATUS_SUCCESS && found == 0) ||
+      (rc == CUBLAS_STATUS_SUCCESS && result.state != CUBLAS_STATUS_SUCCESS)) {
+    s.algorithms.emplace(key, std::nullopt); // remembered: no algorithm for this GEMM
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  MIST_LT_TRY(rc);
+  algo = result.algo;
+  s.algorithms.emplace(key, algo);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// Runs `g` on `stream`. A bias goes through the cuBLASLt epilogue; should
+/// no algorithm support that epilogue for the shape (and beta be 0), the
+/// bias is first broadcast into D and the GEMM runs without the epilogue
+/// and with beta = 1: still one rounding of the fp32 sum, even in bf16.
+template <typename CType>
+cublasStatus_t gemm(LinearContext &ctx, const Gemm &g, cudaStream_t stream) {
+  LinearContext::State *s = nullptr;
+  MIST_LT_TRY(ctx.state(s));
+  Gemm run = g;
+  Descriptors d;
+  MIST_LT_TRY(describe(run, run.bias != nullptr, d));
+  cublasLtMatmulAlgo_t algo;
+  cublasStatus_t rc = chooseAlgorithm(*s, run, run.bias != nullptr, d, algo);
+  Descriptors plain;
+  const Descriptors *use = &d;
+  if (rc == CUBLAS_STATUS_NOT_SUPPORTED && run.bias && run.beta == 0.f) {
+    run.beta = 1.f;
+    run.bias = nullptr;
+    MIST_LT_TRY(describe(run, false, plain));
+    MIST_LT_TRY(chooseAlgorithm(*s, run, false, plain, algo));
+    // D is [m, n] column-major: a row-major [n, m] matrix, one bias[m] a row.
+    MIST_LT_TRY(broadcastBias<CType>(static_cast<CType *>(g.c), static_cast<const CType *>(g.bias),
+                                     g.n, g.m, stream));
+    use = &plain;
+    rc = CUBLAS_STATUS_SUCCESS;
+  }
+  MIST_LT_TRY(rc);
+  const float alpha = 1.f, beta = run.beta;
+  return cublasLtMatmul(s->handle, use->op, &alpha, run.a, use->a, run.b, use->b, &beta, run.c,
+                        use->c, run.c, use->c, &algo, s->workspace, s->workspaceBytes, stream);
+}
+
+bool badSizes(Index rows, Index in, Index outFeatures) {
+  return rows < 0 || in < 0 || outFeatures < 0;
+}
+
+cublasComputeType_t fp32Compute(const LinearContext &ctx) {
+  return ctx.math() == LinearMath::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+/// The forward of any type: out[N,O] = x[N,I] W[I,O] + bias.
+template <typename OutT>
+cublasStatus_t forward(LinearContext &ctx, OutT *out, const void *inp, const void *weight,
+                       const OutT *bias, Index rows, Index in, Index outFeatures,
+                       cudaDataType_t typeAB, cublasComputeType_t compute, cudaStream_t stream) {
+  if (badSizes(rows, in, outFeatures) || (rows && outFeatures && !out) ||
+      (rows && in && outFeatures && (!inp || !weight)))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (rows == 0 || outFeatures == 0)
+    return CUBLAS_STATUS_SUCCESS;
+  if (in == 0) // an empty sum: out = bias (cuBLASLt rejects k = 0)
+    return broadcastBias<OutT>(out, bias, rows, outFeatures, stream);
+  Gemm g;
+  g.m = outFeatures, g.n = rows, g.k = in;
+  g.a = weight, g.lda = outFeatures;
+  g.b = inp, g.ldb = in;
+  g.c = out, g.ldc = outFeatures;
+  g.typeAB = typeAB;
+  g.typeC = std::is_same_v<OutT, float> ? CUDA_R_32F : CUDA_R_16BF;
+  g.compute = compute;
+  g.bias = bias;
+  return gemm<OutT>(ctx, g, stream);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+cublasStatus_t linearFwdCuda(const LinearArgs &a, cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  return forward<float>(c, a.out, a.inp, a.weight, a.bias, a.rows, a.in, a.outFeatures, CUDA_R_32F,
+                        fp32Compute(c), stream);
+}
+
+cublasStatus_t linearBwdCuda(const LinearArgs &a, cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  const Index N = a.rows, I = a.in, O = a.outFeatures;
+  if (badSizes(N, I, O))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  bool any = N && I && O;
+  if ((any && !a.dout) || (any && a.dinp && !a.weight) || (any && a.dweight && !a.inp) ||
+      (N && O && a.dbias && !a.dout))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (a.dinp && N && I) {
+    if (O == 0) { // an empty sum
+      if (cudaMemsetAsync(a.dinp, 0, size_t(N * I) * sizeof(float), stream) != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    } else { // dxᵀ[I,N] = op_T(W as col-major [O,I]) dyᵀ[O,N]
+      Gemm g;
+      g.transA = CUBLAS_OP_T;
+      g.m = I, g.n = N, g.k = O;
+      g.a = a.weight, g.lda = O;
+      g.b = a.dout, g.ldb = O;
+      g.c = a.dinp, g.ldc = I;
+      g.compute = fp32Compute(c);
+      MIST_LT_TRY(gemm<float>(c, g, stream));
+    }
+  }
+  if (any && a.dweight) { // dWᵀ[O,I] += dyᵀ[O,N] op_T(x as col-major [I,N])
+    Gemm g;
+    g.transB = CUBLAS_OP_T;
+    g.m = O, g.n = I, g.k = N;
+    g.a = a.dout, g.lda = O;
+    g.b = a.inp, g.ldb = I;
+    g.c = a.dweight, g.ldc = O;
+    g.compute = fp32Compute(c);
+    g.beta = 1.f;
+    MIST_LT_TRY(gemm<float>(c, g, stream));
+  }
+  if (a.dbias)
+    return biasGrad(a.dbias, a.dout, N, O, stream);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t linearFwdBf16Cuda(float *out, const __nv_bfloat16 *inp, const __nv_bfloat16 *weight,
+                                 const float *bias, Index rows, Index in, Index outFeatures,
+                                 cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  return forward<float>(c, out, inp, weight, bias, rows, in, outFeatures, CUDA_R_16BF,
+                        CUBLAS_COMPUTE_32F, stream);
+}
+
+cublasStatus_t linearFwdBf16Cuda(__nv_bfloat16 *out, const __nv_bfloat16 *inp,
+                                 const __nv_bfloat16 *weight, const __nv_bfloat16 *bias, Index rows,
+                                 Index in, Index outFeatures, cudaStream_t stream,
+                                 LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  return forward<__nv_bfloat16>(c, out, inp, weight, bias, rows, in, outFeatures, CUDA_R_16BF,
+                                CUBLAS_COMPUTE_32F, stream);
+}
+
+} // namespace mist::kernels
