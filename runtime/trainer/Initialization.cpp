@@ -7,26 +7,14 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/trainer/Trainer.h"
 
+#include "runtime/trainer/Hash.h"
+
 #include <cmath>
 #include <cstring>
 
 namespace mist::rt {
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s)
-    h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 bool endsWith(const std::string &s, const char *suffix) {
   size_t n = std::strlen(suffix);

@@ -117,6 +117,21 @@ void ParameterStore::swapInOptimizer(State &s) {
   offload.swapIn(s.v, s.vHost);
 }
 
+std::vector<std::pair<size_t, size_t>> ParameterStore::paramsOf(RegionKind region,
+                                                                int layer) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t p = 0; p < state.size(); ++p)
+    if (uses(spec.params[p], region))
+      out.push_back({p, spec.buffers[spec.params[p].buffer].layer ? size_t(layer) : 0});
+  return out;
+}
+
+std::string ParameterStore::regionName(RegionKind region, int layer) const {
+  return region == RegionKind::Layer ? "layer " + std::to_string(spec.firstLayer + layer)
+         : region == RegionKind::Pre ? std::string("pre")
+                                     : std::string("post");
+}
+
 void ParameterStore::acquire(RegionKind region, int layer) {
   // The region's weights as the last optimizer step left them.
   const int group = region == RegionKind::Layer ? layer
@@ -126,17 +141,11 @@ void ParameterStore::acquire(RegionKind region, int layer) {
     streams.wait(StreamKind::Compute, updated[size_t(group + 1)]);
   if (!weightsSliced && spec.offloadWeights <= 0)
     return; // weights stay where they are
-  const std::string where = region == RegionKind::Layer
-                                ? "layer " + std::to_string(spec.firstLayer + layer)
-                            : region == RegionKind::Pre ? std::string("pre")
-                                                        : std::string("post");
   streams.run(weightsSliced ? StreamKind::G2G : StreamKind::H2D,
-              (weightsSliced ? "all-gather weights " : "swap in weights ") + where, [&] {
-                for (size_t p = 0; p < state.size(); ++p) {
-                  const ParamSpec &ps = spec.params[p];
-                  if (!uses(ps, region))
-                    continue;
-                  const size_t l = spec.buffers[ps.buffer].layer ? size_t(layer) : 0;
+              (weightsSliced ? "all-gather weights " : "swap in weights ") +
+                  regionName(region, layer),
+              [&] {
+                for (auto [p, l] : paramsOf(region, layer)) {
                   State &s = state[p][l];
                   if (s.resident)
                     continue;
@@ -156,22 +165,23 @@ void ParameterStore::acquire(RegionKind region, int layer) {
 void ParameterStore::release(RegionKind region, int layer) {
   if (!weightsSliced && spec.offloadWeights <= 0)
     return; // weights stay where they are
-  for (size_t p = 0; p < state.size(); ++p) {
-    const ParamSpec &ps = spec.params[p];
-    if (!uses(ps, region))
-      continue;
-    const size_t l = spec.buffers[ps.buffer].layer ? size_t(layer) : 0;
-    State &s = state[p][l];
-    if (!s.resident)
-      continue;
-    std::vector<float> &w = weights(p, int(l));
-    if (weightsSliced)
-      std::vector<float>().swap(w); // the slice is the only copy between uses
-    else
-      streams.run(StreamKind::D2H, std::string("swap out ") + ps.name,
-                  [&] { offload.swapOut(w, s.weightHost, spec.offloadWeights); });
-    s.resident = false;
-  }
+  auto drop = [&] {
+    for (auto [p, l] : paramsOf(region, layer)) {
+      State &s = state[p][l];
+      if (!s.resident)
+        continue;
+      std::vector<float> &w = weights(p, int(l));
+      if (weightsSliced)
+        std::vector<float>().swap(w); // the slice is the only copy between uses
+      else
+        offload.swapOut(w, s.weightHost, spec.offloadWeights);
+      s.resident = false;
+    }
+  };
+  if (weightsSliced)
+    drop(); // nothing moves: the gathered copy is freed
+  else
+    streams.run(StreamKind::D2H, "swap out weights " + regionName(region, layer), drop);
 }
 
 void ParameterStore::beginStep() {
@@ -293,10 +303,10 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         members.push_back({p, l});
   if (members.empty())
     return;
-  const std::string name = group < 0 ? std::string("pre")
-                           : group == spec.layers
-                               ? std::string("post")
-                               : "layer " + std::to_string(spec.firstLayer + group);
+  const RegionKind region = group < 0              ? RegionKind::Pre
+                            : group == spec.layers ? RegionKind::Post
+                                                   : RegionKind::Layer;
+  const std::string name = regionName(region, group);
   if (spec.offloadOptimizer > 0)
     streams.run(StreamKind::H2D, "swap in optimizer state " + name, [&] {
       for (auto [p, l] : members)

@@ -102,6 +102,9 @@ private:
   std::vector<float> &weights(size_t p, int layer);
   std::vector<float> &gradBuffer(int buffer, int layer);
   bool uses(const ParamSpec &ps, RegionKind region) const;
+  /// (param, copy) of every parameter `region` (layer `layer`) reads.
+  std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;
+  std::string regionName(RegionKind region, int layer) const;
   bool tied(size_t p) const { return spec.params[p].tiedAcrossStages && groups.tied; }
   std::vector<float> slice(const std::vector<float> &local, size_t chunk) const;
   std::vector<float> unsplit(const std::vector<float> &slice, size_t n);

@@ -2,18 +2,12 @@
 #include "runtime/trainer/StageRunner.h"
 
 #include "runtime/comm/MpiCommunicator.h"
+#include "runtime/trainer/Hash.h"
 #include <cmath>
 
 namespace mist::rt {
 
 namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 /// Sequence k of the synthetic data: a counting pattern with a per-sequence
 /// start and stride, learnable (the next token follows from the last two).

@@ -42,4 +42,25 @@ expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.
 expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
 RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1' --steps 1
 expect bad-flag 'unknown flag --bogus' --bogus
+# In a pipeline the last stage sees the loss: the job still stops, naming it.
+cat >"$work/pp.yaml" <<'PLAN'
+mist_plan: 1
+global_batch: 8
+grad_accum: 2
+stages:
+  - layers: [0, 0]
+    mesh: {nodes: 1, gpus_per_node: 1}
+    micro_batch: 4
+    dp: 1
+    tp: 1
+  - layers: [1, 1]
+    mesh: {nodes: 1, gpus_per_node: 1}
+    micro_batch: 4
+    dp: 1
+    tp: 1
+PLAN
+# Built over ./train: it also has two ranks.
+"$mistc" "$model" --cluster a100-40g --plan "$work/pp.yaml" --emit=trainer -o "$work/pp.cu"
+(cd "$work" && eval "$(grep '^//   mpicxx' pp.cu | sed 's|^//   ||;s| train.cu | pp.cu |')")
+expect pipeline-non-finite 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30
 echo "failure checks passed"

@@ -24,11 +24,16 @@
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/attention/AttentionCuda.h"
 
+#include "stdlib/kernels/BlockReduce.cuh"
+
 #include <cmath>
 
 namespace mist::kernels {
 
 namespace {
+
+using mist::kernels::cuda::warpMax;
+using mist::kernels::cuda::warpSum;
 
 constexpr int kWarps = 4, kThreads = 32 * kWarps;
 constexpr int kTile = 32;                    ///< query rows of a block and keys of a tile
@@ -36,18 +41,6 @@ constexpr int kRowsPerWarp = kTile / kWarps; ///< query rows a warp owns
 constexpr int kKeysPerWarp = kTile / kWarps; ///< keys a warp accumulates dk, dv of
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr Index kMaxGridYZ = 65535;
-
-__device__ inline float warpMax(float x) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    x = fmaxf(x, __shfl_xor_sync(kFullMask, x, offset));
-  return x;
-}
-
-__device__ inline float warpSum(float x) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    x += __shfl_xor_sync(kFullMask, x, offset);
-  return x;
-}
 
 /// Copies the D floats of one head for tokens t0 .. t0 + kTile - 1 of batch b
 /// to shared memory rows of `pitch` floats; rows past the sequence are zero.

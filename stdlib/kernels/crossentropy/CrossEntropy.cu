@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
 
+#include "stdlib/kernels/BlockReduce.cuh"
+
 #include <algorithm>
 #include <cuda_runtime.h>
 
@@ -13,36 +15,10 @@ namespace mist::kernels {
 
 namespace {
 
-constexpr int rowThreads = 512;
+using namespace mist::kernels::cuda;
+
+constexpr int rowBlockThreads = 512;
 constexpr int lossThreads = 256;
-constexpr Index maxRowBlocks = 1 << 20; // rows beyond are looped over
-
-template <typename T, typename Combine> __device__ T warpReduce(T v, Combine combine) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v = combine(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-/// The reduction over the block (blockDim.x a multiple of 32), in every
-/// thread; `identity` pads the missing warps.
-template <typename T, typename Combine> __device__ T blockReduce(T v, T identity, Combine combine) {
-  __shared__ T partial[32];
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  v = warpReduce(v, combine);
-  __syncthreads(); // a previous call may still be reading `partial`
-  if (lane == 0)
-    partial[warp] = v;
-  __syncthreads();
-  return warpReduce(lane < int(blockDim.x / 32) ? partial[lane] : identity, combine);
-}
-
-struct Max {
-  __device__ float operator()(float x, float y) const { return fmaxf(x, y); }
-};
-struct Sum {
-  template <typename T> __device__ T operator()(T x, T y) const { return x + y; }
-};
-
 __global__ void crossEntropyMaxKernel(CrossEntropyArgs a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
     const float *logits = a.logits + n * a.vocab;
@@ -103,7 +79,7 @@ cudaError_t crossEntropyMaxCuda(const CrossEntropyArgs &a, cudaStream_t stream) 
     return cudaErrorInvalidValue;
   if (a.rows == 0)
     return cudaSuccess;
-  crossEntropyMaxKernel<<<rowBlocks(a), rowThreads, 0, stream>>>(a);
+  crossEntropyMaxKernel<<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -112,7 +88,7 @@ cudaError_t crossEntropySumCuda(const CrossEntropyArgs &a, cudaStream_t stream) 
     return cudaErrorInvalidValue;
   if (a.rows == 0)
     return cudaSuccess;
-  crossEntropySumKernel<<<rowBlocks(a), rowThreads, 0, stream>>>(a);
+  crossEntropySumKernel<<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -130,7 +106,8 @@ cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, cudaStream_t stream) 
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.vocab == 0)
     return cudaSuccess;
-  crossEntropyBwdKernel<<<rowBlocks(a), rowThreads, 0, stream>>>(a, a.dloss / float(a.totalRows));
+  crossEntropyBwdKernel<<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a,
+                                                                      a.dloss / float(a.totalRows));
   return cudaGetLastError();
 }
 

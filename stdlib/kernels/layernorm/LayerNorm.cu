@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/layernorm/LayerNormCuda.h"
 
+#include "stdlib/kernels/BlockReduce.cuh"
+
 #include <algorithm>
 #include <cuda_runtime.h>
 
@@ -15,30 +17,7 @@ namespace mist::kernels {
 
 namespace {
 
-constexpr Index maxRowBlocks = 1 << 20; // rows beyond are looped over
-
-__device__ float warpSum(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-
-/// The sum over the block (blockDim.x a multiple of 32), in every thread.
-__device__ float blockSum(float v) {
-  __shared__ float partial[32];
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  v = warpSum(v);
-  __syncthreads(); // a previous call may still be reading `partial`
-  if (lane == 0)
-    partial[warp] = v;
-  __syncthreads();
-  return warpSum(lane < int(blockDim.x / 32) ? partial[lane] : 0.f);
-}
-
-/// Threads per row block: enough for the row, a multiple of 32, at most 512.
-int rowThreads(Index channels) {
-  return int(std::min<Index>(512, std::max<Index>(32, (channels + 31) / 32 * 32)));
-}
+using namespace mist::kernels::cuda;
 
 __global__ void layerNormFwdKernel(LayerNormArgs a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
