@@ -300,6 +300,123 @@ std::string joined(const std::vector<int64_t> &values) {
 
 const char *boolean(bool b) { return b ? "true" : "false"; }
 
+std::string percent(double fraction) { return fmt::format("{:g}%", 100 * fraction); }
+
+/// "dp 2 x tp 1" of a stage.
+std::string split(const StagePlan &sp) { return fmt::format("dp {} x tp {}", sp.dp, sp.tp); }
+
+/// One statement of a schedule with its comment, aligned.
+void step(llvm::raw_ostream &os, const std::string &call, const std::string &why = "") {
+  if (why.empty())
+    os << "  " << call << "\n";
+  else
+    os << fmt::format("  {:<44} // {}\n", call, why);
+}
+
+/// Stage i's schedule: the steps of one micro-batch's forward and backward
+/// and of the optimizer, as calls to mist::rt::StageRunner, each placed and
+/// commented as the plan's knobs say.
+void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
+  const StagePlan &sp = plan.stages[i];
+  const int stages = static_cast<int>(plan.stages.size());
+  const bool first = i == 0, last = i + 1 == stages;
+  const bool zero1 = sp.zero.optimizer && sp.dp > 1, zero2 = zero1 && sp.zero.grads,
+             zero3 = zero2 && sp.zero.weights;
+  const std::string acquireWhy =
+      zero3 ? fmt::format("g2g: all-gather its ZeRO-3 slices over dp {}", sp.dp)
+      : sp.offload.weights > 0
+          ? fmt::format("h2d: swap in the {} kept in host memory", percent(sp.offload.weights))
+          : "wait for its last optimizer update";
+  const std::string releaseWhy = zero3 ? "drop the gathered weights"
+                                 : sp.offload.weights > 0
+                                     ? fmt::format("d2h: swap {} out", percent(sp.offload.weights))
+                                     : "nothing to move";
+  auto around = [&](const char *region, int layer, const std::string &call,
+                    const std::string &why) {
+    step(os, fmt::format("r.acquireWeights(RegionKind::{}, {});", region, layer), acquireWhy);
+    step(os, call, why);
+    step(os, fmt::format("r.releaseWeights(RegionKind::{}, {});", region, layer), releaseWhy);
+  };
+  const int firstCheckpointed = sp.layers() - sp.ckptLayers;
+  os << fmt::format("// Stage {}'s forward of micro-batch mb (layers {}-{}, {}).\n", i,
+                    sp.firstLayer, sp.lastLayer, split(sp));
+  os << fmt::format("void s{}_forward(StageRunner &r, int step, int mb) {{\n", i);
+  if (first || last)
+    step(os, "r.loadData(step, mb);",
+         first && last ? "tokens and targets"
+         : first       ? "tokens"
+                       : "targets");
+  if (first)
+    around("Pre", 0, "r.forwardPre(mb);", "embeddings");
+  else
+    step(os, "r.receiveActivations(mb);",
+         fmt::format("g2g: from stage {} ({}){}", i - 1, split(plan.stages[i - 1]),
+                     plan.stages[i - 1].dp == sp.dp ? "" : ", re-sliced"));
+  for (int l = 0; l < sp.layers(); ++l) {
+    around("Layer", l, fmt::format("r.forwardLayer({}, mb);", l),
+           fmt::format("layer {}", sp.firstLayer + l));
+    if (l >= firstCheckpointed)
+      step(os, fmt::format("r.dropRecomputable({});", l), "checkpointed: keep only its input");
+  }
+  if (last)
+    around("Post", 0, "r.forwardPost(step, mb);", "final norm, LM head, loss");
+  else
+    step(os, "r.sendActivations(mb);",
+         fmt::format("g2g: to stage {} ({})", i + 1, split(plan.stages[i + 1])));
+  step(os, "r.stashActivations(mb);",
+       sp.offload.activations > 0 ? fmt::format("kept for the backward; d2h: {} to host memory",
+                                                percent(sp.offload.activations))
+                                  : "kept for the backward in the arena");
+  os << "}\n\n";
+
+  os << fmt::format("// Stage {}'s backward of micro-batch mb.\n", i);
+  os << fmt::format("void s{}_backward(StageRunner &r, int mb) {{\n", i);
+  step(os, "r.unstashActivations(mb);",
+       sp.offload.activations > 0 ? "h2d: the offloaded part comes back" : "");
+  step(os, "r.clearGradients();");
+  if (last)
+    around("Post", 0, "r.backwardPost(mb);", "d loss / d x");
+  else
+    step(os, "r.receiveGradients(mb);", fmt::format("g2g: from stage {}", i + 1));
+  for (int l = sp.layers() - 1; l >= 0; --l) {
+    step(os, fmt::format("r.acquireWeights(RegionKind::Layer, {});", l), acquireWhy);
+    if (l >= firstCheckpointed)
+      step(os, fmt::format("r.recomputeLayer({}, mb);", l), "checkpointed: forward again");
+    step(os, fmt::format("r.backwardLayer({}, mb);", l),
+         fmt::format("layer {}", sp.firstLayer + l));
+    step(os, fmt::format("r.releaseWeights(RegionKind::Layer, {});", l), releaseWhy);
+  }
+  if (first)
+    around("Pre", 0, "r.backwardPre(mb);", "embedding gradients");
+  else
+    step(os, "r.sendGradients(mb);", fmt::format("g2g: to stage {}", i - 1));
+  step(os, "r.foldGradients();",
+       (zero2 ? fmt::format("g2g: reduce-scatter into this rank's ZeRO-2 slice over dp {}", sp.dp)
+              : std::string("add into the step's gradient sums")) +
+           (sp.offload.grads > 0
+                ? fmt::format(" ({} of them in host memory)", percent(sp.offload.grads))
+                : ""));
+  os << "}\n\n";
+
+  os << fmt::format("// Stage {}'s optimizer, in the order the next forward reads the weights.\n",
+                    i);
+  if (zero1)
+    os << fmt::format("// ZeRO-1: AdamW on this rank's slice, then {} over dp {}.\n",
+                      zero3 ? "the slice is the weights" : "all-gather the weights", sp.dp);
+  os << fmt::format("void s{}_optimizer(StageRunner &r, const AdamStep &a) {{\n", i);
+  const std::string stateWhy =
+      sp.offload.optimizer > 0 ? fmt::format("h2d/d2h: {} of the optimizer state in host memory",
+                                             percent(sp.offload.optimizer))
+                               : "";
+  if (first)
+    step(os, "r.optimizerStep(a, RegionKind::Pre, 0);", stateWhy);
+  for (int l = 0; l < sp.layers(); ++l)
+    step(os, fmt::format("r.optimizerStep(a, RegionKind::Layer, {});", l), stateWhy);
+  if (last)
+    step(os, "r.optimizerStep(a, RegionKind::Post, 0);", stateWhy);
+  os << "}\n\n";
+}
+
 } // namespace
 
 bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
@@ -356,7 +473,8 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
                     "timeline.json]\n\n",
                     ranks);
-  os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/TpContext.h\"\n"
+  os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
+        "#include \"runtime/trainer/TpContext.h\"\n"
         "#include \"runtime/trainer/Trainer.h\"\n\n";
   os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";
   const char *names[3][2] = {{"preForward", "preBackward"},
@@ -389,6 +507,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
           vocab = st.buffers[op.operands[0]].shape.back() *
                   (vp != op.words.end() && vp->second == "true" ? sp.tp : 1);
         }
+    emitStageSchedule(plan, i, os);
     // The stage's tables.
     os << fmt::format("StageSpec stage{}() {{\n  StageSpec s;\n", i);
     os << fmt::format("  s.firstLayer = {};\n  s.layers = {};\n  s.microBatch = {};\n  s.dp = {};\n"
@@ -467,6 +586,9 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     }
     os << "  // 1F1B:" << order << "\n";
     os << "  s.order = {" << entries << "};\n";
+    os << fmt::format("  s.forward = s{0}_forward;\n  s.backward = s{0}_backward;\n"
+                      "  s.optimizer = s{0}_optimizer;\n",
+                      i);
     os << "  return s;\n}\n\n";
   }
   os << "} // namespace\n\nint main(int argc, char **argv) {\n  TrainerSpec spec;\n";

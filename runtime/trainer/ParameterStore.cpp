@@ -289,10 +289,14 @@ int ParameterStore::groupOf(size_t p, size_t copy) const {
   return uses(ps, RegionKind::Pre) ? -1 : spec.layers;
 }
 
-void ParameterStore::step(const AdamStep &a) {
-  updated.assign(size_t(spec.layers) + 2, Event{});
-  for (int group = -1; group <= spec.layers; ++group)
-    stepGroup(a, group);
+void ParameterStore::beginOptimizerStep() { updated.assign(size_t(spec.layers) + 2, Event{}); }
+
+void ParameterStore::endOptimizerStep() {
+  for (size_t p = 0; p < state.size(); ++p)
+    for (size_t l = 0; l < state[p].size(); ++l)
+      if (!state[p][l].grad.empty()) // stepGroup drops the gradient sums it used
+        abortJob(std::string("the schedule's optimizer step left out ") + spec.params[p].name +
+                 " (copy " + std::to_string(l) + ")");
 }
 
 void ParameterStore::stepGroup(const AdamStep &a, int group) {

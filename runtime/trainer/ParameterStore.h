@@ -75,13 +75,17 @@ public:
   /// This rank's share of the squared global gradient norm: every element
   /// of the model is counted by exactly one rank of the job.
   double normSquaredShare() const;
-  /// AdamW on every tensor (on the slice under ZeRO-1), then the weights
-  /// updated where the plan keeps them, one group at a time in the order
-  /// the next step's first forward reads them (pre, layer 0, 1, ..., post):
-  /// each group's update ends with an event that `acquire` makes the
+  /// The optimizer step, one group at a time (`group` -1 for pre, 0.. for
+  /// the stage's layers, `layers` for post), in the order the next step's
+  /// first forward reads them: AdamW on every tensor of the group (on the
+  /// slice under ZeRO-1), then its weights updated where the plan keeps
+  /// them. Each group's update ends with an event `acquire` makes the
   /// compute stream wait for, so on GPUs the next forward of layer 0 can
-  /// start while later layers are still being updated.
-  void step(const AdamStep &adam);
+  /// start while later layers are still being updated. `endStep` ends the
+  /// job if a tensor was left out (a schedule that misses a group).
+  void beginOptimizerStep();
+  void stepGroup(const AdamStep &adam, int group);
+  void endOptimizerStep();
 
   size_t paramCount() const { return state.size(); }
   int copies(size_t p) const { return int(state[p].size()); }
@@ -109,8 +113,6 @@ private:
   std::vector<float> slice(const std::vector<float> &local, size_t chunk) const;
   std::vector<float> unsplit(const std::vector<float> &slice, size_t n);
   std::vector<float> gatherOverTp(size_t p, const std::vector<float> &local);
-  /// One group of step(): `group` is -1 for pre, 0.. for layers, layers for post.
-  void stepGroup(const AdamStep &a, int group);
   int groupOf(size_t p, size_t copy) const;
   void writeUpdatedWeights(size_t p, size_t copy, std::vector<float> &next);
   void swapOutOptimizer(State &s);

@@ -67,7 +67,7 @@ void StageRunner::allocateReleased(Frame &layer) {
 
 // The rows of this dp rank: samples [dpRank b, (dpRank + 1) b) of the
 // micro-batch's M, whatever the other stages' split.
-void StageRunner::fillData(int step, int mb) {
+void StageRunner::loadData(int step, int mb) {
   const bool first = stage.tokensBuffer >= 0, last = stage.targetsBuffer >= 0;
   if (!first && !last)
     return;
@@ -135,83 +135,86 @@ void StageRunner::send(const std::vector<float> &from, int mb, bool gradients) {
               });
 }
 
-void StageRunner::forward(int step, int mb) {
-  fillData(step, mb);
-  const std::string tag = std::to_string(mb);
-  std::vector<float> x;
-  if (stage.preForward) {
-    store.acquire(RegionKind::Pre, 0);
-    run(stage.preForward, layers[0], "pre F" + tag);
-    store.release(RegionKind::Pre, 0);
-    x = global.vec(stage.preOut);
-  } else {
-    receive(x, mb, false);
-  }
-  const int firstCheckpointed = stage.layers - stage.ckptLayers;
-  for (int l = 0; l < stage.layers; ++l) {
-    Frame &frame = layers[size_t(l)];
-    allocateReleased(frame);
-    frame.vec(stage.layerIn) = x;
-    store.acquire(RegionKind::Layer, l);
-    run(stage.layerForward, frame, "layer " + std::to_string(stage.firstLayer + l) + " F" + tag);
-    store.release(RegionKind::Layer, l);
-    x = frame.vec(stage.layerOut);
-    if (l >= firstCheckpointed)
-      for (int i : released)
-        std::vector<float>().swap(frame.vec(i)); // recomputed before the backward
-  }
-  if (stage.postForward) {
-    global.vec(stage.postIn) = x;
-    store.acquire(RegionKind::Post, 0);
-    run(stage.postForward, layers[0], "post F" + tag);
-    store.release(RegionKind::Post, 0);
-    const float loss = global.at(stage.lossBuffer)[0];
-    if (!std::isfinite(loss))
-      abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " + tag);
-    losses += loss;
-  } else {
-    send(x, mb, false);
-  }
-  stash.save(mb, global, layers);
+std::string StageRunner::layerName(int layer) const {
+  return "layer " + std::to_string(stage.firstLayer + layer);
 }
 
-void StageRunner::backward(int mb) {
-  stash.restore(mb, global, layers);
-  store.clearGradBuffers();
-  const std::string tag = std::to_string(mb);
-  std::vector<float> dx;
-  if (stage.postBackward) {
-    global.vec(stage.postGradIn).assign(1, 1.f);
-    store.acquire(RegionKind::Post, 0);
-    run(stage.postBackward, layers[0], "post B" + tag);
-    store.release(RegionKind::Post, 0);
-    dx = global.vec(stage.postGradOut);
-  } else {
-    receive(dx, mb, true);
-  }
-  const int firstCheckpointed = stage.layers - stage.ckptLayers;
-  for (int l = stage.layers - 1; l >= 0; --l) {
-    Frame &frame = layers[size_t(l)];
-    const std::string name = "layer " + std::to_string(stage.firstLayer + l);
-    store.acquire(RegionKind::Layer, l);
-    if (l >= firstCheckpointed) {
-      allocateReleased(frame);
-      run(stage.layerForward, frame, name + " R" + tag);
-    }
-    frame.vec(stage.layerGradIn) = dx;
-    run(stage.layerBackward, frame, name + " B" + tag);
-    store.release(RegionKind::Layer, l);
-    dx = frame.vec(stage.layerGradOut);
-  }
-  if (stage.preBackward) {
-    global.vec(stage.preGradIn) = dx;
-    store.acquire(RegionKind::Pre, 0);
-    run(stage.preBackward, layers[0], "pre B" + tag);
-    store.release(RegionKind::Pre, 0);
-  } else {
-    send(dx, mb, true);
-  }
-  store.foldGradBuffers();
+void StageRunner::receiveActivations(int mb) { receive(x, mb, false); }
+
+void StageRunner::acquireWeights(RegionKind region, int layer) { store.acquire(region, layer); }
+
+void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(region, layer); }
+
+void StageRunner::forwardPre(int mb) {
+  run(stage.preForward, layers[0], "pre F" + std::to_string(mb));
+  x = global.vec(stage.preOut);
+}
+
+void StageRunner::forwardLayer(int layer, int mb) {
+  Frame &frame = layers[size_t(layer)];
+  allocateReleased(frame);
+  frame.vec(stage.layerIn) = x;
+  run(stage.layerForward, frame, layerName(layer) + " F" + std::to_string(mb));
+  x = frame.vec(stage.layerOut);
+}
+
+void StageRunner::dropRecomputable(int layer) {
+  for (int i : released)
+    std::vector<float>().swap(layers[size_t(layer)].vec(i)); // recomputed before the backward
+}
+
+void StageRunner::forwardPost(int step, int mb) {
+  global.vec(stage.postIn) = x;
+  run(stage.postForward, layers[0], "post F" + std::to_string(mb));
+  const float loss = global.at(stage.lossBuffer)[0];
+  if (!std::isfinite(loss))
+    abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " +
+             std::to_string(mb));
+  losses += loss;
+}
+
+void StageRunner::sendActivations(int mb) { send(x, mb, false); }
+
+void StageRunner::stashActivations(int mb) { stash.save(mb, global, layers); }
+
+void StageRunner::unstashActivations(int mb) { stash.restore(mb, global, layers); }
+
+void StageRunner::clearGradients() { store.clearGradBuffers(); }
+
+void StageRunner::backwardPost(int mb) {
+  global.vec(stage.postGradIn).assign(1, 1.f);
+  run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
+  dx = global.vec(stage.postGradOut);
+}
+
+void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
+
+void StageRunner::recomputeLayer(int layer, int mb) {
+  Frame &frame = layers[size_t(layer)];
+  allocateReleased(frame);
+  run(stage.layerForward, frame, layerName(layer) + " R" + std::to_string(mb));
+}
+
+void StageRunner::backwardLayer(int layer, int mb) {
+  Frame &frame = layers[size_t(layer)];
+  frame.vec(stage.layerGradIn) = dx;
+  run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
+  dx = frame.vec(stage.layerGradOut);
+}
+
+void StageRunner::backwardPre(int mb) {
+  global.vec(stage.preGradIn) = dx;
+  run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
+}
+
+void StageRunner::sendGradients(int mb) { send(dx, mb, true); }
+
+void StageRunner::foldGradients() { store.foldGradBuffers(); }
+
+void StageRunner::optimizerStep(const AdamStep &adam, RegionKind region, int layer) {
+  store.stepGroup(adam, region == RegionKind::Layer ? layer
+                        : region == RegionKind::Pre ? -1
+                                                    : stage.layers);
 }
 
 } // namespace mist::rt

@@ -1,7 +1,7 @@
 //===- StageRunner.h - One stage's forward and backward of a micro-batch --===//
 /// \file
-/// Runs the generated region functions of this rank's stage for one
-/// micro-batch at a time, in the order of the emitted 1F1B table: the data
+/// The steps the emitted schedule of this rank's stage calls, one
+/// micro-batch at a time, in the order of its 1F1B table: the data
 /// (tokens on the first stage, targets on the last), the activations
 /// received from the previous stage and sent to the next (re-sliced by
 /// runtime/comm/RankLayout's `reslice` when their dp or tp differ), and the
@@ -31,14 +31,43 @@ public:
 
   /// Step start: the loss sum to zero.
   void beginStep() { losses = 0; }
-  void forward(int step, int mb);
-  void backward(int mb);
+
+  // The steps of a micro-batch's forward, in the order the emitted
+  // `sN_forward` calls them (layer indices are the stage's, from 0).
+  void loadData(int step, int mb); ///< tokens on the first stage, targets on the last
+  void receiveActivations(int mb); ///< from the previous stage, re-sliced
+  /// Waits for the region's last optimizer update, then makes its weights
+  /// present (ZeRO-3 all-gather, swap-in of the offloaded part).
+  void acquireWeights(RegionKind region, int layer);
+  void releaseWeights(RegionKind region, int layer);
+  void forwardPre(int mb);
+  void forwardLayer(int layer, int mb);
+  void dropRecomputable(int layer);   ///< a checkpointed layer keeps only its input
+  void forwardPost(int step, int mb); ///< the loss; a non-finite one ends the job
+  void sendActivations(int mb);
+  void stashActivations(int mb);
+
+  // The steps of its backward (`sN_backward`).
+  void unstashActivations(int mb);
+  void clearGradients(); ///< the parameter-gradient buffers the ops accumulate into
+  void backwardPost(int mb);
+  void receiveGradients(int mb);
+  void recomputeLayer(int layer, int mb);
+  void backwardLayer(int layer, int mb);
+  void backwardPre(int mb);
+  void sendGradients(int mb);
+  void foldGradients(); ///< into the step's sums (ZeRO-2: reduce-scattered)
+
+  /// The optimizer on one region's parameters (`sN_optimizer`, after the
+  /// step's reduction and clipping).
+  void optimizerStep(const AdamStep &adam, RegionKind region, int layer);
+
   /// The sum of this rank's micro-batch losses this step (last stage only).
   double lossSum() const { return losses; }
 
 private:
-  void fillData(int step, int mb);
   void run(RegionFn fn, Frame &layer, const std::string &name);
+  std::string layerName(int layer) const;
   void allocateReleased(Frame &layer);
   void receive(std::vector<float> &into, int mb, bool gradients);
   void send(const std::vector<float> &from, int mb, bool gradients);
@@ -58,6 +87,7 @@ private:
   std::vector<Transfer> recvForward, sendForward, recvBackward, sendBackward;
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward
   std::vector<uint32_t> rowsIn, rowsOut;
+  std::vector<float> x, dx; ///< the activations and their gradient between steps
   double losses = 0;
 };
 

@@ -156,7 +156,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     store.beginStep();
     runner.beginStep();
     for (const ScheduleEntry &e : stage.order)
-      e.forward ? runner.forward(step, e.microBatch) : runner.backward(e.microBatch);
+      e.forward ? stage.forward(runner, step, e.microBatch) : stage.backward(runner, e.microBatch);
     streams.run(StreamKind::G2G, "wait for sends", [&] { world->waitSends(); });
     store.reduceGradients();
     // The mean loss over the step's sequences, and the global gradient norm:
@@ -173,7 +173,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     const float stepLr = learningRate(lr, step, spec.warmupSteps, o.steps);
     const float scale =
         float(scaleBack) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
-    store.step({stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
+    store.beginOptimizerStep();
+    stage.optimizer(runner,
+                    {stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
+    store.endOptimizerStep();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep)) {

@@ -68,15 +68,23 @@ private:
 class TpContext;
 using RegionFn = void (*)(Frame &global, Frame &layer, TpContext &tp);
 
+class StageRunner;
+struct AdamStep;
+/// A stage's schedule as emitted: the steps of one micro-batch's forward
+/// and backward, and of the optimizer, as calls to StageRunner.
+using ForwardFn = void (*)(StageRunner &r, int step, int mb);
+using BackwardFn = void (*)(StageRunner &r, int mb);
+using OptimizerFn = void (*)(StageRunner &r, const AdamStep &adam);
+
 /// One entry of a stage's schedule: the forward or backward of a micro-batch.
 struct ScheduleEntry {
   int microBatch;
   bool forward;
 };
 
-/// One pipeline stage: its layers, mesh, knobs, and the lowered code at its
-/// micro-batch and tp. Region functions a stage does not run are null (pre
-/// runs on the first stage only, post on the last).
+/// One pipeline stage: its layers, mesh, knobs, the lowered code at its
+/// micro-batch and tp, and its schedule. Region functions a stage does not
+/// run are null (pre runs on the first stage only, post on the last).
 struct StageSpec {
   int firstLayer = 0, layers = 1; ///< global index of the first layer, and the count
   int microBatch = 1;
@@ -95,6 +103,9 @@ struct StageSpec {
   RegionFn preForward = nullptr, layerForward = nullptr, postForward = nullptr;
   RegionFn postBackward = nullptr, layerBackward = nullptr, preBackward = nullptr;
   std::vector<ScheduleEntry> order; ///< 1F1B: every micro-batch forward, later backward
+  ForwardFn forward = nullptr;      ///< runs entries {mb, true} of `order`
+  BackwardFn backward = nullptr;    ///< runs entries {mb, false}
+  OptimizerFn optimizer = nullptr;  ///< after the step's reduction and clipping
 };
 
 struct TrainerSpec {
