@@ -51,7 +51,8 @@ enum class Emit {
   TorchTitan,
   TimelineSvg,
   Lowered,
-  Trainer
+  Trainer,
+  ProfileShapes
 };
 
 cl::OptionCategory category("mistc options");
@@ -82,7 +83,10 @@ cl::opt<Emit> emit(
                           "predicted stream timeline as an SVG picture"),
                clEnumValN(Emit::Lowered, "lowered",
                           "the IR at each stage's micro-batch and tp, sizes concrete"),
-               clEnumValN(Emit::Trainer, "trainer", "train.cu: the trainer program for the plan")),
+               clEnumValN(Emit::Trainer, "trainer", "train.cu: the trainer program for the plan"),
+               clEnumValN(Emit::ProfileShapes, "profile-shapes",
+                          "the (op, shape) pairs the performance model looks up in measured op "
+                          "times, for tools/profiler")),
     cl::cat(category));
 cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
                                cl::CommaSeparated, cl::cat(category));
@@ -146,6 +150,7 @@ constexpr PlanEmit planEmits[] = {
     {Emit::TimelineSvg, "timeline-svg", PlanOutput::TimelineSvg},
     {Emit::Lowered, "lowered", PlanOutput::Lowered},
     {Emit::Trainer, "trainer", PlanOutput::Trainer},
+    {Emit::ProfileShapes, "profile-shapes", PlanOutput::ProfileShapes},
 };
 
 const PlanEmit *planEmitOf(Emit e) {
@@ -261,7 +266,12 @@ int run() {
     return 1;
 
   if (planEmitOf(emit)) { // the plan actions
-    if (clusterName.empty()) {
+    if (emit == Emit::ProfileShapes && clusterName.empty() && planPath.empty()) {
+      diag.error({}, "--emit=profile-shapes needs --plan (the plan's stages) or --cluster (every "
+                     "stage shape the tuner evaluates)");
+      return 1;
+    }
+    if (clusterName.empty() && emit != Emit::ProfileShapes) {
       diag.error({}, std::string("--emit=") + planEmitOf(emit)->name + " needs --cluster");
       return 1;
     }
@@ -288,7 +298,9 @@ int run() {
     pa.tuner.progress = !quiet;
     pa.output = planEmitOf(emit)->output;
     pa.summaryToStdout = outputPath != "-";
-    pa.trainer = {inputPath, MIST_SOURCE_DIR, MIST_BUILD_DIR};
+    pa.trainer.modelFile = inputPath;
+    pa.trainer.sourceRoot = MIST_SOURCE_DIR;
+    pa.trainer.buildDir = MIST_BUILD_DIR;
     int rc = runPlanActions(*m, pa, diag, out.os());
     if (rc == 0)
       out.keep();

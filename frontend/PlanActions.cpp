@@ -4,6 +4,7 @@
 #include "backend/ExportProjection.h"
 #include "backend/Lowering.h"
 #include "backend/PlanWriter.h"
+#include "backend/ProfileShapes.h"
 #include "backend/Report.h"
 #include "backend/Schedule.h"
 #include "backend/Timeline.h"
@@ -64,10 +65,93 @@ bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estim
   return true;
 }
 
+/// Reads the plan file of --plan.
+std::optional<Plan> readPlan(const Module &m, const std::string &path, DiagnosticEngine &diag) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf) {
+    diag.error({}, "cannot read plan '" + path + "': " + buf.getError().message());
+    return std::nullopt;
+  }
+  unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  auto plan = loadPlan(id, diag);
+  if (plan && !plan->model.empty() && plan->model != m.name)
+    diag.warning({}, "the plan was made for model '" + plan->model + "', not '" + m.name + "'");
+  return plan;
+}
+
+std::string shapeList(const std::vector<std::pair<int, int>> &shapes) {
+  std::string s;
+  for (auto [b, tp] : shapes)
+    s += fmt::format("{}({}, {})", s.empty() ? "" : " ", b, tp);
+  return s;
+}
+
+/// --emit=profile-shapes: the measured-op lookups at the plan's stage
+/// shapes (checked against the cluster when one is given), or at every
+/// stage shape the tuner would evaluate on the cluster.
+int emitProfileShapes(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+                      llvm::raw_ostream &out) {
+  std::optional<Cluster> cluster;
+  if (!opts.cluster.empty() &&
+      !(cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag)))
+    return 1;
+  auto model = ModelProfile::build(m, diag);
+  if (!model)
+    return 1;
+  std::vector<std::pair<int, int>> shapes;
+  std::vector<std::string> comments;
+  if (!opts.planPath.empty()) {
+    auto plan = readPlan(m, opts.planPath, diag);
+    if (!plan)
+      return 1;
+    if (cluster && !estimatePlan(*plan, *model, *cluster, diag))
+      return 1;
+    for (size_t i = 0; i < plan->stages.size(); ++i) {
+      const StagePlan &st = plan->stages[i];
+      if (auto bad = model->violatedAssumption(st.tp)) {
+        diag.error({}, fmt::format("plan: stage {}: tp = {} breaks the model's assumption {}", i,
+                                   st.tp, *bad));
+        return 1;
+      }
+      std::pair<int, int> shape{st.microBatch, st.tp};
+      if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end())
+        shapes.push_back(shape);
+    }
+    std::sort(shapes.begin(), shapes.end());
+    comments.push_back(fmt::format("model {}, the stages of plan {}", m.name, opts.planPath));
+  } else {
+    if (model->globalBatch <= 0) {
+      diag.error({}, "the global batch is not set: add 'global_batch = N' to the train section "
+                     "or pass --global-batch");
+      return 1;
+    }
+    shapes = tunerStageShapes(*model, *cluster, model->globalBatch, opts.tuner);
+    if (shapes.empty()) {
+      diag.error({}, fmt::format("the tuner evaluates no stage shape of model '{}' on cluster "
+                                 "'{}' (no tp degree divides the model, or no data-parallel "
+                                 "degree splits the global batch {})",
+                                 m.name, cluster->name, model->globalBatch));
+      return 1;
+    }
+    comments.push_back(fmt::format("model {}, every stage shape the tuner evaluates on cluster {} "
+                                   "({} GPUs, --space={}, global batch {})",
+                                   m.name, cluster->name, cluster->totalGpus(),
+                                   spaceLevelName(opts.tuner.space.level), model->globalBatch));
+  }
+  comments.push_back("(micro-batch, tp): " + shapeList(shapes));
+  auto entries = collectProfileShapes(m, *model, shapes, diag);
+  if (!entries)
+    return 1;
+  writeProfileShapes(*entries, comments, out);
+  return 0;
+}
+
 } // namespace
 
 int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
                          llvm::raw_ostream &out) {
+  if (opts.output == PlanOutput::ProfileShapes)
+    return emitProfileShapes(m, opts, diag, out);
   auto cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag);
   if (!cluster)
     return 1;
@@ -77,18 +161,10 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
   Plan plan;
   std::optional<PipelineEstimate> estimate;
   if (!opts.planPath.empty()) {
-    auto buf = llvm::MemoryBuffer::getFile(opts.planPath);
-    if (!buf) {
-      diag.error({}, "cannot read plan '" + opts.planPath + "': " + buf.getError().message());
-      return 1;
-    }
-    unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
-    auto loaded = loadPlan(id, diag);
+    auto loaded = readPlan(m, opts.planPath, diag);
     if (!loaded)
       return 1;
     plan = *loaded;
-    if (!plan.model.empty() && plan.model != m.name)
-      diag.warning({}, "the plan was made for model '" + plan.model + "', not '" + m.name + "'");
     estimate = estimatePlan(plan, *model, *cluster, diag);
     if (!estimate)
       return 1;
@@ -148,6 +224,8 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
   case PlanOutput::TorchTitan:
     if (!exportPlan(m, plan, *estimate, *cluster, *model, opts.output, diag, out))
       return 1;
+    break;
+  case PlanOutput::ProfileShapes: // handled above
     break;
   case PlanOutput::Timeline: {
     double simulated = writeTimeline(plan, *estimate, out);

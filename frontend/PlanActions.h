@@ -2,7 +2,9 @@
 /// \file
 /// What the driver does after the pass pipeline when a cluster is given:
 /// load (or tune) a plan, then write it (--emit=plan), its report
-/// (--emit=report) or its predicted timeline (--emit=timeline).
+/// (--emit=report) or its predicted timeline (--emit=timeline); or list
+/// the measured-op lookups of a plan's stages or of the tuner's stage
+/// shapes (--emit=profile-shapes, which needs no cluster with a plan).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -24,11 +26,12 @@ enum class PlanOutput {
   TorchTitan,
   TimelineSvg,
   Lowered,
-  Trainer
+  Trainer,
+  ProfileShapes
 };
 
 struct PlanActionOptions {
-  std::string cluster;                 ///< preset name or YAML path
+  std::string cluster;                 ///< preset name or YAML path (ProfileShapes: may be empty)
   int nodes = 0;                       ///< overrides the cluster's node count when > 0
   std::vector<std::string> presetDirs; ///< where preset names are looked up
   std::string planPath;                ///< a plan to evaluate instead of tuning

@@ -201,23 +201,17 @@ double maxOf(const std::vector<Poly> &cands, double b, double tp) {
 }
 
 /// The measured time of an op at this shape, when the profile has one.
-std::optional<double> measuredTime(const OpProfile &op, double b, double tp, const Cluster &c) {
+std::optional<double> measuredTime(const OpProfile &op, int b, int tp, const Cluster &c) {
   if (c.device.measured.empty())
     return std::nullopt;
-  std::string key;
-  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
-    key += i ? "," : "";
-    for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
-      key += (j ? "x" : "") +
-             std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
-  }
+  std::string key = measuredShapeKey(op, b, tp);
   for (const MeasuredOp &mo : c.device.measured)
     if (mo.op == opName(op.kind) && mo.shape == key)
       return mo.seconds;
   return std::nullopt;
 }
 
-void opTimes(const std::vector<OpProfile> &ops, double b, int tp, const Cluster &c, double &compute,
+void opTimes(const std::vector<OpProfile> &ops, int b, int tp, const Cluster &c, double &compute,
              double &tpComm) {
   const DeviceProfile &d = c.device;
   double flopRate = d.peakTflops * 1e12 * d.matmulEfficiency;
@@ -229,9 +223,9 @@ void opTimes(const std::vector<OpProfile> &ops, double b, int tp, const Cluster 
         int gpn = std::min(tp, c.gpusPerNode), nodes = (tp + gpn - 1) / gpn;
         tpComm += collectiveSeconds(c, op.comm.eval(b, tp), nodes, gpn, /*all-reduce*/ 2);
       }
-      if (op.kind == OpKind::AllReduce)
-        continue;
     }
+    if (!looksUpMeasured(op))
+      continue;
     if (auto t = measuredTime(op, b, tp, c)) {
       compute += *t;
       continue;
@@ -243,6 +237,30 @@ void opTimes(const std::vector<OpProfile> &ops, double b, int tp, const Cluster 
 }
 
 } // namespace
+
+std::string mist::measuredShapeKey(const OpProfile &op, int b, int tp) {
+  std::string key;
+  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
+    key += i ? "," : "";
+    for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
+      key += (j ? "x" : "") +
+             std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
+  }
+  return key;
+}
+
+bool mist::looksUpMeasured(const OpProfile &op) { return op.kind != OpKind::AllReduce; }
+
+std::vector<std::pair<std::string, std::string>> ModelProfile::measuredLookups(int b,
+                                                                               int tp) const {
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const RegionProfile *r : {&pre, &layer, &post})
+    for (const std::vector<OpProfile> *ops : {&r->fwd, &r->bwd})
+      for (const OpProfile &op : *ops)
+        if (looksUpMeasured(op))
+          keys.emplace_back(opName(op.kind).str(), measuredShapeKey(op, b, tp));
+  return keys;
+}
 
 double mist::collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
                                double factor) {

@@ -57,6 +57,11 @@ public:
   static std::optional<ModelProfile> build(const Module &m, DiagnosticEngine &diag);
 
   RegionNumbers evaluate(RegionKind r, int b, int tp, const Cluster &c) const;
+  /// The (op name, shape key) pairs evaluate(r, b, tp, c) looks up in
+  /// c.device.measured, for every region, forward then backward, in op
+  /// order (repeats included): what a profiler must measure so that no op
+  /// at this (b, tp) falls back to the roofline.
+  std::vector<std::pair<std::string, std::string>> measuredLookups(int b, int tp) const;
   const RegionProfile &region(RegionKind r) const {
     return r == RegionKind::Pre ? pre : r == RegionKind::Layer ? layer : post;
   }
@@ -81,6 +86,14 @@ private:
   };
   std::vector<Divisibility> assumptions;
 };
+
+/// The shape key of `op` at (b, tp) in the measured-op table: its operand
+/// shapes, dims joined by 'x', operands by ',' (a scalar is empty), e.g.
+/// "8192x2048,2048x6144" (docs/cluster.md, "Roofline and measured ops").
+std::string measuredShapeKey(const OpProfile &op, int b, int tp);
+/// Whether the time model looks `op` up in the measured table (every op but
+/// a forward or backward all_reduce, which the collective table prices).
+bool looksUpMeasured(const OpProfile &op);
 
 /// Time of one collective moving `bytes` per rank over a group of `ranks`
 /// laid out as nodes x gpusPerNode; `factor` is 2 for all-reduce, 1 for

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace mist;
@@ -30,6 +31,25 @@ std::optional<std::pair<int, int>> meshOf(int gpus, int gpusPerNode) {
     return gpus % gpusPerNode ? std::nullopt
                               : std::optional(std::pair(gpus / gpusPerNode, gpusPerNode));
   return gpusPerNode % gpus ? std::nullopt : std::optional(std::pair(1, gpus));
+}
+
+/// The tp degrees the tuner tries: powers of two up to the cluster's GPUs
+/// (up to a node's unless tp may span nodes) that break no divisibility
+/// assumption of the model; `failure` gets the first one that does.
+std::vector<int> validTpDegrees(const ModelProfile &model, const Cluster &cluster,
+                                std::string *failure) {
+  std::vector<int> valid;
+  for (int tp = 1; tp <= cluster.totalGpus(); tp *= 2) {
+    if (tp > cluster.gpusPerNode && !cluster.tpAcrossNodes)
+      break;
+    if (auto bad = model.violatedAssumption(tp)) {
+      if (failure && failure->empty())
+        *failure = fmt::format("tp = {} breaks {}", tp, *bad);
+      continue;
+    }
+    valid.push_back(tp);
+  }
+  return valid;
 }
 
 class Tuner {
@@ -310,16 +330,7 @@ std::optional<TuneResult> Tuner::run() {
   }
   offloads = opts.space.offloadOptions();
   std::string tpFailure;
-  for (int tp = 1; tp <= gpus; tp *= 2) {
-    if (tp > gpn && !cluster.tpAcrossNodes)
-      break;
-    if (auto bad = model.violatedAssumption(tp)) {
-      if (tpFailure.empty())
-        tpFailure = fmt::format("tp = {} breaks {}", tp, *bad);
-      continue;
-    }
-    validTp.push_back(tp);
-  }
+  validTp = validTpDegrees(model, cluster, &tpFailure);
   bool anyBatchSplit = false;
   for (int S = 1; S <= std::min(gpus, model.numLayers) && !outOfTime(); ++S) {
     const bool uniform = gpus % S == 0 && meshOf(gpus / S, gpn);
@@ -360,6 +371,8 @@ std::optional<TuneResult> Tuner::run() {
                                   bestObjective, elapsed());
   }
   stats.seconds = elapsed();
+  for (const auto &entry : numberCache)
+    stats.stageShapes.push_back(entry.first);
   if (stats.timedOut && bestPlan)
     diag.warning({}, fmt::format("the time limit of {} s stopped the search; the plan is the best "
                                  "found so far",
@@ -409,6 +422,41 @@ std::optional<TuneResult> Tuner::run() {
 }
 
 } // namespace
+
+std::vector<std::pair<int, int>> mist::tunerStageShapes(const ModelProfile &model,
+                                                        const Cluster &cluster, int64_t B,
+                                                        const TunerOptions &opts) {
+  // Mirrors Tuner::run and Tuner::buildTable: a stage context exists for
+  // (b, tp) when some S, stage mesh of g GPUs (with layer options) and G
+  // give dp = g / tp with b = B / (G dp) whole.
+  std::set<std::pair<int, int>> shapes;
+  if (B <= 0)
+    return {};
+  const int gpus = cluster.totalGpus(), gpn = cluster.gpusPerNode;
+  const std::vector<int> validTp = validTpDegrees(model, cluster, nullptr);
+  for (int S = 1; S <= std::min(gpus, model.numLayers); ++S) {
+    auto add = [&](int g, bool uniform, int64_t G) {
+      if (!meshOf(g, gpn) ||
+          opts.space.layerOptionsForShare(model.numLayers, S, uniform ? 1 : g, uniform ? S : gpus)
+              .empty())
+        return;
+      for (int tp : validTp) {
+        const int dp = g / tp;
+        if (g % tp == 0 && B % (G * dp) == 0)
+          shapes.insert({static_cast<int>(B / (G * dp)), tp});
+      }
+    };
+    const bool uniform = gpus % S == 0;
+    const std::vector<int> mixed = opts.space.nonUniformMeshSizes(S, gpus, gpn);
+    for (int64_t G : divisorsOf(B)) {
+      if (uniform)
+        add(gpus / S, true, G);
+      for (int g : mixed)
+        add(g, false, G);
+    }
+  }
+  return {shapes.begin(), shapes.end()};
+}
 
 std::optional<TuneResult> mist::tune(const ModelProfile &model, const Cluster &cluster,
                                      int64_t globalBatch, const TunerOptions &opts,

@@ -27,6 +27,8 @@ struct TuneStats {
   uint64_t evaluations = 0, milps = 0, contexts = 0;
   double seconds = 0;
   bool timedOut = false;
+  /// The (micro-batch, tp) pairs the model was evaluated at, sorted.
+  std::vector<std::pair<int, int>> stageShapes;
 };
 
 struct TuneResult {
@@ -41,5 +43,14 @@ struct TuneResult {
 std::optional<TuneResult> tune(const ModelProfile &model, const Cluster &cluster,
                                int64_t globalBatch, const TunerOptions &opts,
                                DiagnosticEngine &diag);
+
+/// The (micro-batch, tp) pairs at which tune() evaluates the model with the
+/// same arguments (its stage contexts), sorted: for every stage count, stage
+/// mesh and G of the search space, each tp the model and cluster allow
+/// whose data-parallel degree splits the batch. tune() evaluates exactly
+/// these unless its time limit stops it early (TuneStats::stageShapes).
+/// Empty when the global batch is not set or no tp is valid.
+std::vector<std::pair<int, int>> tunerStageShapes(const ModelProfile &model, const Cluster &cluster,
+                                                  int64_t globalBatch, const TunerOptions &opts);
 
 } // namespace mist

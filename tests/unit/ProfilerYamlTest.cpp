@@ -1,0 +1,380 @@
+//===- ProfilerYamlTest.cpp - The profiler's cluster files load -----------===//
+/// tools/profiler writes cluster files without yaml-cpp; these tests load
+/// what it writes with the compiler's loader (frontend/ClusterLoader), so a
+/// schema change on either side fails here even on machines without a GPU:
+/// every preset read by the profiler's reader and written back loads to the
+/// same Cluster, and a cluster assembled from (made-up) measurements, a base
+/// preset and flags loads with the measured figures in place.
+//===----------------------------------------------------------------------===//
+#include "frontend/ClusterLoader.h"
+#include "tools/profiler/ClusterAssembly.h"
+#include "tools/profiler/ClusterYamlReader.h"
+#include "tools/profiler/ClusterYamlWriter.h"
+#include "tools/profiler/ProfilerOptions.h"
+#include "tools/profiler/ShapesFile.h"
+#include "tools/profiler/YamlSubset.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <fstream>
+#include <gtest/gtest.h>
+#include <sstream>
+
+using namespace mist;
+using namespace mist::profiler;
+
+namespace {
+
+struct Loaded {
+  llvm::SourceMgr srcMgr;
+  std::string diagText;
+  llvm::raw_string_ostream diagStream{diagText};
+  DiagnosticEngine diag{srcMgr, diagStream};
+  std::optional<Cluster> cluster;
+  const std::string &errors() { return diagStream.str(); }
+};
+
+std::unique_ptr<Loaded> loadText(const std::string &text) {
+  auto l = std::make_unique<Loaded>();
+  unsigned id = l->srcMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(text, "written.yaml"), llvm::SMLoc());
+  l->cluster = loadCluster(id, l->diag);
+  return l;
+}
+
+std::string presetPath(const std::string &name) {
+  return std::string(MIST_CLUSTER_DIR) + "/" + name + ".yaml";
+}
+
+std::string written(const ClusterFigures &c, const std::vector<std::string> &comment = {}) {
+  std::ostringstream os;
+  writeClusterYaml(c, comment, os);
+  return os.str();
+}
+
+void expectSameCluster(const Cluster &a, const Cluster &b, const std::string &what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(a.name, b.name);
+  EXPECT_EQ(a.nodes, b.nodes);
+  EXPECT_EQ(a.gpusPerNode, b.gpusPerNode);
+  EXPECT_EQ(a.tpAcrossNodes, b.tpAcrossNodes);
+  EXPECT_EQ(a.device.name, b.device.name);
+  EXPECT_EQ(a.device.memoryGiB, b.device.memoryGiB);
+  EXPECT_EQ(a.device.usableFraction, b.device.usableFraction);
+  EXPECT_EQ(a.device.peakTflops, b.device.peakTflops);
+  EXPECT_EQ(a.device.matmulEfficiency, b.device.matmulEfficiency);
+  EXPECT_EQ(a.device.memBandwidthGBs, b.device.memBandwidthGBs);
+  EXPECT_EQ(a.device.memEfficiency, b.device.memEfficiency);
+  ASSERT_EQ(a.device.measured.size(), b.device.measured.size());
+  for (size_t i = 0; i < a.device.measured.size(); ++i) {
+    EXPECT_EQ(a.device.measured[i].op, b.device.measured[i].op);
+    EXPECT_EQ(a.device.measured[i].shape, b.device.measured[i].shape);
+    EXPECT_EQ(a.device.measured[i].seconds, b.device.measured[i].seconds);
+  }
+  ASSERT_EQ(a.collectives.size(), b.collectives.size());
+  for (size_t i = 0; i < a.collectives.size(); ++i) {
+    EXPECT_EQ(a.collectives[i].nodes, b.collectives[i].nodes);
+    EXPECT_EQ(a.collectives[i].gpusPerNode, b.collectives[i].gpusPerNode);
+    EXPECT_EQ(a.collectives[i].busGBs, b.collectives[i].busGBs);
+    EXPECT_EQ(a.collectives[i].latencyUs, b.collectives[i].latencyUs);
+  }
+  EXPECT_EQ(a.p2pIntraGBs, b.p2pIntraGBs);
+  EXPECT_EQ(a.p2pInterGBs, b.p2pInterGBs);
+  EXPECT_EQ(a.p2pLatencyUs, b.p2pLatencyUs);
+  EXPECT_EQ(a.h2dGBs, b.h2dGBs);
+  EXPECT_EQ(a.d2hGBs, b.d2hGBs);
+  EXPECT_EQ(a.hostLatencyUs, b.hostLatencyUs);
+  EXPECT_EQ(a.hostMemoryGiB, b.hostMemoryGiB);
+  ASSERT_EQ(a.interference.size(), b.interference.size());
+  for (size_t i = 0; i < a.interference.size(); ++i) {
+    EXPECT_EQ(a.interference[i].streams, b.interference[i].streams);
+    EXPECT_EQ(a.interference[i].factors, b.interference[i].factors);
+  }
+}
+
+TEST(ProfilerYaml, PresetsRoundTripThroughTheProfilersReaderAndWriter) {
+  std::vector<std::string> dirs = {MIST_CLUSTER_DIR};
+  std::vector<std::string> presets = listClusterPresets(dirs);
+  ASSERT_GE(presets.size(), 4u);
+  for (const std::string &name : presets) {
+    ClusterFigures figures;
+    std::string error;
+    ASSERT_TRUE(readClusterYamlFile(presetPath(name), figures, error)) << error;
+    auto direct = loadText([&] {
+      std::ifstream in(presetPath(name));
+      std::stringstream s;
+      s << in.rdbuf();
+      return s.str();
+    }());
+    ASSERT_TRUE(direct->cluster) << direct->errors();
+    auto rewritten = loadText(written(figures, {"rewritten by the test"}));
+    ASSERT_TRUE(rewritten->cluster) << rewritten->errors() << written(figures);
+    expectSameCluster(*direct->cluster, *rewritten->cluster, name);
+  }
+}
+
+/// Made-up figures of a one-GPU run, as mist-profile would collect them.
+Measurements oneGpuRun() {
+  Measurements m;
+  m.when = "2030-01-01T00:00:00Z";
+  m.host = "gpu-host";
+  m.software = "CUDA runtime 13.0, driver 13.0";
+  m.repeats = 20;
+  m.warmup = 3;
+  m.deviceName = "NVIDIA H100 80GB HBM3";
+  m.memoryGiB = 79.6472;
+  m.gemmTflops = 702.34;
+  m.gemmShape = "8192x8192x8192";
+  m.d2dGBs = 3012.6;
+  m.d2dWhat = "1 GiB";
+  m.h2dGBs = 54.93;
+  m.d2hGBs = 51.21;
+  m.hostLatencyUs = 2.5;
+  m.hostWhat = "pinned 1 GiB copies";
+  m.opsListed = 3;
+  m.ops = {{"linear", "8192x2048,2048x6144,6144", 1.21e-4},
+           {"attention_grad", "4x2048x2048,4x2048x6144,4x2048x2048,4x16x2048", 2.5e-3}};
+  m.notTimed = {{"position_embedding", "2048x2048", "its shape key is the table alone"},
+                {"dropout", "4x2048x2048", "no dropout kernel in stdlib/kernels"},
+                {"dropout", "8x2048x2048", "no dropout kernel in stdlib/kernels"}};
+  m.opsHow = "stdlib/kernels";
+  const char *s[] = {"compute", "g2g", "h2d", "d2h"};
+  for (unsigned mask = 1; mask < 16; ++mask) {
+    if (__builtin_popcount(mask) < 2)
+      continue;
+    InterferenceFigure f;
+    for (int i = 0; i < 4; ++i)
+      if (mask & (1u << i)) {
+        f.streams.push_back(s[i]);
+        f.factors.push_back(1.0 + 0.01 * (i + 1));
+      }
+    m.interference.push_back(f);
+  }
+  m.interferenceHow = "made up";
+  m.ncclSkipped = "one rank";
+  return m;
+}
+
+TEST(ProfilerYaml, AssembledFromABasePresetLoadsWithTheMeasuredFigures) {
+  ClusterFigures base;
+  std::string error;
+  ASSERT_TRUE(readClusterYamlFile(presetPath("h100-80g"), base, error)) << error;
+  ProfilerOptions opts;
+  opts.basePath = "stdlib/clusters/h100-80g.yaml";
+  opts.shapesPath = "gpt3-shapes.tsv";
+  opts.peakTflops = 989;
+  Measurements m = oneGpuRun();
+  // Two ranks' worth of NCCL figures replace the base's (1 node, 2 GPUs) entry.
+  m.collectives = {{1, 2, 190.5, 11}};
+  m.collectivesHow = "made up";
+  m.p2pIntraGBs = 180;
+  m.p2pLatencyUs = 9;
+  AssembledCluster out;
+  ASSERT_TRUE(assembleCluster(m, base, opts, out, error)) << error;
+  std::string text = written(out.figures, out.comment);
+  auto l = loadText(text);
+  ASSERT_TRUE(l->cluster) << l->errors() << text;
+  const Cluster &c = *l->cluster;
+  EXPECT_EQ(c.name, "h100-80g-measured");
+  EXPECT_EQ(c.gpusPerNode, 8); // the base's node
+  EXPECT_EQ(c.device.name, "NVIDIA H100 80GB HBM3");
+  EXPECT_DOUBLE_EQ(c.device.memoryGiB, 79.65);
+  EXPECT_DOUBLE_EQ(c.device.peakTflops, 989);
+  EXPECT_DOUBLE_EQ(c.device.matmulEfficiency, 0.71); // 702.34 / 989, 3 digits
+  EXPECT_DOUBLE_EQ(c.device.memBandwidthGBs, 3350);  // the base's datasheet figure
+  EXPECT_DOUBLE_EQ(c.device.memEfficiency, 0.899);   // 3012.6 / 3350
+  ASSERT_EQ(c.device.measured.size(), 2u);
+  EXPECT_EQ(c.device.measured[1].op, "linear");
+  EXPECT_EQ(c.device.measured[1].shape, "8192x2048,2048x6144,6144");
+  EXPECT_DOUBLE_EQ(c.device.measured[1].seconds, 1.21e-4);
+  EXPECT_EQ(c.collectives.size(), 15u);
+  EXPECT_EQ(c.collectives[0].nodes, 1);
+  EXPECT_EQ(c.collectives[0].gpusPerNode, 2);
+  EXPECT_DOUBLE_EQ(c.collectives[0].busGBs, 190.5);
+  EXPECT_DOUBLE_EQ(c.p2pIntraGBs, 180);
+  EXPECT_DOUBLE_EQ(c.p2pInterGBs, 40); // the base's
+  EXPECT_DOUBLE_EQ(c.p2pLatencyUs, 9);
+  EXPECT_DOUBLE_EQ(c.h2dGBs, 54.93);
+  EXPECT_DOUBLE_EQ(c.d2hGBs, 51.21);
+  EXPECT_DOUBLE_EQ(c.hostMemoryGiB, 1600); // the base's
+  ASSERT_EQ(c.interference.size(), 11u);
+  EXPECT_EQ(c.interference.back().streams.size(), 4u);
+  // The header says where each figure came from.
+  EXPECT_NE(text.find("# h100-80g-measured: measured by mist-profile"), std::string::npos);
+  EXPECT_NE(text.find("device.peak_tflops"), std::string::npos);
+  EXPECT_NE(text.find("F  --peak-tflops"), std::string::npos);
+  EXPECT_NE(text.find("B  stdlib/clusters/h100-80g.yaml"), std::string::npos);
+  EXPECT_NE(text.find("position_embedding (1 shape): its shape key"), std::string::npos) << text;
+  EXPECT_NE(text.find("dropout (2 shapes): no dropout kernel"), std::string::npos) << text;
+}
+
+TEST(ProfilerYaml, AssembledWithoutABaseLoads) {
+  ProfilerOptions opts;
+  opts.name = "one-gpu";
+  Measurements m = oneGpuRun();
+  m.interference.clear();
+  AssembledCluster out;
+  std::string error;
+  ASSERT_TRUE(assembleCluster(m, std::nullopt, opts, out, error)) << error;
+  auto l = loadText(written(out.figures, out.comment));
+  ASSERT_TRUE(l->cluster) << l->errors();
+  const Cluster &c = *l->cluster;
+  EXPECT_EQ(c.name, "one-gpu");
+  EXPECT_EQ(c.nodes, 1);
+  EXPECT_EQ(c.gpusPerNode, 1);
+  // No datasheet figures: the measured rates, at efficiency 1.
+  EXPECT_DOUBLE_EQ(c.device.peakTflops, 702.3);
+  EXPECT_DOUBLE_EQ(c.device.matmulEfficiency, 1);
+  EXPECT_DOUBLE_EQ(c.device.memEfficiency, 1);
+  EXPECT_DOUBLE_EQ(c.p2pIntraGBs, 25); // placeholders
+  EXPECT_DOUBLE_EQ(c.p2pInterGBs, 12.5);
+  EXPECT_TRUE(c.interference.empty());
+  EXPECT_EQ(out.warnings.size(), 2u);
+}
+
+TEST(ProfilerYaml, RefusesANodeShapeWithoutCollectiveFigures) {
+  ProfilerOptions opts;
+  opts.gpusPerNode = 8;
+  std::string error;
+  EXPECT_FALSE(checkAssemblyInputs(std::nullopt, opts, 1, 1, 1, false, error));
+  EXPECT_NE(error.find("8 GPUs per node needs collective figures"), std::string::npos) << error;
+  // Eight ranks on one node measure them.
+  EXPECT_TRUE(checkAssemblyInputs(std::nullopt, opts, 8, 1, 8, true, error)) << error;
+  opts.nodes = 2;
+  EXPECT_FALSE(checkAssemblyInputs(std::nullopt, opts, 8, 1, 8, true, error));
+  EXPECT_NE(error.find("across nodes"), std::string::npos) << error;
+  ClusterFigures base;
+  ASSERT_TRUE(readClusterYamlFile(presetPath("a100-40g"), base, error)) << error;
+  EXPECT_TRUE(checkAssemblyInputs(base, opts, 1, 1, 1, false, error)) << error;
+}
+
+TEST(ProfilerYaml, StringsAndNumbersReadBackAsWritten) {
+  EXPECT_EQ(yamlString("NVIDIA H100 80GB HBM3"), "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(yamlString("true"), "\"true\"");
+  EXPECT_EQ(yamlString("8x"), "\"8x\"");
+  EXPECT_EQ(yamlString("a: b # c"), "\"a: b # c\"");
+  EXPECT_EQ(yamlNumber(0.1), "0.1");
+  EXPECT_EQ(yamlNumber(989), "989");
+  ClusterFigures c;
+  std::string error;
+  ASSERT_TRUE(readClusterYamlFile(presetPath("l4-24g"), c, error)) << error;
+  c.name = "odd: \"name\" # 1";
+  c.deviceName = "yes";
+  c.p2pLatencyUs = 1.0 / 3;
+  auto l = loadText(written(c));
+  ASSERT_TRUE(l->cluster) << l->errors() << written(c);
+  EXPECT_EQ(l->cluster->name, c.name);
+  EXPECT_EQ(l->cluster->device.name, "yes");
+  EXPECT_EQ(l->cluster->p2pLatencyUs, 1.0 / 3);
+}
+
+TEST(ProfilerYaml, CheckNamesWhatTheLoaderWouldReject) {
+  ClusterFigures c;
+  std::string error;
+  ASSERT_TRUE(readClusterYamlFile(presetPath("a100-40g"), c, error)) << error;
+  EXPECT_TRUE(checkClusterFigures(c).empty());
+  c.interference[0].factors[0] = 0.9;
+  c.measured = {{"linear", "2x3", 1e-3}, {"linear", "2x3", 2e-3}};
+  auto bad = checkClusterFigures(c);
+  ASSERT_EQ(bad.size(), 2u);
+  EXPECT_NE(bad[0].find("two measured entries"), std::string::npos) << bad[0];
+  EXPECT_NE(bad[1].find("at least 1"), std::string::npos) << bad[1];
+}
+
+TEST(YamlSubset, ReadsBlockAndFlowForms) {
+  YamlNode root;
+  std::string error;
+  ASSERT_TRUE(parseYamlSubset("---\n"
+                              "a: 1 # comment\n"
+                              "b:\n"
+                              "  - {x: [1, 2], 'y': \"q # not a comment\"}\n"
+                              "  - x: 3\n"
+                              "    y: text with spaces\n"
+                              "c:\n"
+                              "- 4\n"
+                              "d: {}\n",
+                              root, error))
+      << error;
+  ASSERT_EQ(root.kind, YamlNode::Kind::Map);
+  EXPECT_EQ(root.get("a")->text, "1");
+  const YamlNode *b = root.get("b");
+  ASSERT_TRUE(b && b->kind == YamlNode::Kind::Seq && b->seq.size() == 2);
+  EXPECT_EQ(b->seq[0].get("x")->seq[1].text, "2");
+  EXPECT_EQ(b->seq[0].get("y")->text, "q # not a comment");
+  EXPECT_TRUE(b->seq[0].get("y")->quoted);
+  EXPECT_EQ(b->seq[1].get("y")->text, "text with spaces");
+  EXPECT_EQ(root.get("c")->seq[0].text, "4");
+  EXPECT_EQ(root.get("d")->kind, YamlNode::Kind::Map);
+}
+
+TEST(YamlSubset, RefusesWhatItDoesNotRead) {
+  for (auto [text, where] :
+       std::vector<std::pair<std::string, std::string>>{{"a: &x 1\n", "line 1"},
+                                                        {"a: {b: 1,\n  c: 2}\n", "line 1"},
+                                                        {"a: 1\n\tb: 2\n", "line 2"},
+                                                        {"a: 1\na: 2\n", "line 2"},
+                                                        {"a: 1\n---\nb: 2\n", "line 2"},
+                                                        {"a:\n  b: 1\n    c: 2\n", "line 3"}}) {
+    YamlNode root;
+    std::string error;
+    EXPECT_FALSE(parseYamlSubset(text, root, error)) << text;
+    EXPECT_EQ(error.rfind(where, 0), 0u) << text << " -> " << error;
+  }
+  ClusterFigures c;
+  std::string error;
+  EXPECT_FALSE(readClusterYaml("mist_cluster: 1\nname: x\nnodes: \"1\"\n", c, error));
+  EXPECT_EQ(error, "line 3: expected an integer for 'nodes'");
+  EXPECT_FALSE(readClusterYaml("mist_cluster: 2\n", c, error));
+  EXPECT_EQ(error, "line 1: unsupported cluster format version 2");
+}
+
+TEST(ProfilerOptions, ParsesFlagsAndRefusesBadOnes) {
+  auto parse = [](std::vector<std::string> args, ProfilerOptions &o, std::string &error) {
+    std::vector<char *> argv = {const_cast<char *>("mist-profile")};
+    for (std::string &a : args)
+      argv.push_back(a.data());
+    bool help = false;
+    return parseProfilerOptions(static_cast<int>(argv.size()), argv.data(), o, help, error);
+  };
+  ProfilerOptions o;
+  std::string error;
+  ASSERT_TRUE(parse({"--out", "x.yaml", "--peak-tflops=989", "--skip-ops", "attention,rope",
+                     "--linear-grad", "tf32", "--gpus-per-node", "8", "--repeats", "5"},
+                    o, error))
+      << error;
+  EXPECT_EQ(o.out, "x.yaml");
+  EXPECT_EQ(*o.peakTflops, 989);
+  EXPECT_EQ(o.skipOps, (std::set<std::string>{"attention", "rope"}));
+  EXPECT_EQ(o.linearGrad, LinearGradMode::Tf32);
+  EXPECT_EQ(*o.gpusPerNode, 8);
+  EXPECT_EQ(o.repeats, 5);
+  ProfilerOptions p;
+  EXPECT_FALSE(parse({"--peak-tflops", "989"}, p, error));
+  EXPECT_EQ(error, "--out FILE is required (see --help)");
+  EXPECT_FALSE(parse({"--out", "x", "--peak-tflops", "-1"}, p, error));
+  EXPECT_EQ(error, "--peak-tflops needs a positive number, not '-1'");
+  EXPECT_FALSE(parse({"--out", "x", "--bogus"}, p, error));
+  EXPECT_EQ(error, "unknown argument '--bogus' (see --help)");
+}
+
+TEST(ShapesFile, ParsesEntriesAndRefusesBadLines) {
+  std::vector<ShapeEntry> e;
+  std::string error;
+  ASSERT_TRUE(parseShapes("# mist-profile-shapes 1\n# a comment\n"
+                          "linear\t8x2048,2048x6144,6144\tbias=true,out=6144\n"
+                          "cross_entropy_grad\t,8x50304,8,8x2\t-\n",
+                          e, error))
+      << error;
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_EQ(e[0].operands, (std::vector<std::vector<int64_t>>{{8, 2048}, {2048, 6144}, {6144}}));
+  EXPECT_EQ(e[0].word("bias", ""), "true");
+  EXPECT_EQ(e[0].number("out", 0), 6144);
+  EXPECT_TRUE(e[1].operands[0].empty()); // the scalar loss gradient
+  EXPECT_EQ(e[1].line, 4);
+  EXPECT_FALSE(parseShapes("linear\t8x8\n", e, error));
+  EXPECT_EQ(error.rfind("line 1: expected '# mist-profile-shapes 1'", 0), 0u) << error;
+  EXPECT_FALSE(parseShapes("# mist-profile-shapes 1\nlinear\t8x0\n", e, error));
+  EXPECT_EQ(error, "line 2: bad shape key '8x0' (expected e.g. 8192x2048,2048x6144)");
+  EXPECT_FALSE(parseShapes("# mist-profile-shapes 1\nadd\t2\t-\nadd\t2\t-\n", e, error));
+  EXPECT_EQ(error, "line 3: a second line for add at 2");
+}
+
+} // namespace

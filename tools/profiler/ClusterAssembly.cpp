@@ -1,0 +1,360 @@
+//===- ClusterAssembly.cpp - Measurements + base + flags -> a cluster file ===//
+#include "tools/profiler/ClusterAssembly.h"
+
+#include "tools/profiler/ClusterYamlWriter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace mist::profiler {
+
+namespace {
+
+/// Rounds to `digits` significant digits (figures read better; the
+/// measurements are not more precise than that).
+double round(double v, int digits) {
+  if (v == 0 || !std::isfinite(v))
+    return v;
+  double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(std::abs(v)))));
+  return std::round(v * scale) / scale;
+}
+
+/// The source table of the header comment.
+class Sources {
+public:
+  void add(const std::string &field, char source, const std::string &note) {
+    rows.push_back({field, std::string(1, source) + "  " + note});
+  }
+  std::vector<std::string> lines() const {
+    size_t width = 0;
+    for (const auto &r : rows)
+      width = std::max(width, r.first.size());
+    std::vector<std::string> out;
+    for (const auto &r : rows)
+      out.push_back("  " + r.first + std::string(width + 2 - r.first.size(), ' ') + r.second);
+    return out;
+  }
+
+private:
+  std::vector<std::pair<std::string, std::string>> rows;
+};
+
+std::string num(double v) { return yamlNumber(round(v, 4)); }
+
+/// The node shape the run writes: flag, base, the MPI ranks, 1.
+void nodeShape(const std::optional<ClusterFigures> &base, const ProfilerOptions &opts, int ranks,
+               int nodes, int ranksPerNode, int &outNodes, char &nodesSrc, int &outGpn,
+               char &gpnSrc) {
+  if (opts.nodes) {
+    outNodes = *opts.nodes;
+    nodesSrc = 'F';
+  } else if (base) {
+    outNodes = base->nodes;
+    nodesSrc = 'B';
+  } else if (ranks > 1) {
+    outNodes = nodes;
+    nodesSrc = 'M';
+  } else {
+    outNodes = 1;
+    nodesSrc = 'D';
+  }
+  if (opts.gpusPerNode) {
+    outGpn = *opts.gpusPerNode;
+    gpnSrc = 'F';
+  } else if (base) {
+    outGpn = base->gpusPerNode;
+    gpnSrc = 'B';
+  } else if (ranks > 1 && ranksPerNode > 0) {
+    outGpn = ranksPerNode;
+    gpnSrc = 'M';
+  } else {
+    outGpn = 1;
+    gpnSrc = 'D';
+  }
+}
+
+} // namespace
+
+bool checkAssemblyInputs(const std::optional<ClusterFigures> &base, const ProfilerOptions &opts,
+                         int ranks, int nodes, int ranksPerNode, bool ncclAvailable,
+                         std::string &error) {
+  int n, g;
+  char ns, gs;
+  nodeShape(base, opts, ranks, nodes, ranksPerNode, n, ns, g, gs);
+  const bool measures = ncclAvailable && ranks > 1 && ranksPerNode > 0;
+  bool inside = measures && ranksPerNode > 1, across = measures && nodes > 1;
+  if (base)
+    for (const CollectiveFigure &e : base->collectives) {
+      inside |= e.nodes == 1 && e.gpusPerNode <= g;
+      across |= e.nodes > 1 && e.gpusPerNode <= g;
+    }
+  if (g > 1 && !inside) {
+    error = "a cluster of " + std::to_string(g) +
+            " GPUs per node needs collective figures inside a node: give --base with a "
+            "collective table, or run one rank per GPU under mpirun (NCCL)";
+    return false;
+  }
+  if (n > 1 && !across) {
+    error = "a cluster of " + std::to_string(n) +
+            " nodes needs collective figures across nodes: give --base with a collective table, "
+            "or run ranks on several nodes under mpirun (NCCL)";
+    return false;
+  }
+  return true;
+}
+
+bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> &base,
+                     const ProfilerOptions &opts, AssembledCluster &out, std::string &error) {
+  ClusterFigures c = base ? *base : ClusterFigures{};
+  Sources src;
+  const std::string basePath = opts.basePath.empty() ? "the base" : opts.basePath;
+  std::vector<std::string> &warn = out.warnings;
+
+  if (!opts.name.empty()) {
+    c.name = opts.name;
+    src.add("name", 'F', "--name");
+  } else {
+    c.name = base ? base->name + "-measured" : "measured";
+    src.add("name", 'D', base ? "the base's name + \"-measured\"" : "\"measured\"");
+  }
+  char ns, gs;
+  nodeShape(base, opts, m.ranks, m.nodes, m.ranksPerNode, c.nodes, ns, c.gpusPerNode, gs);
+  src.add("nodes", ns,
+          ns == 'F'   ? "--nodes"
+          : ns == 'M' ? "hosts of the MPI ranks"
+          : ns == 'B' ? basePath
+                      : "one node");
+  src.add("gpus_per_node", gs,
+          gs == 'F'   ? "--gpus-per-node"
+          : gs == 'M' ? "MPI ranks per host"
+          : gs == 'B' ? basePath
+                      : "one GPU");
+  src.add("tp_across_nodes", base ? 'B' : 'D', base ? basePath : "false");
+
+  c.deviceName = m.deviceName;
+  src.add("device.name", 'M', "the name the driver reports");
+  if (opts.memoryGiB) {
+    c.memoryGiB = *opts.memoryGiB;
+    src.add("device.memory_gib", 'F', "--memory-gib");
+  } else {
+    c.memoryGiB = round(m.memoryGiB, 4);
+    src.add("device.memory_gib", 'M', "total device memory the driver reports");
+  }
+  if (opts.usableFraction) {
+    c.usableFraction = *opts.usableFraction;
+    src.add("device.usable_fraction", 'F', "--usable-fraction");
+  } else {
+    src.add("device.usable_fraction", base ? 'B' : 'D', base ? basePath : "mistc's default 0.92");
+  }
+
+  // Compute: the datasheet peak and the achieved rate of a large bf16 GEMM.
+  if (opts.peakTflops) {
+    c.peakTflops = *opts.peakTflops;
+    src.add("device.peak_tflops", 'F', "--peak-tflops (datasheet dense bf16; not measurable)");
+  } else if (base) {
+    src.add("device.peak_tflops", 'B', basePath + " (datasheet)");
+  } else if (m.gemmTflops > 0) {
+    c.peakTflops = round(m.gemmTflops, 4);
+    src.add("device.peak_tflops", 'M',
+            "no --peak-tflops or base: the measured GEMM rate, so matmul_efficiency is 1");
+    warn.push_back("no --peak-tflops and no --base: peak_tflops is the measured GEMM rate");
+  }
+  const bool peakMeasured = !opts.peakTflops && !base && m.gemmTflops > 0;
+  if (m.gemmTflops > 0 && c.peakTflops > 0) {
+    double eff = peakMeasured ? 1 : m.gemmTflops / c.peakTflops;
+    if (eff > 1) {
+      warn.push_back("the measured bf16 GEMM rate " + num(m.gemmTflops) +
+                     " TFLOP/s exceeds peak_tflops " + num(c.peakTflops) +
+                     ": matmul_efficiency capped at 1 (is the peak right?)");
+      eff = 1;
+    }
+    c.matmulEfficiency = round(eff, 3);
+    src.add("device.matmul_efficiency", 'M',
+            "bf16 GEMM " + m.gemmShape + " (linearFwdBf16Cuda): " + num(m.gemmTflops) +
+                " TFLOP/s / " + num(c.peakTflops));
+  } else {
+    src.add("device.matmul_efficiency", base ? 'B' : 'D',
+            base ? basePath : "mistc's default 0.75 (no GEMM measured)");
+  }
+
+  // Memory: the datasheet bandwidth and a device-to-device copy.
+  if (opts.peakMemGBs) {
+    c.memBandwidthGBs = *opts.peakMemGBs;
+    src.add("device.mem_bandwidth_gbs", 'F', "--peak-mem-gbs (datasheet; not measurable)");
+  } else if (base) {
+    src.add("device.mem_bandwidth_gbs", 'B', basePath + " (datasheet)");
+  } else if (m.d2dGBs > 0) {
+    c.memBandwidthGBs = round(m.d2dGBs, 4);
+    src.add("device.mem_bandwidth_gbs", 'M',
+            "no --peak-mem-gbs or base: the measured copy rate, so mem_efficiency is 1");
+    warn.push_back("no --peak-mem-gbs and no --base: mem_bandwidth_gbs is the measured copy rate");
+  }
+  const bool bandwidthMeasured = !opts.peakMemGBs && !base && m.d2dGBs > 0;
+  if (m.d2dGBs > 0 && c.memBandwidthGBs > 0) {
+    double eff = bandwidthMeasured ? 1 : m.d2dGBs / c.memBandwidthGBs;
+    if (eff > 1) {
+      warn.push_back("the measured copy rate " + num(m.d2dGBs) +
+                     " GB/s exceeds mem_bandwidth_gbs " + num(c.memBandwidthGBs) +
+                     ": mem_efficiency capped at 1");
+      eff = 1;
+    }
+    c.memEfficiency = round(eff, 3);
+    src.add("device.mem_efficiency", 'M',
+            "device-to-device copy of " + m.d2dWhat + ": " + num(m.d2dGBs) +
+                " GB/s (read + write) / " + num(c.memBandwidthGBs));
+  } else {
+    src.add("device.mem_efficiency", base ? 'B' : 'D', base ? basePath : "mistc's default 0.8");
+  }
+
+  // Measured ops: this run's, then the base's entries this run did not measure.
+  {
+    std::map<std::pair<std::string, std::string>, double> table;
+    size_t kept = 0;
+    for (const MeasuredOpFigure &o : m.ops)
+      table[{o.op, o.shape}] = o.seconds;
+    if (base)
+      for (const MeasuredOpFigure &o : base->measured)
+        if (table.emplace(std::pair{o.op, o.shape}, o.seconds).second)
+          ++kept;
+    c.measured.clear();
+    for (const auto &[key, s] : table)
+      c.measured.push_back({key.first, key.second, s});
+    if (m.opsListed > 0)
+      src.add("device.measured", 'M',
+              std::to_string(m.ops.size()) + " of the " + std::to_string(m.opsListed) +
+                  " ops of --shapes " + opts.shapesPath + ", " + m.opsHow);
+    else
+      src.add("device.measured", kept ? 'B' : 'D', kept ? basePath : "none (no --shapes)");
+    if (kept && m.opsListed > 0)
+      src.add("device.measured", 'B', std::to_string(kept) + " more entries from " + basePath);
+    if (!m.notTimed.empty())
+      src.add("device.measured", 'D',
+              std::to_string(m.notTimed.size()) + " not timed, left to the roofline:");
+    // One line per op and reason, with the number of shapes.
+    std::vector<std::pair<std::pair<std::string, std::string>, int>> groups;
+    for (const NotTimedOp &n : m.notTimed) {
+      auto it = std::find_if(groups.begin(), groups.end(),
+                             [&](const auto &g) { return g.first == std::pair(n.op, n.why); });
+      if (it == groups.end())
+        groups.push_back({{n.op, n.why}, 1});
+      else
+        ++it->second;
+    }
+    for (const auto &[key, count] : groups)
+      src.add("", ' ',
+              "  " + key.first + " (" + std::to_string(count) + " shape" + (count > 1 ? "s" : "") +
+                  "): " + key.second);
+  }
+
+  // Collectives: the base's table with this run's entries in place of the same shapes.
+  {
+    for (const CollectiveFigure &e : m.collectives) {
+      auto it = std::find_if(c.collectives.begin(), c.collectives.end(), [&](const auto &x) {
+        return x.nodes == e.nodes && x.gpusPerNode == e.gpusPerNode;
+      });
+      if (it != c.collectives.end())
+        *it = e;
+      else
+        c.collectives.push_back(e);
+    }
+    size_t before = c.collectives.size();
+    c.collectives.erase(
+        std::remove_if(c.collectives.begin(), c.collectives.end(),
+                       [&](const CollectiveFigure &e) { return e.gpusPerNode > c.gpusPerNode; }),
+        c.collectives.end());
+    std::stable_sort(c.collectives.begin(), c.collectives.end(), [](const auto &a, const auto &b) {
+      return std::pair(a.nodes, a.gpusPerNode) < std::pair(b.nodes, b.gpusPerNode);
+    });
+    if (!m.collectives.empty()) {
+      std::string shapes;
+      for (const CollectiveFigure &e : m.collectives)
+        shapes += (shapes.empty() ? "" : ", ") + std::to_string(e.nodes) + "x" +
+                  std::to_string(e.gpusPerNode);
+      src.add("collectives", 'M', shapes + ": " + m.collectivesHow);
+    }
+    if (base && c.collectives.size() > m.collectives.size())
+      src.add("collectives", 'B', (m.collectives.empty() ? "" : "the other entries: ") + basePath);
+    if (c.collectives.size() < before)
+      warn.push_back("dropped collective entries with more GPUs per node than gpus_per_node");
+    if (m.collectives.empty() && !m.ncclSkipped.empty())
+      src.add("collectives", ' ', "not measured: " + m.ncclSkipped);
+  }
+
+  // p2p: flag, measured, base, default.
+  auto link = [&](const char *field, const std::optional<double> &flag, const char *flagName,
+                  double measured, const std::string &how, double baseValue, double dflt,
+                  double &dst) {
+    if (flag) {
+      dst = *flag;
+      src.add(field, 'F', flagName);
+    } else if (measured >= 0 && !how.empty()) {
+      dst = round(measured, 4);
+      src.add(field, 'M', how);
+    } else if (base) {
+      dst = baseValue;
+      src.add(field, 'B', basePath);
+    } else {
+      dst = dflt;
+      src.add(field, 'D', "placeholder " + num(dflt) + " (no measurement, flag or base)");
+    }
+  };
+  const bool p2pMeasured = m.p2pLatencyUs >= 0;
+  link("p2p.intra_gbs", opts.p2pIntraGBs, "--p2p-intra-gbs", m.p2pIntraGBs,
+       m.p2pIntraGBs > 0 ? "NCCL send/recv of 256 MiB between two ranks of a node" : "",
+       base ? base->p2pIntraGBs : 0, 25, c.p2pIntraGBs);
+  link("p2p.inter_gbs", opts.p2pInterGBs, "--p2p-inter-gbs", m.p2pInterGBs,
+       m.p2pInterGBs > 0 ? "NCCL send/recv of 256 MiB between two nodes" : "",
+       base ? base->p2pInterGBs : 0, 12.5, c.p2pInterGBs);
+  link("p2p.latency_us", opts.p2pLatencyUs, "--p2p-latency-us", m.p2pLatencyUs,
+       p2pMeasured ? "NCCL send/recv of 4 bytes" : "", base ? base->p2pLatencyUs : 0, 10,
+       c.p2pLatencyUs);
+
+  // Host copies: always measured.
+  c.h2dGBs = round(m.h2dGBs, 4);
+  c.d2hGBs = round(m.d2hGBs, 4);
+  c.hostLatencyUs = round(m.hostLatencyUs, 3);
+  src.add("host.h2d_gbs, d2h_gbs", 'M', m.hostWhat);
+  src.add("host.latency_us", 'M', "pinned copies of 8 bytes, both directions averaged");
+  if (opts.hostMemoryGiB) {
+    c.hostMemoryGiB = *opts.hostMemoryGiB;
+    src.add("host.memory_gib", 'F', "--host-memory-gib");
+  } else {
+    src.add("host.memory_gib", base && base->hostMemoryGiB > 0 ? 'B' : 'D',
+            base && base->hostMemoryGiB > 0 ? basePath : "absent: unlimited");
+  }
+
+  if (!m.interference.empty()) {
+    c.interference = m.interference;
+    src.add("interference", 'M', m.interferenceHow);
+  } else {
+    src.add("interference", base && !c.interference.empty() ? 'B' : 'D',
+            base && !c.interference.empty() ? basePath + " (not measured)"
+                                            : "none (not measured): pure overlap");
+  }
+
+  std::vector<std::string> problems = checkClusterFigures(c);
+  if (!problems.empty()) {
+    error = "the measured cluster would not load: " + problems.front();
+    for (size_t i = 1; i < problems.size(); ++i)
+      error += "; " + problems[i];
+    return false;
+  }
+
+  std::vector<std::string> &h = out.comment;
+  h.push_back(c.name + ": measured by mist-profile (tools/profiler) on " + m.host + ", " + m.when);
+  h.push_back("device: " + m.deviceName + "; " + std::to_string(m.ranks) + " MPI rank(s) on " +
+              std::to_string(m.nodes) + " host(s); " + m.software);
+  h.push_back("every time is the median of " + std::to_string(m.repeats) + " runs after " +
+              std::to_string(m.warmup) + " warm-up runs (CUDA events)");
+  h.push_back("");
+  h.push_back("Source of every figure: M = measured by this run; B = copied from the base file;");
+  h.push_back("F = given as a flag; D = mist-profile's or mistc's default. See docs/cluster.md,");
+  h.push_back("\"Profiling a cluster\".");
+  for (const std::string &line : src.lines())
+    h.push_back(line);
+  out.figures = std::move(c);
+  return true;
+}
+
+} // namespace mist::profiler

@@ -1,0 +1,36 @@
+//===- ClusterYamlWriter.h - Write a cluster file without yaml-cpp --------===//
+/// \file
+/// Writes ClusterFigures in the schema frontend/ClusterLoader reads
+/// (docs/cluster.md), in the presets' layout: top-level keys in schema
+/// order, `device` as a block mapping, table entries as one-line flow
+/// mappings, numbers in their shortest round-trip form (plain scalars, as
+/// the loader wants them), strings plain when YAML reads them back as the
+/// same string and double-quoted otherwise.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tools/profiler/ClusterFigures.h"
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mist::profiler {
+
+/// What the loader would reject in `c` (required figures missing or out of
+/// range, a collective table that does not cover the node shape, bad
+/// interference entries, duplicate measured entries), one message each;
+/// empty when the file will load.
+std::vector<std::string> checkClusterFigures(const ClusterFigures &c);
+
+/// `comment` lines first (each prefixed with "# "), then the cluster.
+void writeClusterYaml(const ClusterFigures &c, const std::vector<std::string> &comment,
+                      std::ostream &os);
+
+/// The shortest decimal text that reads back as exactly `v`.
+std::string yamlNumber(double v);
+/// `s` as a YAML scalar: plain when that reads back as the same string,
+/// else double-quoted with escapes.
+std::string yamlString(const std::string &s);
+
+} // namespace mist::profiler

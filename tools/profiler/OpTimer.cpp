@@ -1,0 +1,428 @@
+//===- OpTimer.cpp - Time one IR op at one shape with the stdlib kernels --===//
+#include "tools/profiler/OpTimer.h"
+
+#include "stdlib/kernels/activation/ActivationCuda.h"
+#include "stdlib/kernels/attention/AttentionCuda.h"
+#include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
+#include "stdlib/kernels/embedding/EmbeddingCuda.h"
+#include "stdlib/kernels/layernorm/LayerNormCuda.h"
+#include "stdlib/kernels/linear/LinearCuda.h"
+#include "stdlib/kernels/rmsnorm/RMSNormCuda.h"
+#include "stdlib/kernels/rope/RopeCuda.h"
+#include "tools/profiler/DeviceBuffer.h"
+#include "tools/profiler/EventTimer.h"
+
+#include <functional>
+#include <numeric>
+#include <vector>
+
+namespace mist::profiler {
+
+using namespace mist::kernels;
+
+namespace {
+
+/// The op cannot be timed: `why` says so.
+struct NotTimed {
+  std::string why;
+};
+
+int64_t elements(const std::vector<int64_t> &dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<int64_t>());
+}
+
+/// The buffers of one measurement, freed together.
+class Arena {
+public:
+  explicit Arena(cudaStream_t stream) : stream(stream) {}
+  float *floats(int64_t n) {
+    auto b = std::make_unique<DeviceBuffer<float>>(static_cast<size_t>(n));
+    fillRandom(b->get(), b->size(), seed++, 1.f, stream);
+    float *p = b->get();
+    f32.push_back(std::move(b));
+    return p;
+  }
+  __nv_bfloat16 *bf16(int64_t n) {
+    auto b = std::make_unique<DeviceBuffer<__nv_bfloat16>>(static_cast<size_t>(n));
+    fillRandom(b->get(), b->size(), seed++, 1.f, stream);
+    __nv_bfloat16 *p = b->get();
+    b16.push_back(std::move(b));
+    return p;
+  }
+  int32_t *ints(int64_t n, int64_t bound) {
+    auto b = std::make_unique<DeviceBuffer<int32_t>>(static_cast<size_t>(n));
+    fillRandomInts(b->get(), b->size(), seed++, static_cast<int32_t>(bound), stream);
+    int32_t *p = b->get();
+    i32.push_back(std::move(b));
+    return p;
+  }
+
+private:
+  cudaStream_t stream;
+  uint32_t seed = 1;
+  std::vector<std::unique_ptr<DeviceBuffer<float>>> f32;
+  std::vector<std::unique_ptr<DeviceBuffer<__nv_bfloat16>>> b16;
+  std::vector<std::unique_ptr<DeviceBuffer<int32_t>>> i32;
+};
+
+void need(bool ok, const std::string &what) {
+  if (!ok)
+    throw NotTimed{what};
+}
+
+/// Sets up one op and returns the launch to time.
+class Setup {
+public:
+  Setup(const ShapeEntry &e, Arena &mem, cudaStream_t s, LinearContext &linear, LinearGradMode mode)
+      : e(e), ops(e.operands), mem(mem), s(s), linear(linear), mode(mode) {}
+
+  std::function<void()> launch() {
+    const std::string &op = e.op;
+    if (op == "linear")
+      return gemm(/*lmHead=*/false);
+    if (op == "lm_head")
+      return gemm(/*lmHead=*/true);
+    if (op == "linear_grad")
+      return gemmGrad(/*lmHead=*/false);
+    if (op == "lm_head_grad")
+      return gemmGrad(/*lmHead=*/true);
+    if (op == "attention" || op == "attention_grad")
+      return attention(op == "attention_grad");
+    if (op == "layernorm" || op == "layernorm_grad")
+      return layerNorm(op == "layernorm_grad");
+    if (op == "rmsnorm" || op == "rmsnorm_grad")
+      return rmsNorm(op == "rmsnorm_grad");
+    if (op == "rope" || op == "rope_grad")
+      return rope(op == "rope_grad");
+    if (op == "gelu" || op == "silu" || op == "mul" || op == "add" || op == "grad_add" ||
+        op == "gelu_grad" || op == "silu_grad" || op == "mul_grad")
+      return elementwise(op);
+    if (op == "embedding" || op == "embedding_grad")
+      return embedding(op == "embedding_grad");
+    if (op == "position_embedding")
+      throw NotTimed{"its shape key is the table alone, without the micro-batch, so one time "
+                     "would stand for every micro-batch"};
+    if (op == "position_embedding_grad")
+      return positionEmbeddingGrad();
+    if (op == "cross_entropy" || op == "cross_entropy_grad")
+      return crossEntropy(op == "cross_entropy_grad");
+    if (op == "dropout" || op == "dropout_grad")
+      throw NotTimed{"no dropout kernel in stdlib/kernels"};
+    if (op == "tp_copy")
+      throw NotTimed{"the identity: no kernel"};
+    if (op == "all_reduce")
+      throw NotTimed{"a collective: the collective table prices it"};
+    throw NotTimed{"no kernel for this op"};
+  }
+
+private:
+  void operands(size_t lo, size_t hi) {
+    need(ops.size() >= lo && ops.size() <= hi,
+         "expected " + std::to_string(lo) + (lo == hi ? "" : " to " + std::to_string(hi)) +
+             " operands, found " + std::to_string(ops.size()));
+  }
+  int64_t last(size_t i) const {
+    need(!ops[i].empty(), "operand " + std::to_string(i) + " is a scalar");
+    return ops[i].back();
+  }
+  int64_t rowsOf(size_t i) const { return elements(ops[i]) / last(i); }
+
+  std::function<void()> gemm(bool lmHead) {
+    operands(2, lmHead ? 2 : 3);
+    need(ops[1].size() == 2, "the weight must have rank 2");
+    const int64_t in = last(0), rows = rowsOf(0);
+    // lm_head's table is [vocab, channels]: the GEMM is x [rows, C] * [C, V].
+    const int64_t outF = lmHead ? ops[1][0] : ops[1][1];
+    need((lmHead ? ops[1][1] : ops[1][0]) == in, "the weight does not match the input");
+    __nv_bfloat16 *x = mem.bf16(rows * in), *w = mem.bf16(in * outF), *y = mem.bf16(rows * outF);
+    __nv_bfloat16 *bias = ops.size() == 3 ? mem.bf16(outF) : nullptr;
+    return [=, this] {
+      checkCublas(linearFwdBf16Cuda(y, x, w, bias, rows, in, outF, s, &linear),
+                  "linearFwdBf16Cuda");
+    };
+  }
+
+  std::function<void()> gemmGrad(bool lmHead) {
+    operands(3, 3);
+    need(ops[2].size() == 2, "the weight must have rank 2");
+    const int64_t in = last(1), rows = rowsOf(1);
+    const int64_t outF = last(0);
+    need(rowsOf(0) == rows, "dy and x differ in rows");
+    const bool bias = !lmHead && e.word("bias", "true") == "true";
+    if (mode == LinearGradMode::Bf16Gemms) {
+      // dx [rows, in] = dy [rows, out] * W^T [out, in]; dW [in, out] = x^T [in, rows] * dy.
+      __nv_bfloat16 *dy = mem.bf16(rows * outF), *wT = mem.bf16(outF * in),
+                    *dx = mem.bf16(rows * in), *xT = mem.bf16(in * rows),
+                    *dyB = mem.bf16(rows * outF);
+      float *dW = mem.floats(in * outF);
+      return [=, this] {
+        checkCublas(linearFwdBf16Cuda(dx, dy, wT, static_cast<const __nv_bfloat16 *>(nullptr), rows,
+                                      outF, in, s, &linear),
+                    "linearFwdBf16Cuda (dx)");
+        checkCublas(linearFwdBf16Cuda(dW, xT, dyB, static_cast<const float *>(nullptr), in, rows,
+                                      outF, s, &linear),
+                    "linearFwdBf16Cuda (dW)");
+      };
+    }
+    LinearArgs a{};
+    a.inp = mem.floats(rows * in);
+    a.weight = mem.floats(in * outF);
+    a.dinp = mem.floats(rows * in);
+    a.dweight = mem.floats(in * outF);
+    a.dbias = bias ? mem.floats(outF) : nullptr;
+    a.dout = mem.floats(rows * outF);
+    a.rows = rows;
+    a.in = in;
+    a.outFeatures = outF;
+    return [=, this] { checkCublas(linearBwdCuda(a, s, &linear), "linearBwdCuda"); };
+  }
+
+  std::function<void()> attention(bool grad) {
+    need(e.word("flash", "true") == "true", "flash = false: the CUDA kernel is flash attention");
+    need(e.number("dropout", 0) == 0, "attention dropout: the CUDA kernel has none");
+    const bool fused = ops.size() == (grad ? 4u : 1u);
+    need(fused || ops.size() == (grad ? 6u : 3u), "unexpected operand count for attention");
+    const size_t q = grad ? 1 : 0;
+    need(ops[q].size() == 3, "q must be [batch, seq, width]");
+    const int64_t H = static_cast<int64_t>(e.number("heads", 0)),
+                  KV = static_cast<int64_t>(e.number("kv_heads", 0)),
+                  D = static_cast<int64_t>(e.number("head_dim", 0));
+    need(H > 0 && KV > 0 && D > 0, "needs the heads, kv_heads and head_dim attributes");
+    need(attentionCudaSupportsHeadDim(D),
+         "head dim " + std::to_string(D) + ": the CUDA kernel has 64 and 128 only");
+    const int64_t B = ops[q][0], T = ops[q][1], W = ops[q][2];
+    need(fused ? W == (H + 2 * KV) * D : W == H * D, "the operand widths do not match the heads");
+    AttentionArgs a{};
+    a.batch = B;
+    a.seq = T;
+    a.heads = H;
+    a.kvHeads = KV;
+    a.headDim = D;
+    a.causal = e.word("causal", "true") == "true";
+    a.out = mem.floats(B * T * H * D);
+    a.lse = mem.floats(B * H * T);
+    if (fused) {
+      float *qkv = mem.floats(B * T * W);
+      a.q = qkv;
+      a.k = qkv + H * D;
+      a.v = qkv + (H + KV) * D;
+      a.qStride = a.kvStride = W;
+    } else {
+      a.q = mem.floats(B * T * H * D);
+      a.k = mem.floats(B * T * KV * D);
+      a.v = mem.floats(B * T * KV * D);
+      a.qStride = H * D;
+      a.kvStride = KV * D;
+    }
+    if (!grad)
+      return [=, this] { checkCuda(attentionFwdCuda(a, s), "attentionFwdCuda"); };
+    checkCuda(attentionFwdCuda(a, s), "attentionFwdCuda"); // out and lse for the backward
+    a.dout = mem.floats(B * T * H * D);
+    if (fused) {
+      float *dqkv = mem.floats(B * T * W);
+      a.dq = dqkv;
+      a.dk = dqkv + H * D;
+      a.dv = dqkv + (H + KV) * D;
+    } else {
+      a.dq = mem.floats(B * T * H * D);
+      a.dk = mem.floats(B * T * KV * D);
+      a.dv = mem.floats(B * T * KV * D);
+    }
+    return [=, this] { checkCuda(attentionBwdCuda(a, s), "attentionBwdCuda"); };
+  }
+
+  std::function<void()> layerNorm(bool grad) {
+    operands(grad ? 4 : 2, grad ? 5 : 3);
+    const size_t x = grad ? 1 : 0;
+    const bool bias = ops.size() == (grad ? 5u : 3u);
+    LayerNormArgs a{};
+    a.rows = rowsOf(x);
+    a.channels = last(x);
+    a.eps = static_cast<float>(e.number("eps", 1e-5));
+    a.inp = mem.floats(a.rows * a.channels);
+    a.weight = mem.floats(a.channels);
+    a.bias = bias ? mem.floats(a.channels) : nullptr;
+    a.out = mem.floats(a.rows * a.channels);
+    a.mean = mem.floats(a.rows);
+    a.rstd = mem.floats(a.rows);
+    if (!grad)
+      return [=, this] { checkCuda(layerNormFwdCuda(a, s), "layerNormFwdCuda"); };
+    checkCuda(layerNormFwdCuda(a, s), "layerNormFwdCuda"); // mean and rstd
+    a.dout = mem.floats(a.rows * a.channels);
+    a.dinp = mem.floats(a.rows * a.channels);
+    a.dweight = mem.floats(a.channels);
+    a.dbias = bias ? mem.floats(a.channels) : nullptr;
+    return [=, this] { checkCuda(layerNormBwdCuda(a, s), "layerNormBwdCuda"); };
+  }
+
+  std::function<void()> rmsNorm(bool grad) {
+    operands(grad ? 4 : 2, grad ? 4 : 2);
+    const size_t x = grad ? 1 : 0;
+    RMSNormArgs a{};
+    a.rows = rowsOf(x);
+    a.channels = last(x);
+    a.eps = static_cast<float>(e.number("eps", 1e-5));
+    a.inp = mem.floats(a.rows * a.channels);
+    a.weight = mem.floats(a.channels);
+    a.out = mem.floats(a.rows * a.channels);
+    a.rstd = mem.floats(a.rows);
+    if (!grad)
+      return [=, this] { checkCuda(rmsNormFwdCuda(a, s), "rmsNormFwdCuda"); };
+    checkCuda(rmsNormFwdCuda(a, s), "rmsNormFwdCuda"); // rstd
+    a.dout = mem.floats(a.rows * a.channels);
+    a.dinp = mem.floats(a.rows * a.channels);
+    a.dweight = mem.floats(a.channels);
+    return [=, this] { checkCuda(rmsNormBwdCuda(a, s), "rmsNormBwdCuda"); };
+  }
+
+  std::function<void()> rope(bool grad) {
+    operands(1, 1);
+    need(ops[0].size() >= 3, "rope's input must be [batch, seq, ...]");
+    const int64_t D = static_cast<int64_t>(e.number("head_dim", 0));
+    const int64_t width = elements(ops[0]) / (ops[0][0] * ops[0][1]);
+    need(D > 0 && D % 2 == 0 && width % D == 0, "needs an even head_dim dividing the width");
+    RopeArgs a{};
+    a.batch = ops[0][0];
+    a.seq = ops[0][1];
+    a.headDim = D;
+    a.heads = width / D;
+    a.theta = static_cast<float>(e.number("theta", 10000));
+    a.inverse = grad;
+    a.inp = mem.floats(elements(ops[0]));
+    a.out = mem.floats(elements(ops[0]));
+    return [=, this] { checkCuda(ropeCuda(a, s), "ropeCuda"); };
+  }
+
+  std::function<void()> elementwise(const std::string &op) {
+    const bool grad = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
+    const bool binary = op == "mul" || op == "add" || op == "grad_add" || op == "mul_grad";
+    const size_t want = (binary ? 2 : 1) + (grad ? 1 : 0);
+    operands(want, want);
+    const int64_t n = elements(ops[0]);
+    for (const auto &o : ops)
+      need(elements(o) == n, "the operands differ in size");
+    ElementwiseArgs a{};
+    a.n = n;
+    a.a = mem.floats(n);
+    a.b = binary ? mem.floats(n) : nullptr;
+    if (grad) {
+      a.dout = mem.floats(n);
+      a.da = mem.floats(n);
+      a.db = binary ? mem.floats(n) : nullptr;
+    } else {
+      a.out = mem.floats(n);
+    }
+    cudaError_t (*fn)(const ElementwiseArgs &, cudaStream_t) = op == "gelu"        ? geluFwdCuda
+                                                               : op == "gelu_grad" ? geluBwdCuda
+                                                               : op == "silu"      ? siluFwdCuda
+                                                               : op == "silu_grad" ? siluBwdCuda
+                                                               : op == "mul"       ? mulFwdCuda
+                                                               : op == "mul_grad"
+                                                                   ? mulBwdCuda
+                                                                   : addFwdCuda; // add, grad_add
+    return [=, this] { checkCuda(fn(a, s), "elementwise kernel"); };
+  }
+
+  std::function<void()> embedding(bool grad) {
+    operands(2, 2);
+    EmbeddingArgs a{};
+    if (!grad) { // ids [b, s], table [V, C]
+      need(ops[1].size() == 2, "the table must have rank 2");
+      a.tokens = elements(ops[0]);
+      a.vocab = ops[1][0];
+      a.channels = ops[1][1];
+      a.ids = mem.ints(a.tokens, a.vocab);
+      a.table = mem.floats(a.vocab * a.channels);
+      a.out = mem.floats(a.tokens * a.channels);
+      return [=, this] { checkCuda(embeddingFwdCuda(a, s), "embeddingFwdCuda"); };
+    }
+    // dy [b, s, C], ids [b, s]: the table's rows are not in the key; the
+    // `rows` attribute is the whole vocabulary (every id in this slice).
+    a.vocab = static_cast<int64_t>(e.number("rows", 0));
+    need(a.vocab > 0, "needs the rows attribute (the vocabulary)");
+    a.tokens = elements(ops[1]);
+    a.channels = last(0);
+    need(elements(ops[0]) == a.tokens * a.channels, "dy does not match the ids");
+    a.ids = mem.ints(a.tokens, a.vocab);
+    a.dout = mem.floats(a.tokens * a.channels);
+    a.dtable = mem.floats(a.vocab * a.channels);
+    return [=, this] { checkCuda(embeddingBwdCuda(a, s), "embeddingBwdCuda"); };
+  }
+
+  std::function<void()> positionEmbeddingGrad() {
+    operands(1, 1);
+    need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
+    PositionEmbeddingArgs a{};
+    a.batch = ops[0][0];
+    a.seq = ops[0][1];
+    a.channels = ops[0][2];
+    a.dout = mem.floats(elements(ops[0]));
+    a.dtable = mem.floats(a.seq * a.channels);
+    return [=, this] { checkCuda(positionEmbeddingBwdCuda(a, s), "positionEmbeddingBwdCuda"); };
+  }
+
+  std::function<void()> crossEntropy(bool grad) {
+    operands(grad ? 4 : 2, grad ? 4 : 2);
+    const size_t logits = grad ? 1 : 0;
+    CrossEntropyArgs a{};
+    a.vocab = last(logits);
+    a.rows = rowsOf(logits);
+    a.totalRows = a.rows;
+    a.vocabStart = 0;
+    a.logits = mem.floats(a.rows * a.vocab);
+    a.targets = mem.ints(a.rows, a.vocab);
+    a.rowMax = mem.floats(a.rows);
+    a.sumExp = mem.floats(a.rows);
+    a.targetLogit = mem.floats(a.rows);
+    float *loss = mem.floats(1);
+    auto forward = [=, this] {
+      checkCuda(crossEntropyMaxCuda(a, s), "crossEntropyMaxCuda");
+      checkCuda(crossEntropySumCuda(a, s), "crossEntropySumCuda");
+      checkCuda(crossEntropyLossCuda(a, loss, s), "crossEntropyLossCuda");
+    };
+    if (!grad)
+      return forward;
+    forward(); // row max and sum of exponentials for the backward
+    a.dlogits = mem.floats(a.rows * a.vocab);
+    return [=, this] { checkCuda(crossEntropyBwdCuda(a, s), "crossEntropyBwdCuda"); };
+  }
+
+  const ShapeEntry &e;
+  const std::vector<std::vector<int64_t>> &ops;
+  Arena &mem;
+  cudaStream_t s;
+  LinearContext &linear;
+  LinearGradMode mode;
+};
+
+} // namespace
+
+OpTimer::OpTimer(const OpTimerOptions &opts, cudaStream_t stream)
+    : opts(opts), stream(stream),
+      linear(std::make_unique<LinearContext>(
+          opts.linearGrad == LinearGradMode::Tf32 ? LinearMath::Tf32 : LinearMath::Fp32)) {}
+
+OpTimer::~OpTimer() = default;
+
+OpTime OpTimer::time(const ShapeEntry &e) {
+  OpTime t;
+  try {
+    Arena mem(stream);
+    Setup setup(e, mem, stream, *linear, opts.linearGrad);
+    std::function<void()> launch = setup.launch();
+    t.seconds = medianSeconds(stream, opts.warmup, opts.repeats, launch);
+    t.timed = t.seconds > 0;
+    if (!t.timed)
+      t.why = "measured no time";
+    checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  } catch (const NotTimed &n) {
+    t.timed = false;
+    t.why = n.why;
+  } catch (const GpuError &g) {
+    t.timed = false;
+    t.why = g.what();
+  }
+  return t;
+}
+
+} // namespace mist::profiler
