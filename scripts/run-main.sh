@@ -21,10 +21,9 @@ echo
 echo
 work="$build/main-job-trainer"
 mkdir -p "$work"
-"$mistc" "$root/examples/tiny-gpt.mist" --cluster a100-40g --plan "$root/tests/trainer/tiny-gpt-2ranks.yaml" \
-  --emit=trainer -o "$work/train.cu"
-echo "train.cu written to $work/train.cu; building it with the line in its header"
-(cd "$work" && eval "$(grep '^//   mpicxx' train.cu | sed 's|^//   ||')")
+echo "writing $work/train.cu and building it with the line in its header (scripts/build-trainer.sh)"
+"$root/scripts/build-trainer.sh" "$mistc" "$root/examples/tiny-gpt.mist" \
+  "$root/tests/trainer/tiny-gpt-2ranks.yaml" "$work/train"
 # Open MPI refuses to start as root unless told it is meant.
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   mpirun --oversubscribe -np 2 "$work/train" --steps 30 --lr 3e-3 --log-every 5

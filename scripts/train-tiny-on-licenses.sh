@@ -23,9 +23,8 @@ stages:
     dp: 2
     tp: 1
 PLAN
-"$build/bin/mistc" "$root/examples/tiny-gpt.mist" --cluster a100-40g --plan "$work/plan.yaml" \
-  --emit=trainer -o "$work/train.cu"
-(cd "$work" && eval "$(grep '^//   mpicxx' train.cu | sed 's|^//   ||')")
+"$root/scripts/build-trainer.sh" "$build/bin/mistc" "$root/examples/tiny-gpt.mist" "$work/plan.yaml" \
+  "$work/train"
 log="$root/bench/results/tiny-gpt-licenses.log"
 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   mpirun --oversubscribe -np 2 "$work/train" --data "$work/licenses.bin" --steps 1200 --lr 3e-3 \

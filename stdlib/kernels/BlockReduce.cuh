@@ -52,4 +52,20 @@ inline int rowThreads(Index channels) {
   return int(std::min<Index>(512, std::max<Index>(32, (channels + 31) / 32 * 32)));
 }
 
+/// Column sums over rows (a norm's dweight / dbias): blocks of colTile
+/// channels x rowTile rows, the rows split into chunks so that about 1024
+/// blocks run (chunks of at least 64 rows); each chunk adds its partial sums.
+constexpr int colTile = 32, rowTile = 8;
+struct ColumnSumGrid {
+  dim3 grid, block;
+  Index rowsPerChunk;
+};
+inline ColumnSumGrid columnSumGrid(Index rows, Index channels) {
+  Index tiles = (channels + colTile - 1) / colTile;
+  Index chunks = std::clamp<Index>(1024 / tiles, 1, std::min<Index>((rows + 63) / 64, 65535));
+  Index rowsPerChunk = (rows + chunks - 1) / chunks;
+  chunks = (rows + rowsPerChunk - 1) / rowsPerChunk;
+  return {dim3(unsigned(tiles), unsigned(chunks)), dim3(colTile, rowTile), rowsPerChunk};
+}
+
 } // namespace mist::kernels::cuda

@@ -39,9 +39,7 @@ for spec in "$@"; do
     first=$((first + layers)) ranks=$((ranks + dp * tp))
   done
   printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nstages:\n%s' "$batch" "$g" "$stages" >"$work/$name.yaml"
-  "$mistc" "$model" --cluster a100-40g --plan "$work/$name.yaml" --emit=trainer -o "$work/$name.cu"
-  build=$(grep '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train|-o $name|")
-  (cd "$work" && eval "$build")
+  "$here/../../scripts/build-trainer.sh" "$mistc" "$model" "$work/$name.yaml" "$work/$name"
   rm -rf "$work/$name.ckpt"
   timeout 300 mpirun --oversubscribe -np "$ranks" "$work/$name" --steps 3 --lr 3e-3 --log-every 1 \
     --ckpt-dir "$work/$name.ckpt" | awk '/^step/ {print $4}' >"$work/$name.losses"

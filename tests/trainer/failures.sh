@@ -18,8 +18,8 @@ stages:
     dp: 2
     tp: 1
 PLAN
-"$mistc" "$model" --cluster a100-40g --plan "$work/plan.yaml" --emit=trainer -o "$work/train.cu"
-(cd "$work" && eval "$(grep '^//   mpicxx' train.cu | sed 's|^//   ||')")
+build="$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-trainer.sh"
+"$build" "$mistc" "$model" "$work/plan.yaml" "$work/train"
 # expect NAME PATTERN ARGS...: the job fails within 60 s and prints PATTERN.
 expect() {
   local name=$1 pattern=$2; shift 2
@@ -60,7 +60,6 @@ stages:
     tp: 1
 PLAN
 # Built over ./train: it also has two ranks.
-"$mistc" "$model" --cluster a100-40g --plan "$work/pp.yaml" --emit=trainer -o "$work/pp.cu"
-(cd "$work" && eval "$(grep '^//   mpicxx' pp.cu | sed 's|^//   ||;s| train.cu | pp.cu |')")
+"$build" "$mistc" "$model" "$work/pp.yaml" "$work/train"
 expect pipeline-non-finite 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30
 echo "failure checks passed"

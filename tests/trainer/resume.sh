@@ -8,6 +8,7 @@ set -euo pipefail
 mistc=$1 model=$2 work=$3
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+build="$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-trainer.sh"
 for shape in 1:1 2:1 1:2; do
   IFS=: read -r dp tp <<<"$shape"
   name=dp$dp-tp$tp
@@ -22,9 +23,7 @@ stages:
     dp: $dp
     tp: $tp
 PLAN
-  "$mistc" "$model" --cluster a100-40g --plan "$work/$name.yaml" --emit=trainer -o "$work/$name.cu"
-  build=$(grep '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train|-o $name|")
-  (cd "$work" && eval "$build")
+  "$build" "$mistc" "$model" "$work/$name.yaml" "$work/$name"
 done
 # Two stages: layer 0 on dp 2, layer 1 on tp 2 (4 ranks).
 cat >"$work/pp.yaml" <<PLAN
@@ -43,8 +42,7 @@ stages:
     dp: 1
     tp: 2
 PLAN
-"$mistc" "$model" --cluster a100-40g --plan "$work/pp.yaml" --emit=trainer -o "$work/pp.cu"
-(cd "$work" && eval "$(grep '^//   mpicxx' pp.cu | sed 's|^//   ||;s| train.cu | pp.cu |;s|-o train|-o pp|')")
+"$build" "$mistc" "$model" "$work/pp.yaml" "$work/pp"
 losses() { awk '/^step/ {print $2, $4}'; }
 # run DP TP ARGS... (dp 0: the pipeline plan)
 run() {

@@ -6,9 +6,7 @@
 set -euo pipefail
 mistc=$1 model=$2 plan=$3 work=$4
 mkdir -p "$work"
-"$mistc" "$model" --cluster a100-40g --plan "$plan" --emit=trainer -o "$work/train.cu"
-build=$(grep '^//   mpicxx' "$work/train.cu" | sed 's|^//   ||')
-(cd "$work" && eval "$build")
+"$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-trainer.sh" "$mistc" "$model" "$plan" "$work/train"
 "$work/train" --steps 25 --lr 3e-3 --log-every 1 --trace "$work/trace.json" | tee "$work/log.txt"
 # The measured timeline is Chrome trace JSON with every region's forward and backward.
 python3 - "$work/trace.json" <<'PY'

@@ -61,8 +61,6 @@ __global__ void layerNormBwdInpKernel(LayerNormArgs a) {
   }
 }
 
-constexpr int colTile = 32, rowTile = 8;
-
 /// dweight[c] += sum_n dy * xhat and dbias[c] += sum_n dy over the rows of
 /// chunk blockIdx.y (`rowsPerChunk` rows), channels of tile blockIdx.x.
 /// With one chunk the sum goes straight in (deterministic); with several,
@@ -118,14 +116,8 @@ cudaError_t layerNormBwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
     return cudaSuccess;
   // The parameter gradients first: they read dout and inp, which dinp may
   // then overwrite (each dinp block reads its whole row before writing it).
-  // About 1024 blocks in all: split the rows into chunks of at least 64
-  // when the channel tiles alone are fewer.
-  Index tiles = (a.channels + colTile - 1) / colTile;
-  Index chunks = std::clamp<Index>(1024 / tiles, 1, std::min<Index>((a.rows + 63) / 64, 65535));
-  Index rowsPerChunk = (a.rows + chunks - 1) / chunks;
-  chunks = (a.rows + rowsPerChunk - 1) / rowsPerChunk;
-  layerNormBwdParamKernel<<<dim3(unsigned(tiles), unsigned(chunks)), dim3(colTile, rowTile), 0,
-                            stream>>>(a, rowsPerChunk);
+  const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
+  layerNormBwdParamKernel<<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
   layerNormBwdInpKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0,

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Emits and builds a trainer for CPU ranks in one step:
+#   build-trainer.sh MISTC MODEL.mist PLAN.yaml OUT [mistc flags...]
+# writes OUT.cu (mistc --emit=trainer, cluster a100-40g unless a flag says
+# otherwise) and builds OUT with the build line in OUT.cu's header.
+set -euo pipefail
+[[ $# -ge 4 ]] || { echo "usage: build-trainer.sh MISTC MODEL.mist PLAN.yaml OUT [mistc flags...]" >&2; exit 2; }
+mistc=$1 model=$2 plan=$3 out=$4
+shift 4
+cluster=(--cluster a100-40g)
+for flag in "$@"; do [[ $flag == --cluster* ]] && cluster=(); done
+"$mistc" "$model" "${cluster[@]}" "$@" --plan "$plan" --emit=trainer -o "$out.cu"
+dir=$(dirname "$out") name=$(basename "$out")
+line=$(grep -m1 '^//   mpicxx' "$out.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train\$|-o $name|")
+[[ -n $line ]] || { echo "build-trainer.sh: no build line in $out.cu" >&2; exit 1; }
+(cd "$dir" && eval "$line")
