@@ -4,7 +4,7 @@
 /// a stage's tp group, its dp group): collectives over fp32 buffers,
 /// point-to-point over bytes, a few scalar reductions, and `split` to make
 /// sub-groups. MpiCommunicator implements it over MPI (CPU ranks, and the
-/// bootstrap on GPUs); a NCCL implementation will sit beside it.
+/// bootstrap on GPUs); NcclCommunicator implements it on GPUs.
 ///
 /// Contract of every implementation:
 /// - Collectives are called by every member, in the same order, with the
