@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 namespace mist::profiler {
 
@@ -104,6 +105,59 @@ bool checkAssemblyInputs(const std::optional<ClusterFigures> &base, const Profil
   return true;
 }
 
+namespace {
+
+/// A datasheet peak and the efficiency (achieved / peak) the performance
+/// model prices with, and where each came from.
+struct PeakFigure {
+  const char *peakKey, *effKey; ///< without the "device." prefix
+  const char *flag, *flagNote;  ///< the flag giving the peak, and what it is
+  const char *rateName, *unit;  ///< what was measured, for messages
+  std::optional<double> flagValue;
+  double measured;         ///< the achieved rate; 0: not measured
+  std::string howMeasured; ///< for the efficiency's source line
+  const char *defaultEff;  ///< mistc's default efficiency, for the source line
+};
+
+/// The peak comes from its flag, else the base, else the measured rate
+/// itself (efficiency 1, with a warning); the efficiency is measured / peak,
+/// capped at 1, or the base's or mistc's default when nothing was measured.
+void assignPeak(const PeakFigure &f, bool haveBase, const std::string &basePath, double &peak,
+                double &efficiency, Sources &src, std::vector<std::string> &warn) {
+  const std::string peakKey = std::string("device.") + f.peakKey,
+                    effKey = std::string("device.") + f.effKey;
+  if (f.flagValue) {
+    peak = *f.flagValue;
+    src.add(peakKey, 'F', std::string(f.flag) + " (" + f.flagNote + "; not measurable)");
+  } else if (haveBase) {
+    src.add(peakKey, 'B', basePath + " (datasheet)");
+  } else if (f.measured > 0) {
+    peak = round(f.measured, 4);
+    src.add(peakKey, 'M',
+            std::string("no ") + f.flag + " or base: the measured " + f.rateName + ", so " +
+                f.effKey + " is 1");
+    warn.push_back(std::string("no ") + f.flag + " and no --base: " + f.peakKey +
+                   " is the measured " + f.rateName);
+  }
+  const bool peakMeasured = !f.flagValue && !haveBase && f.measured > 0;
+  if (f.measured > 0 && peak > 0) {
+    double eff = peakMeasured ? 1 : f.measured / peak;
+    if (eff > 1) {
+      warn.push_back("the measured " + std::string(f.rateName) + " " + num(f.measured) + " " +
+                     f.unit + " exceeds " + f.peakKey + " " + num(peak) + ": " + f.effKey +
+                     " capped at 1 (is the peak right?)");
+      eff = 1;
+    }
+    efficiency = round(eff, 3);
+    src.add(effKey, 'M', f.howMeasured + ": " + num(f.measured) + " " + f.unit + " / " + num(peak));
+  } else {
+    src.add(effKey, haveBase ? 'B' : 'D',
+            haveBase ? basePath : std::string("mistc's default ") + f.defaultEff);
+  }
+}
+
+} // namespace
+
 bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> &base,
                      const ProfilerOptions &opts, AssembledCluster &out, std::string &error) {
   ClusterFigures c = base ? *base : ClusterFigures{};
@@ -149,63 +203,15 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   }
 
   // Compute: the datasheet peak and the achieved rate of a large bf16 GEMM.
-  if (opts.peakTflops) {
-    c.peakTflops = *opts.peakTflops;
-    src.add("device.peak_tflops", 'F', "--peak-tflops (datasheet dense bf16; not measurable)");
-  } else if (base) {
-    src.add("device.peak_tflops", 'B', basePath + " (datasheet)");
-  } else if (m.gemmTflops > 0) {
-    c.peakTflops = round(m.gemmTflops, 4);
-    src.add("device.peak_tflops", 'M',
-            "no --peak-tflops or base: the measured GEMM rate, so matmul_efficiency is 1");
-    warn.push_back("no --peak-tflops and no --base: peak_tflops is the measured GEMM rate");
-  }
-  const bool peakMeasured = !opts.peakTflops && !base && m.gemmTflops > 0;
-  if (m.gemmTflops > 0 && c.peakTflops > 0) {
-    double eff = peakMeasured ? 1 : m.gemmTflops / c.peakTflops;
-    if (eff > 1) {
-      warn.push_back("the measured bf16 GEMM rate " + num(m.gemmTflops) +
-                     " TFLOP/s exceeds peak_tflops " + num(c.peakTflops) +
-                     ": matmul_efficiency capped at 1 (is the peak right?)");
-      eff = 1;
-    }
-    c.matmulEfficiency = round(eff, 3);
-    src.add("device.matmul_efficiency", 'M',
-            "bf16 GEMM " + m.gemmShape + " (linearFwdBf16Cuda): " + num(m.gemmTflops) +
-                " TFLOP/s / " + num(c.peakTflops));
-  } else {
-    src.add("device.matmul_efficiency", base ? 'B' : 'D',
-            base ? basePath : "mistc's default 0.75 (no GEMM measured)");
-  }
-
+  assignPeak({"peak_tflops", "matmul_efficiency", "--peak-tflops", "datasheet dense bf16",
+              "bf16 GEMM rate", "TFLOP/s", opts.peakTflops, m.gemmTflops,
+              "bf16 GEMM " + m.gemmShape + " (linearFwdBf16Cuda)", "0.75 (no GEMM measured)"},
+             base.has_value(), basePath, c.peakTflops, c.matmulEfficiency, src, warn);
   // Memory: the datasheet bandwidth and a device-to-device copy.
-  if (opts.peakMemGBs) {
-    c.memBandwidthGBs = *opts.peakMemGBs;
-    src.add("device.mem_bandwidth_gbs", 'F', "--peak-mem-gbs (datasheet; not measurable)");
-  } else if (base) {
-    src.add("device.mem_bandwidth_gbs", 'B', basePath + " (datasheet)");
-  } else if (m.d2dGBs > 0) {
-    c.memBandwidthGBs = round(m.d2dGBs, 4);
-    src.add("device.mem_bandwidth_gbs", 'M',
-            "no --peak-mem-gbs or base: the measured copy rate, so mem_efficiency is 1");
-    warn.push_back("no --peak-mem-gbs and no --base: mem_bandwidth_gbs is the measured copy rate");
-  }
-  const bool bandwidthMeasured = !opts.peakMemGBs && !base && m.d2dGBs > 0;
-  if (m.d2dGBs > 0 && c.memBandwidthGBs > 0) {
-    double eff = bandwidthMeasured ? 1 : m.d2dGBs / c.memBandwidthGBs;
-    if (eff > 1) {
-      warn.push_back("the measured copy rate " + num(m.d2dGBs) +
-                     " GB/s exceeds mem_bandwidth_gbs " + num(c.memBandwidthGBs) +
-                     ": mem_efficiency capped at 1");
-      eff = 1;
-    }
-    c.memEfficiency = round(eff, 3);
-    src.add("device.mem_efficiency", 'M',
-            "device-to-device copy of " + m.d2dWhat + ": " + num(m.d2dGBs) +
-                " GB/s (read + write) / " + num(c.memBandwidthGBs));
-  } else {
-    src.add("device.mem_efficiency", base ? 'B' : 'D', base ? basePath : "mistc's default 0.8");
-  }
+  assignPeak({"mem_bandwidth_gbs", "mem_efficiency", "--peak-mem-gbs", "datasheet", "copy rate",
+              "GB/s (read + write)", opts.peakMemGBs, m.d2dGBs,
+              "device-to-device copy of " + m.d2dWhat, "0.8"},
+             base.has_value(), basePath, c.memBandwidthGBs, c.memEfficiency, src, warn);
 
   // Measured ops: this run's, then the base's entries this run did not measure.
   {
