@@ -1,6 +1,8 @@
 //===- ClusterYamlReader.cpp - Read a cluster file without yaml-cpp -------===//
 #include "tools/profiler/ClusterYamlReader.h"
 
+#include "tools/profiler/TextFile.h"
+
 #include "tools/profiler/YamlSubset.h"
 
 #include <cerrno>
@@ -174,18 +176,9 @@ bool readClusterYaml(const std::string &text, ClusterFigures &out, std::string &
 }
 
 bool readClusterYamlFile(const std::string &path, ClusterFigures &out, std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read '" + path + "'";
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!readClusterYaml(text.str(), out, error)) {
-    error = path + ": " + error;
-    return false;
-  }
-  return true;
+  return parseTextFile(path, error, [&](const std::string &text, std::string &why) {
+    return readClusterYaml(text, out, why);
+  });
 }
 
 } // namespace mist::profiler

@@ -1,6 +1,8 @@
 //===- ShapesFile.cpp - The ops and shapes a profiler run measures --------===//
 #include "tools/profiler/ShapesFile.h"
 
+#include "tools/profiler/TextFile.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -111,18 +113,9 @@ bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::str
 }
 
 bool readShapesFile(const std::string &path, std::vector<ShapeEntry> &out, std::string &error) {
-  std::ifstream in(path);
-  if (!in) {
-    error = "cannot read '" + path + "'";
-    return false;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!parseShapes(text.str(), out, error)) {
-    error = path + ": " + error;
-    return false;
-  }
-  return true;
+  return parseTextFile(path, error, [&](const std::string &text, std::string &why) {
+    return parseShapes(text, out, why);
+  });
 }
 
 } // namespace mist::profiler
