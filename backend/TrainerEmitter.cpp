@@ -199,16 +199,16 @@ public:
       return true;
     case OpKind::CrossEntropy: {
       int64_t vocab = shape(o0).back();
-      out = fmt::format("{}[0] = {}crossEntropy({}, {}, {}, {}, {});", res(0),
-                        flag("vocab_parallel") ? "C." : "", res(1), in(0), in(1), n(o0) / vocab,
-                        vocab);
+      out = fmt::format("C.crossEntropy({}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0),
+                        in(1), n(o0) / vocab, vocab,
+                        flag("vocab_parallel") ? "/*vocabParallel=*/true" : "/*vocabParallel=*/false");
       return true;
     }
     case OpKind::CrossEntropyGrad: {
       int64_t vocab = shape(op.operands[1]).back();
-      out = fmt::format("{}crossEntropyGrad({}, {}[0], {}, {}, {}, {}, {});",
-                        flag("vocab_parallel") ? "C." : "", res(0), in(0), in(1), in(2), in(3),
-                        n(op.operands[1]) / vocab, vocab);
+      out = fmt::format("C.crossEntropyGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), in(0),
+                        in(1), in(2), in(3), n(op.operands[1]) / vocab, vocab,
+                        flag("vocab_parallel") ? "/*vocabParallel=*/true" : "/*vocabParallel=*/false");
       return true;
     }
     default:
@@ -465,15 +465,18 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   os << "// Build for CPU ranks:\n";
   os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
+                    "{1}/runtime/device/libmistrtDeviceHost.a "
                     "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
                     "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
                     "{1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
                     src.sourceRoot, src.buildDir);
+  os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. -DMIST_RUNTIME_ONLY=ON):\n";
+  os << "//   scripts/build-gpu-trainer.sh train.cu BUILD train   (from the source tree named by -I above)\n";
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
                     "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
                     "timeline.json]\n\n",
                     ranks);
-  os << "#include \"runtime/ops/CpuOps.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
+  os << "#include \"runtime/ops/Ops.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
         "#include \"runtime/trainer/TpContext.h\"\n"
         "#include \"runtime/trainer/Trainer.h\"\n\n";
   os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";

@@ -258,4 +258,14 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   return std::unique_ptr<Communicator>(new MpiCommunicator(part, /*owned=*/true, maxPerCall));
 }
 
+int MpiCommunicator::localRank() const {
+  MPI_Comm node = MPI_COMM_NULL;
+  int local = 0;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, myRank, MPI_INFO_NULL, &node) !=
+          MPI_SUCCESS ||
+      MPI_Comm_rank(node, &local) != MPI_SUCCESS || MPI_Comm_free(&node) != MPI_SUCCESS)
+    abortJob("cannot find the ranks of this node (MPI_Comm_split_type)");
+  return local;
+}
+
 } // namespace mist::rt

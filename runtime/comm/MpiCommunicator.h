@@ -73,6 +73,9 @@ public:
   std::unique_ptr<Communicator> split(int color, int key) override;
 
   MPI_Comm handle() const { return comm; }
+  /// This process's rank among the group's processes on its node (which
+  /// GPU of the node it drives). Collective over the group.
+  int localRank() const;
 
   /// The most elements (or, for send/recv, 4-byte units) one MPI call
   /// moves; larger buffers go in chunks of at most this. MPI counts are

@@ -1,5 +1,7 @@
-//===- CpuOps.cpp - The IR's ops on CPU, in the IR's layouts --------------===//
-#include "runtime/ops/CpuOps.h"
+//===- CpuOps.cpp - The IR's ops on CPU ranks, over the reference kernels -===//
+#include "runtime/ops/Ops.h"
+
+#include "stdlib/kernels/adamw/AdamW.h"
 
 #include "stdlib/kernels/activation/Activation.h"
 #include "stdlib/kernels/attention/Attention.h"
@@ -9,6 +11,7 @@
 #include "stdlib/kernels/linear/Linear.h"
 #include "stdlib/kernels/rmsnorm/RMSNorm.h"
 #include "stdlib/kernels/rope/Rope.h"
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -159,30 +162,54 @@ void mulGrad(float *da, float *db, const float *dout, const float *a, const floa
   k::mulBwdRef({nullptr, a, b, da, db, dout, n});
 }
 
-float crossEntropy(float *stats, const float *logits, const int32_t *targets, Index rows,
-                   Index vocab) {
-  std::vector<float> rowMax(rows), sumExp(rows), target(rows);
-  k::CrossEntropyArgs a{
-      logits, targets, rowMax.data(), sumExp.data(), target.data(), nullptr, rows, vocab, 0,
-      rows,   1.f};
-  k::crossEntropyMaxRef(a);
-  k::crossEntropySumRef(a);
+void crossEntropyRowMax(float *rowMax, const float *logits, Index rows, Index vocab) {
+  k::crossEntropyMaxRef({logits, nullptr, rowMax, nullptr, nullptr, nullptr, rows, vocab, 0, rows});
+}
+
+void crossEntropyRowSums(float *sumExp, float *targetLogit, const float *logits,
+                         const int32_t *targets, const float *rowMax, Index rows, Index vocab,
+                         Index vocabStart) {
+  k::crossEntropySumRef({logits, targets, const_cast<float *>(rowMax), sumExp, targetLogit,
+                         nullptr, rows, vocab, vocabStart, rows});
+}
+
+void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const float *sumExp,
+                        const float *targetLogit, Index rows) {
   for (Index n = 0; n < rows; ++n) {
     stats[2 * n] = rowMax[n];
     stats[2 * n + 1] = rowMax[n] + std::log(sumExp[n]);
   }
-  return float(k::crossEntropyLossRef(a));
+  *loss = float(k::crossEntropyLossRef({nullptr, nullptr, const_cast<float *>(rowMax),
+                                        const_cast<float *>(sumExp),
+                                        const_cast<float *>(targetLogit), nullptr, rows, 0, 0,
+                                        rows}));
 }
 
-void crossEntropyGrad(float *dlogits, float dloss, const float *logits, const int32_t *targets,
-                      const float *stats, Index rows, Index vocab) {
+void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
+                      const int32_t *targets, const float *stats, Index rows, Index vocab,
+                      Index vocabStart) {
   std::vector<float> rowMax(rows), sumExp(rows);
   for (Index n = 0; n < rows; ++n) {
     rowMax[n] = stats[2 * n];
     sumExp[n] = std::exp(stats[2 * n + 1] - stats[2 * n]);
   }
   k::crossEntropyBwdRef({logits, targets, rowMax.data(), sumExp.data(), nullptr, dlogits, rows,
-                         vocab, 0, rows, dloss});
+                         vocab, vocabStart, rows, *dloss});
+}
+
+void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    float m = blocks[i];
+    for (int b = 1; b < count; ++b)
+      m = std::max(m, blocks[Index(b) * n + i]);
+    out[i] = m;
+  }
+}
+
+void adamW(float *master, float *m, float *v, float *param, const float *grad, Index n,
+           const AdamWStep &s) {
+  k::adamWRef({master, m, v, param, grad, n, s.lr, s.beta1, s.beta2, s.eps, s.weightDecay,
+               s.gradScale, s.step});
 }
 
 } // namespace mist::rt::ops

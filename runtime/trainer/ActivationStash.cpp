@@ -4,7 +4,6 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 namespace mist::rt {
 
@@ -69,11 +68,14 @@ ActivationStash::ActivationStash(const StageSpec &stage, OffloadEngine &offload,
         add(l, int(b));
   }
   arena.emplace(offset, maxInFlight(spec.order), "the activations of the micro-batches in flight");
+  hostTails.resize(size_t(arena->slots()));
+  for (auto &tails : hostTails)
+    tails.resize(entries.size());
 }
 
-std::vector<float> &ActivationStash::floats(Frame &global, std::vector<Frame> &layers,
+DeviceArray<float> &ActivationStash::floats(Frame &global, std::vector<Frame> &layers,
                                             const Entry &e) {
-  std::vector<float> &v =
+  DeviceArray<float> &v =
       e.layer < 0 ? global.vec(e.buffer) : layers[size_t(e.layer)].vec(e.buffer);
   if (v.size() != e.elements)
     abortJob(std::string("activation stash: buffer '") + spec.buffers[size_t(e.buffer)].name +
@@ -82,9 +84,9 @@ std::vector<float> &ActivationStash::floats(Frame &global, std::vector<Frame> &l
   return v;
 }
 
-std::vector<int32_t> &ActivationStash::ids(Frame &global, std::vector<Frame> &layers,
+DeviceArray<int32_t> &ActivationStash::ids(Frame &global, std::vector<Frame> &layers,
                                            const Entry &e) {
-  std::vector<int32_t> &v =
+  DeviceArray<int32_t> &v =
       e.layer < 0 ? global.idVec(e.buffer) : layers[size_t(e.layer)].idVec(e.buffer);
   if (v.size() != e.elements)
     abortJob(std::string("activation stash: buffer '") + spec.buffers[size_t(e.buffer)].name +
@@ -95,22 +97,22 @@ std::vector<int32_t> &ActivationStash::ids(Frame &global, std::vector<Frame> &la
 void ActivationStash::save(int mb, Frame &global, std::vector<Frame> &layers) {
   if (saved.count(mb))
     abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) + " twice");
-  Saved &s = saved[mb];
-  s.slot = arena->acquire();
-  s.host.resize(entries.size());
-  std::byte *slot = arena->at(s.slot);
+  const int slotIndex = arena->acquire();
+  saved[mb] = slotIndex;
+  std::byte *slot = arena->at(slotIndex);
+  std::vector<HostArray<float>> &tails = hostTails[size_t(slotIndex)];
   const StreamKind stream = spec.offloadActivations > 0 ? StreamKind::D2H : StreamKind::Compute;
-  streams.run(stream, "stash activations " + std::to_string(mb), [&] {
+  streams.runFenced(stream, "stash activations " + std::to_string(mb), [&] {
     for (size_t i = 0; i < entries.size(); ++i) {
       const Entry &e = entries[i];
       if (e.ids) {
-        std::memcpy(slot + e.offset, ids(global, layers, e).data(), e.kept * 4);
+        device::copy(slot + e.offset, ids(global, layers, e).data(), e.kept * 4);
         continue;
       }
-      const std::vector<float> &v = floats(global, layers, e);
-      std::memcpy(slot + e.offset, v.data(), e.kept * 4);
+      const DeviceArray<float> &v = floats(global, layers, e);
+      device::copy(slot + e.offset, v.data(), e.kept * 4);
       if (e.kept < e.elements)
-        offload.copyOut(v.data() + e.kept, e.elements - e.kept, s.host[i]);
+        offload.copyOut(v.data() + e.kept, e.elements - e.kept, tails[i]);
     }
   });
 }
@@ -120,23 +122,24 @@ void ActivationStash::restore(int mb, Frame &global, std::vector<Frame> &layers)
   if (it == saved.end())
     abortJob("the schedule runs the backward of micro-batch " + std::to_string(mb) +
              " before its forward");
-  Saved &s = it->second;
-  const std::byte *slot = arena->at(s.slot);
+  const int slotIndex = it->second;
+  const std::byte *slot = arena->at(slotIndex);
+  std::vector<HostArray<float>> &tails = hostTails[size_t(slotIndex)];
   const StreamKind stream = spec.offloadActivations > 0 ? StreamKind::H2D : StreamKind::Compute;
-  streams.run(stream, "unstash activations " + std::to_string(mb), [&] {
+  streams.runFenced(stream, "unstash activations " + std::to_string(mb), [&] {
     for (size_t i = 0; i < entries.size(); ++i) {
       const Entry &e = entries[i];
       if (e.ids) {
-        std::memcpy(ids(global, layers, e).data(), slot + e.offset, e.kept * 4);
+        device::copy(ids(global, layers, e).data(), slot + e.offset, e.kept * 4);
         continue;
       }
-      std::vector<float> &v = floats(global, layers, e);
-      std::memcpy(v.data(), slot + e.offset, e.kept * 4);
+      DeviceArray<float> &v = floats(global, layers, e);
+      device::copy(v.data(), slot + e.offset, e.kept * 4);
       if (e.kept < e.elements)
-        offload.copyIn(v.data() + e.kept, s.host[i]);
+        offload.copyIn(v.data() + e.kept, tails[i]);
     }
   });
-  arena->release(s.slot);
+  arena->release(slotIndex);
   saved.erase(it);
 }
 

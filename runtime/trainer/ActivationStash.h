@@ -9,7 +9,9 @@
 /// reserved at start for as many micro-batches as the stage's 1F1B order
 /// keeps in flight; before the backward it copies them back. The plan's
 /// activation offload ratio sends the tail of each float buffer to host
-/// memory instead (OffloadEngine): the copies run on the d2h and h2d streams.
+/// memory instead (OffloadEngine): the copies run on the d2h and h2d streams,
+/// fenced with the compute stream (the frames are rewritten by the next
+/// micro-batch).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -50,19 +52,17 @@ private:
     size_t offset;   ///< bytes into the slot
     bool ids;
   };
-  struct Saved {
-    int slot;
-    std::vector<std::vector<float>> host; ///< per entry: the offloaded tail
-  };
-  std::vector<float> &floats(Frame &global, std::vector<Frame> &layers, const Entry &e);
-  std::vector<int32_t> &ids(Frame &global, std::vector<Frame> &layers, const Entry &e);
+  DeviceArray<float> &floats(Frame &global, std::vector<Frame> &layers, const Entry &e);
+  DeviceArray<int32_t> &ids(Frame &global, std::vector<Frame> &layers, const Entry &e);
 
   const StageSpec &spec;
   OffloadEngine &offload;
   Streams &streams;
   std::vector<Entry> entries;
   std::optional<SlotArena> arena;
-  std::map<int, Saved> saved;
+  std::map<int, int> saved; ///< micro-batch -> its slot
+  /// [slot][entry]: the offloaded tails, pinned host memory kept across steps.
+  std::vector<std::vector<HostArray<float>>> hostTails;
 };
 
 } // namespace mist::rt

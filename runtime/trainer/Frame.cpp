@@ -15,9 +15,9 @@ Frame::Frame(const std::vector<BufferSpec> &buffers, bool layerFrame) {
       continue;
     size_t n = static_cast<size_t>(buffers[i].elements);
     if (buffers[i].kind == BufferKind::Ids)
-      ints[i].assign(n, 0);
+      ints[i].assignZeros(n);
     else
-      floats[i].assign(n, 0.f);
+      floats[i].assignZeros(n);
   }
 }
 

@@ -7,44 +7,43 @@
 
 namespace mist::rt {
 
-void OffloadEngine::swapOut(std::vector<float> &device, std::vector<float> &host, double fraction) {
+void OffloadEngine::swapOut(DeviceArray<float> &device, HostArray<float> &host, double fraction) {
   if (!host.empty())
     abortJob("offload: a tensor was swapped out twice");
   const size_t n = device.size();
   const size_t tail = std::min(n, static_cast<size_t>(std::floor(double(n) * fraction)));
   if (tail == 0)
     return;
-  host.assign(device.end() - std::ptrdiff_t(tail), device.end());
-  device.resize(n - tail);
-  device.shrink_to_fit(); // the point of offloading: the device copy is gone
-  inHost += tail * sizeof(float);
-  moved += tail * sizeof(float);
-  peakInHost = std::max(peakInHost, inHost);
+  copyOut(device.data() + (n - tail), tail, host);
+  device.resize(n - tail); // the point of offloading: the device copy is gone
 }
 
-void OffloadEngine::swapIn(std::vector<float> &device, std::vector<float> &host) {
+void OffloadEngine::swapIn(DeviceArray<float> &device, HostArray<float> &host) {
   if (host.empty())
     return;
-  device.insert(device.end(), host.begin(), host.end());
-  inHost -= host.size() * sizeof(float);
-  moved += host.size() * sizeof(float);
-  std::vector<float>().swap(host);
+  const size_t head = device.size();
+  device.resize(head + host.size());
+  copyIn(device.data() + head, host);
 }
 
-void OffloadEngine::copyOut(const float *device, size_t n, std::vector<float> &host) {
+void OffloadEngine::copyOut(const float *device, size_t n, HostArray<float> &host) {
   if (!host.empty())
     abortJob("offload: a tensor was copied out twice");
-  host.assign(device, device + n);
+  host.resize(n);
+  device::copy(host.data(), device, n * sizeof(float));
   inHost += n * sizeof(float);
   moved += n * sizeof(float);
   peakInHost = std::max(peakInHost, inHost);
 }
 
-void OffloadEngine::copyIn(float *device, std::vector<float> &host) {
-  std::copy(host.begin(), host.end(), device);
+void OffloadEngine::copyIn(float *device, HostArray<float> &host) {
+  device::copy(device, host.data(), host.size() * sizeof(float));
   inHost -= host.size() * sizeof(float);
   moved += host.size() * sizeof(float);
-  std::vector<float>().swap(host);
+  // The pinned block is kept for the next swap out; the copy just enqueued
+  // reads it, and nothing writes it before the next copyOut, which is
+  // ordered after this copy by the streams' events.
+  host.clear();
 }
 
 } // namespace mist::rt

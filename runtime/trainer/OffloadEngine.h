@@ -3,16 +3,17 @@
 /// A plan's offload ratios say what fraction of each stage's weights,
 /// gradient sums, optimizer state and stashed activations lives in host
 /// memory between uses. The engine moves the tail of a tensor (the last
-/// `fraction` of its elements) out to a host buffer and back before it is
-/// needed, and counts the bytes. On GPU ranks the tail is pinned host memory
-/// and the moves run on the copy streams; on CPU ranks "device" and host are
-/// the same memory, so offloading saves nothing there, but every byte takes
-/// the same path and the equivalence tests prove it comes back intact.
+/// `fraction` of its elements) out to pinned host memory and back before it
+/// is needed, and counts the bytes. The moves are device copies on the
+/// current stream (the caller runs them on the h2d and d2h streams). On CPU
+/// ranks "device" and host are the same memory, so offloading saves nothing
+/// there, but every byte takes the same path as on GPUs and the equivalence
+/// tests prove it comes back intact.
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/device/DeviceArray.h"
 #include <cstddef>
-#include <vector>
 
 namespace mist::rt {
 
@@ -20,13 +21,13 @@ class OffloadEngine {
 public:
   /// Moves the last `fraction` (0..1) of `device` to `host` (which must be
   /// empty) and shrinks `device` to the rest.
-  void swapOut(std::vector<float> &device, std::vector<float> &host, double fraction);
+  void swapOut(DeviceArray<float> &device, HostArray<float> &host, double fraction);
   /// Appends `host` back to `device` and empties `host`.
-  void swapIn(std::vector<float> &device, std::vector<float> &host);
+  void swapIn(DeviceArray<float> &device, HostArray<float> &host);
   /// Copies n values at `device` to `host` (which must be empty), and back
   /// (emptying `host`): for tensors whose device copy lives elsewhere.
-  void copyOut(const float *device, size_t n, std::vector<float> &host);
-  void copyIn(float *device, std::vector<float> &host);
+  void copyOut(const float *device, size_t n, HostArray<float> &host);
+  void copyIn(float *device, HostArray<float> &host);
 
   size_t hostBytes() const { return inHost; }         ///< held in host memory now
   size_t peakHostBytes() const { return peakInHost; } ///< the most ever held at once

@@ -2,7 +2,7 @@
 #include "runtime/trainer/ParameterStore.h"
 
 #include "runtime/comm/MpiCommunicator.h"
-#include "stdlib/kernels/adamw/AdamW.h"
+#include "runtime/ops/Ops.h"
 #include <algorithm>
 
 namespace mist::rt {
@@ -27,12 +27,12 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
   }
 }
 
-std::vector<float> &ParameterStore::weights(size_t p, int layer) {
+DeviceArray<float> &ParameterStore::weights(size_t p, int layer) {
   const int b = spec.params[p].buffer;
   return spec.buffers[b].layer ? layers[size_t(layer)].vec(b) : global.vec(b);
 }
 
-std::vector<float> &ParameterStore::gradBuffer(int buffer, int layer) {
+DeviceArray<float> &ParameterStore::gradBuffer(int buffer, int layer) {
   return spec.buffers[buffer].layer ? layers[size_t(layer)].vec(buffer) : global.vec(buffer);
 }
 
@@ -41,29 +41,35 @@ bool ParameterStore::uses(const ParamSpec &ps, RegionKind region) const {
 }
 
 // This dp rank's flat slice of a tp-local tensor (the last one zero-padded).
-std::vector<float> ParameterStore::slice(const std::vector<float> &local, size_t chunk) const {
-  std::vector<float> out(chunk, 0.f);
+DeviceArray<float> ParameterStore::slice(const DeviceArray<float> &local, size_t chunk) const {
+  DeviceArray<float> out;
+  out.assignZeros(chunk);
   const size_t begin = size_t(dpRank) * chunk;
-  for (size_t i = 0; i < chunk && begin + i < local.size(); ++i)
-    out[i] = local[begin + i];
+  if (begin < local.size())
+    device::copy(out.data(), local.data() + begin,
+                 std::min(chunk, local.size() - begin) * sizeof(float));
   return out;
 }
 
 // This tp rank's whole tensor from the dp ranks' slices.
-std::vector<float> ParameterStore::unsplit(const std::vector<float> &part, size_t n) {
-  std::vector<float> all(part.size() * size_t(dp));
+void ParameterStore::unsplit(DeviceArray<float> &into, const DeviceArray<float> &part, size_t n) {
+  DeviceArray<float> all;
+  all.assignZeros(part.size() * size_t(dp));
   groups.dp.allGather(part.data(), all.data(), part.size());
   all.resize(n);
-  return all;
+  into = std::move(all);
 }
 
 // A tensor of this tp rank's shape as the full tensor.
-std::vector<float> ParameterStore::gatherOverTp(size_t p, const std::vector<float> &local) {
+std::vector<float> ParameterStore::gatherOverTp(size_t p, const DeviceArray<float> &local) {
   const ParamSpec &ps = spec.params[p];
   if (ps.shardAxis < 0 || tp == 1)
-    return local;
-  std::vector<float> all(local.size() * size_t(tp)), fullValues(all.size());
-  groups.tp.allGather(local.data(), all.data(), local.size());
+    return local.download();
+  DeviceArray<float> gathered;
+  gathered.assignZeros(local.size() * size_t(tp));
+  groups.tp.allGather(local.data(), gathered.data(), local.size());
+  const std::vector<float> all = gathered.download();
+  std::vector<float> fullValues(all.size());
   for (int r = 0; r < tp; ++r)
     for (size_t i = 0; i < local.size(); ++i)
       fullValues[size_t(fullIndexOf(ps, r, tp, int64_t(i)))] = all[size_t(r) * local.size() + i];
@@ -75,14 +81,15 @@ void ParameterStore::initialize(uint64_t seed) {
     for (size_t l = 0; l < state[p].size(); ++l) {
       const ParamSpec &ps = spec.params[p];
       State &s = state[p][l];
-      std::vector<float> &w = weights(p, int(l));
-      w.resize(s.local);
       const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
+      std::vector<float> values(s.local);
       for (size_t i = 0; i < s.local; ++i)
-        w[i] = initialValue(ps.name, layer, fullIndexOf(ps, tpRank, tp, int64_t(i)), seed);
+        values[i] = initialValue(ps.name, layer, fullIndexOf(ps, tpRank, tp, int64_t(i)), seed);
+      DeviceArray<float> &w = weights(p, int(l));
+      w.upload(values);
       s.master = sliced ? slice(w, s.chunk) : w;
-      s.m.assign(s.chunk, 0.f);
-      s.v.assign(s.chunk, 0.f);
+      s.m.assignZeros(s.chunk);
+      s.v.assignZeros(s.chunk);
       s.resident = true;
     }
 }
@@ -91,11 +98,11 @@ void ParameterStore::settle() {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l) {
       State &s = state[p][l];
-      std::vector<float> &w = weights(p, int(l));
+      DeviceArray<float> &w = weights(p, int(l));
       if (weightsSliced) {
         s.shard = slice(w, s.chunk);
         offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-        std::vector<float>().swap(w);
+        w.clear();
         s.resident = false;
       } else if (spec.offloadWeights > 0) {
         offload.swapOut(w, s.weightHost, spec.offloadWeights);
@@ -137,22 +144,22 @@ void ParameterStore::acquire(RegionKind region, int layer) {
   const int group = region == RegionKind::Layer ? layer
                     : region == RegionKind::Pre ? -1
                                                 : spec.layers;
-  if (size_t(group + 1) < updated.size() && updated[size_t(group + 1)].recorded)
+  if (size_t(group + 1) < updated.size() && updated[size_t(group + 1)].recorded())
     streams.wait(StreamKind::Compute, updated[size_t(group + 1)]);
   if (!weightsSliced && spec.offloadWeights <= 0)
     return; // weights stay where they are
-  streams.run(weightsSliced ? StreamKind::G2G : StreamKind::H2D,
-              (weightsSliced ? "all-gather weights " : "swap in weights ") +
-                  regionName(region, layer),
-              [&] {
+  streams.runFenced(weightsSliced ? StreamKind::G2G : StreamKind::H2D,
+                    (weightsSliced ? "all-gather weights " : "swap in weights ") +
+                        regionName(region, layer),
+                    [&] {
                 for (auto [p, l] : paramsOf(region, layer)) {
                   State &s = state[p][l];
                   if (s.resident)
                     continue;
-                  std::vector<float> &w = weights(p, int(l));
+                  DeviceArray<float> &w = weights(p, int(l));
                   if (weightsSliced) {
                     offload.swapIn(s.shard, s.shardHost);
-                    w = unsplit(s.shard, s.local);
+                    unsplit(w, s.shard, s.local);
                     offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
                   } else {
                     offload.swapIn(w, s.weightHost);
@@ -170,9 +177,9 @@ void ParameterStore::release(RegionKind region, int layer) {
       State &s = state[p][l];
       if (!s.resident)
         continue;
-      std::vector<float> &w = weights(p, int(l));
+      DeviceArray<float> &w = weights(p, int(l));
       if (weightsSliced)
-        std::vector<float>().swap(w); // the slice is the only copy between uses
+        w.clear(); // the slice is the only copy between uses
       else
         offload.swapOut(w, s.weightHost, spec.offloadWeights);
       s.resident = false;
@@ -181,7 +188,7 @@ void ParameterStore::release(RegionKind region, int layer) {
   if (weightsSliced)
     drop(); // nothing moves: the gathered copy is freed
   else
-    streams.run(StreamKind::D2H, "swap out weights " + regionName(region, layer), drop);
+    streams.runFenced(StreamKind::D2H, "swap out weights " + regionName(region, layer), drop);
 }
 
 void ParameterStore::beginStep() {
@@ -189,7 +196,7 @@ void ParameterStore::beginStep() {
     for (State &s : state[p]) {
       // A tied weight's gradients are summed over two stages whose slices
       // may differ: they stay whole until reduceGradients.
-      s.grad.assign(gradsSliced && !tied(p) ? s.chunk : s.local, 0.f);
+      s.grad.assignZeros(gradsSliced && !tied(p) ? s.chunk : s.local);
       s.gradHost.clear();
       offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
     }
@@ -199,66 +206,56 @@ void ParameterStore::clearGradBuffers() {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l)
       for (int g : spec.params[p].grads) {
-        std::vector<float> &buf = gradBuffer(g, int(l));
-        std::fill(buf.begin(), buf.end(), 0.f);
+        DeviceArray<float> &buf = gradBuffer(g, int(l));
+        device::fill(buf.data(), buf.size(), 0.f);
       }
 }
 
 void ParameterStore::foldGradBuffers() {
-  streams.run(gradsSliced ? StreamKind::G2G : StreamKind::Compute,
-              gradsSliced ? "reduce-scatter gradients" : "accumulate gradients", [&] {
-                for (size_t p = 0; p < state.size(); ++p)
-                  for (size_t l = 0; l < state[p].size(); ++l) {
-                    State &s = state[p][l];
-                    std::vector<float> sum(s.local, 0.f);
-                    for (int g : spec.params[p].grads) {
-                      const std::vector<float> &src = gradBuffer(g, int(l));
-                      for (size_t i = 0; i < s.local && i < src.size(); ++i)
-                        sum[i] += src[i];
-                    }
-                    if (gradsSliced && !tied(p)) { // summed over dp into this rank's slice at once
-                      std::vector<float> padded(s.chunk * size_t(dp), 0.f), part(s.chunk);
-                      std::copy(sum.begin(), sum.end(), padded.begin());
-                      groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
-                      sum.swap(part);
-                    }
-                    offload.swapIn(s.grad, s.gradHost);
-                    for (size_t i = 0; i < s.grad.size(); ++i)
-                      s.grad[i] += sum[i];
-                    offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
-                  }
-              });
+  streams.runFenced(
+      gradsSliced ? StreamKind::G2G : StreamKind::Compute,
+      gradsSliced ? "reduce-scatter gradients" : "accumulate gradients", [&] {
+        for (size_t p = 0; p < state.size(); ++p)
+          for (size_t l = 0; l < state[p].size(); ++l) {
+            State &s = state[p][l];
+            // The micro-batch's gradient: the sum of the buffers contributing
+            // to the parameter (a tied weight has one per region reading it).
+            const bool scatter = gradsSliced && !tied(p);
+            DeviceArray<float> sum;
+            sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
+            for (int g : spec.params[p].grads) {
+              const DeviceArray<float> &src = gradBuffer(g, int(l));
+              device::accumulate(sum.data(), src.data(), std::min(s.local, src.size()));
+            }
+            if (scatter) { // summed over dp into this rank's slice at once
+              DeviceArray<float> part;
+              part.assignZeros(s.chunk);
+              groups.dp.reduceScatterSum(sum.data(), part.data(), s.chunk);
+              sum = std::move(part);
+            }
+            offload.swapIn(s.grad, s.gradHost);
+            device::accumulate(s.grad.data(), sum.data(), s.grad.size());
+            offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
+          }
+      });
 }
 
 void ParameterStore::reduceGradients() {
-  streams.run(StreamKind::G2G, "reduce gradients over dp", [&] {
+  streams.runFenced(StreamKind::G2G, "reduce gradients over dp", [&] {
     for (size_t p = 0; p < state.size(); ++p)
       for (State &s : state[p]) {
         offload.swapIn(s.grad, s.gradHost);
-        const ParamSpec &ps = spec.params[p];
         if (tied(p)) {
-          // Sum the full tensor over both stages' ranks: each tp rank adds its
-          // shard (a replicated tensor: tp rank 0 only), each dp rank its sum.
-          int64_t fullSize = 1;
-          for (int64_t d : ps.shape)
-            fullSize *= d;
-          std::vector<float> fullGrad(size_t(fullSize), 0.f);
-          const bool sharded = ps.shardAxis >= 0 && tp > 1;
-          if (sharded || tpRank == 0)
-            for (size_t i = 0; i < s.local; ++i)
-              fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = s.grad[i];
-          groups.tied->allReduceSum(fullGrad.data(), fullGrad.size());
-          std::vector<float> local(s.local);
-          for (size_t i = 0; i < s.local; ++i)
-            local[i] = fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))];
-          s.grad = sliced ? slice(local, s.chunk) : local;
+          sumTiedOverStages(p, s);
         } else if (gradsSliced) {
           // already summed into the slice, micro-batch by micro-batch
         } else if (sliced) {
-          std::vector<float> padded(s.chunk * size_t(dp), 0.f), part(s.chunk);
-          std::copy(s.grad.begin(), s.grad.end(), padded.begin());
+          DeviceArray<float> padded, part;
+          padded.assignZeros(s.chunk * size_t(dp));
+          device::copy(padded.data(), s.grad.data(), s.grad.size() * sizeof(float));
+          part.assignZeros(s.chunk);
           groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
-          s.grad.swap(part);
+          s.grad = std::move(part);
         } else if (dp > 1) {
           groups.dp.allReduceSum(s.grad.data(), s.grad.size());
         }
@@ -266,8 +263,36 @@ void ParameterStore::reduceGradients() {
   });
 }
 
-double ParameterStore::normSquaredShare() const {
-  double sum = 0;
+// The full tensor is summed over both stages' ranks: each tp rank adds its
+// shard (a replicated tensor: tp rank 0 only), each dp rank its sum. The
+// shard-to-full index map is applied on the host: a tied weight is one
+// tensor per step, and only pipelines have one.
+void ParameterStore::sumTiedOverStages(size_t p, State &s) {
+  const ParamSpec &ps = spec.params[p];
+  int64_t fullSize = 1;
+  for (int64_t d : ps.shape)
+    fullSize *= d;
+  std::vector<float> fullGrad(size_t(fullSize), 0.f);
+  const bool sharded = ps.shardAxis >= 0 && tp > 1;
+  if (sharded || tpRank == 0) {
+    const std::vector<float> mine = s.grad.download();
+    for (size_t i = 0; i < s.local; ++i)
+      fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = mine[i];
+  }
+  DeviceArray<float> summed;
+  summed.upload(fullGrad);
+  groups.tied->allReduceSum(summed.data(), summed.size());
+  fullGrad = summed.download();
+  std::vector<float> local(s.local);
+  for (size_t i = 0; i < s.local; ++i)
+    local[i] = fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))];
+  DeviceArray<float> whole;
+  whole.upload(local);
+  s.grad = sliced ? slice(whole, s.chunk) : std::move(whole);
+}
+
+double ParameterStore::normSquaredShare() {
+  normSum.upload({0.0});
   for (size_t p = 0; p < state.size(); ++p) {
     const ParamSpec &ps = spec.params[p];
     if (tied(p) && !groups.firstStage)
@@ -276,10 +301,9 @@ double ParameterStore::normSquaredShare() const {
     if ((!sharded && tpRank != 0) || (!sliced && dpRank != 0))
       continue; // a replica: another rank counts it
     for (const State &s : state[p])
-      for (float g : s.grad)
-        sum += double(g) * g;
+      device::accumulateSquares(normSum.data(), s.grad.data(), s.grad.size());
   }
-  return sum;
+  return normSum.download()[0];
 }
 
 int ParameterStore::groupOf(size_t p, size_t copy) const {
@@ -312,23 +336,23 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
                                                    : RegionKind::Layer;
   const std::string name = regionName(region, group);
   if (spec.offloadOptimizer > 0)
-    streams.run(StreamKind::H2D, "swap in optimizer state " + name, [&] {
+    streams.runFenced(StreamKind::H2D, "swap in optimizer state " + name, [&] {
       for (auto [p, l] : members)
         swapInOptimizer(state[p][l]);
     });
-  std::vector<std::vector<float>> next(members.size());
+  std::vector<DeviceArray<float>> next(members.size());
   streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
     for (size_t i = 0; i < members.size(); ++i) {
       State &s = state[members[i].first][members[i].second];
-      next[i].resize(s.chunk);
-      mist::kernels::adamWRef({s.master.data(), s.m.data(), s.v.data(), next[i].data(),
-                               s.grad.data(), int64_t(s.chunk), a.lr, a.beta1, a.beta2, a.eps,
-                               a.weightDecay, a.gradScale, a.step});
-      std::vector<float>().swap(s.grad);
+      next[i].assignZeros(s.chunk);
+      ops::adamW(s.master.data(), s.m.data(), s.v.data(), next[i].data(), s.grad.data(),
+                 int64_t(s.chunk),
+                 {a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step});
+      s.grad.clear();
     }
   });
   if (spec.offloadOptimizer > 0)
-    streams.run(StreamKind::D2H, "swap out optimizer state " + name, [&] {
+    streams.runFenced(StreamKind::D2H, "swap out optimizer state " + name, [&] {
       for (auto [p, l] : members)
         swapOutOptimizer(state[p][l]);
     });
@@ -336,27 +360,34 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   streams.wait(writer, streams.record(StreamKind::Compute));
   streams.run(writer, (sliced ? "all-gather updated weights " : "write updated weights ") + name,
               [&] {
-                for (size_t i = 0; i < members.size(); ++i)
+                for (size_t i = 0; i < members.size(); ++i) {
                   writeUpdatedWeights(members[i].first, members[i].second, next[i]);
+                  // Freed on the stream that last reads it, so the device
+                  // layer reuses the memory only after that read.
+                  next[i].clear();
+                }
               });
   updated[size_t(group + 1)] = streams.record(writer);
 }
 
-void ParameterStore::writeUpdatedWeights(size_t p, size_t l, std::vector<float> &next) {
+void ParameterStore::writeUpdatedWeights(size_t p, size_t l, DeviceArray<float> &next) {
   State &s = state[p][l];
   if (weightsSliced) { // the new slice is the weights until the next gather
     offload.swapIn(s.shard, s.shardHost);
-    s.shard = next;
+    s.shard = std::move(next);
     offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
     return;
   }
-  std::vector<float> &w = weights(p, int(l));
+  DeviceArray<float> &w = weights(p, int(l));
   const bool wasResident = s.resident;
   if (!s.resident) {
     offload.swapIn(w, s.weightHost);
     s.resident = true;
   }
-  w = sliced ? unsplit(next, s.local) : next;
+  if (sliced)
+    unsplit(w, next, s.local);
+  else
+    w = std::move(next);
   if (!wasResident) {
     offload.swapOut(w, s.weightHost, spec.offloadWeights);
     s.resident = false;
@@ -365,15 +396,15 @@ void ParameterStore::writeUpdatedWeights(size_t p, size_t l, std::vector<float> 
 
 std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
   State &s = state[p][size_t(layer)];
-  std::vector<float> local;
+  DeviceArray<float> local;
   switch (what) {
   case ParamTensor::Weight:
     if (weightsSliced) {
       offload.swapIn(s.shard, s.shardHost);
-      local = unsplit(s.shard, s.local);
+      unsplit(local, s.shard, s.local);
       offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
     } else {
-      std::vector<float> &w = weights(p, layer);
+      DeviceArray<float> &w = weights(p, layer);
       offload.swapIn(w, s.weightHost);
       local = w;
       if (!s.resident)
@@ -384,10 +415,13 @@ std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
   case ParamTensor::AdamM:
   case ParamTensor::AdamV: {
     swapInOptimizer(s);
-    const std::vector<float> &part = what == ParamTensor::Master  ? s.master
+    const DeviceArray<float> &part = what == ParamTensor::Master  ? s.master
                                      : what == ParamTensor::AdamM ? s.m
                                                                   : s.v;
-    local = sliced ? unsplit(part, s.local) : part;
+    if (sliced)
+      unsplit(local, part, s.local);
+    else
+      local = part;
     swapOutOptimizer(s);
     break;
   }
@@ -398,9 +432,11 @@ std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
 void ParameterStore::load(size_t p, int layer, ParamTensor what,
                           const std::vector<float> &fullValues) {
   State &s = state[p][size_t(layer)];
-  std::vector<float> local(s.local);
+  std::vector<float> values(s.local);
   for (size_t i = 0; i < s.local; ++i)
-    local[i] = fullValues[size_t(fullIndexOf(spec.params[p], tpRank, tp, int64_t(i)))];
+    values[i] = fullValues[size_t(fullIndexOf(spec.params[p], tpRank, tp, int64_t(i)))];
+  DeviceArray<float> local;
+  local.upload(values);
   switch (what) {
   case ParamTensor::Weight:
     weights(p, layer) = local; // before settle: every weight is resident

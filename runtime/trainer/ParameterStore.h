@@ -74,7 +74,7 @@ public:
   void reduceGradients();
   /// This rank's share of the squared global gradient norm: every element
   /// of the model is counted by exactly one rank of the job.
-  double normSquaredShare() const;
+  double normSquaredShare();
   /// The optimizer step, one group at a time (`group` -1 for pre, 0.. for
   /// the stage's layers, `layers` for post), in the order the next step's
   /// first forward reads them: AdamW on every tensor of the group (on the
@@ -100,21 +100,23 @@ private:
     size_t local = 0; ///< elements of this tp rank's tensor
     size_t chunk = 0; ///< elements of one dp slice (ZeRO), else local
     bool resident = true;
-    std::vector<float> master, m, v, grad, shard; ///< shard: ZeRO-3 weight slice
-    std::vector<float> masterHost, mHost, vHost, gradHost, shardHost, weightHost;
+    DeviceArray<float> master, m, v, grad, shard; ///< shard: ZeRO-3 weight slice
+    HostArray<float> masterHost, mHost, vHost, gradHost, shardHost, weightHost;
   };
-  std::vector<float> &weights(size_t p, int layer);
-  std::vector<float> &gradBuffer(int buffer, int layer);
+  DeviceArray<float> &weights(size_t p, int layer);
+  DeviceArray<float> &gradBuffer(int buffer, int layer);
   bool uses(const ParamSpec &ps, RegionKind region) const;
   /// (param, copy) of every parameter `region` (layer `layer`) reads.
   std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;
   std::string regionName(RegionKind region, int layer) const;
   bool tied(size_t p) const { return spec.params[p].tiedAcrossStages && groups.tied; }
-  std::vector<float> slice(const std::vector<float> &local, size_t chunk) const;
-  std::vector<float> unsplit(const std::vector<float> &slice, size_t n);
-  std::vector<float> gatherOverTp(size_t p, const std::vector<float> &local);
+  DeviceArray<float> slice(const DeviceArray<float> &local, size_t chunk) const;
+  /// `into` (n elements) = this tp rank's whole tensor from the dp ranks' slices.
+  void unsplit(DeviceArray<float> &into, const DeviceArray<float> &slice, size_t n);
+  std::vector<float> gatherOverTp(size_t p, const DeviceArray<float> &local);
   int groupOf(size_t p, size_t copy) const;
-  void writeUpdatedWeights(size_t p, size_t copy, std::vector<float> &next);
+  void writeUpdatedWeights(size_t p, size_t copy, DeviceArray<float> &next);
+  void sumTiedOverStages(size_t p, State &s);
   void swapOutOptimizer(State &s);
   void swapInOptimizer(State &s);
 
@@ -128,6 +130,7 @@ private:
   bool sliced, gradsSliced, weightsSliced;
   std::vector<std::vector<State>> state; ///< [param][layer copy]
   std::vector<Event> updated;            ///< per group (index group + 1): its last update
+  DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
 };
 
 } // namespace mist::rt

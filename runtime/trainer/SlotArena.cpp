@@ -2,7 +2,7 @@
 #include "runtime/trainer/SlotArena.h"
 
 #include "runtime/comm/MpiCommunicator.h"
-#include <cstdlib>
+#include "runtime/device/Device.h"
 
 namespace mist::rt {
 
@@ -11,16 +11,15 @@ SlotArena::SlotArena(size_t slotBytes, int slots, const std::string &what)
   const size_t total = stride * size_t(slots);
   if (slots < 0 || (slots > 0 && total / size_t(slots) != stride))
     abortJob("out of memory: " + what + " would need more bytes than can be addressed");
-  storage.reset(static_cast<std::byte *>(std::aligned_alloc(64, std::max<size_t>(total, 64))));
-  if (!storage) {
-    abortJob("out of memory: cannot reserve " + std::to_string(total >> 20) + " MiB for " + what +
-             " (" + std::to_string(slots) + " x " + std::to_string(stride) + " bytes)");
-  }
+  // device::allocate ends the job with the sizes when the memory is not there.
+  const std::string purpose = what + " (" + std::to_string(slots) + " slots of " +
+                              std::to_string(stride) + " bytes)";
+  storage.reset(static_cast<std::byte *>(device::allocate(total, purpose.c_str())));
   for (int s = slots - 1; s >= 0; --s)
     freeSlots.push_back(s);
 }
 
-void SlotArena::Free::operator()(std::byte *p) const { std::free(p); }
+void SlotArena::Free::operator()(std::byte *p) const { device::release(p); }
 
 int SlotArena::acquire() {
   if (freeSlots.empty())

@@ -6,7 +6,7 @@
 /// the plan's sizes (slots x slot bytes), and handed out slot by slot: no
 /// allocation during training, no fragmentation, and a plan that does not
 /// fit fails at once with the sizes, not in the middle of a step. On GPU
-/// ranks the reservation is one device allocation; here it is host memory.
+/// ranks the reservation is one device allocation (runtime/device/Device.h).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -26,7 +26,7 @@ public:
   /// A free slot; all taken ends the job (more in flight than reserved for).
   int acquire();
   void release(int slot);
-  std::byte *at(int slot) { return storage.get() + size_t(slot) * stride; } ///< 64-byte aligned
+  std::byte *at(int slot) { return storage.get() + size_t(slot) * stride; } ///< device memory
 
   size_t reservedBytes() const { return stride * size_t(slotCount); }
   int slots() const { return slotCount; }

@@ -53,6 +53,22 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
   released = ActivationStash::checkpointReleased(stage);
   rowsIn.resize(size_t(stage.microBatch) * size_t(spec.seqLen));
   rowsOut.resize(rowsIn.size());
+  if (stage.lossBuffer >= 0)
+    mbLoss.assignZeros(size_t(spec.gradAccum));
+}
+
+void StageRunner::finishStep(int step) {
+  streams.synchronize();
+  losses = 0;
+  if (stage.lossBuffer < 0)
+    return;
+  const std::vector<float> perMicroBatch = mbLoss.download();
+  for (size_t mb = 0; mb < perMicroBatch.size(); ++mb) {
+    if (!std::isfinite(perMicroBatch[mb]))
+      abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " +
+               std::to_string(mb));
+    losses += perMicroBatch[mb];
+  }
 }
 
 void StageRunner::run(RegionFn fn, Frame &layer, const std::string &name) {
@@ -62,7 +78,7 @@ void StageRunner::run(RegionFn fn, Frame &layer, const std::string &name) {
 void StageRunner::allocateReleased(Frame &layer) {
   for (int i : released)
     if (layer.vec(i).empty())
-      layer.vec(i).assign(size_t(stage.buffers[size_t(i)].elements), 0.f);
+      layer.vec(i).assignZeros(size_t(stage.buffers[size_t(i)].elements));
 }
 
 // The rows of this dp rank: samples [dpRank b, (dpRank + 1) b) of the
@@ -74,59 +90,53 @@ void StageRunner::loadData(int step, int mb) {
   const int dpRank = groups.layout().dpRank;
   const int64_t firstSample = int64_t(dpRank) * stage.microBatch;
   const size_t n = rowsIn.size();
-  int32_t *tokens = first ? global.ids(stage.tokensBuffer) : nullptr;
-  int32_t *targets = last ? global.ids(stage.targetsBuffer) : nullptr;
+  std::vector<int32_t> tokens(n), targets(n);
   if (sampler) {
     if (auto bad = sampler->fillSamples(step - 1, mb, firstSample, stage.microBatch, rowsIn.data(),
                                         rowsOut.data()))
       abortJob(*bad);
     for (size_t i = 0; i < n; ++i) {
-      if (tokens)
-        tokens[i] = int32_t(rowsIn[i]);
-      if (targets)
-        targets[i] = int32_t(rowsOut[i]);
+      tokens[i] = int32_t(rowsIn[i]);
+      targets[i] = int32_t(rowsOut[i]);
     }
-    return;
-  }
-  std::vector<int32_t> in(size_t(spec.seqLen)), out(size_t(spec.seqLen));
-  for (int b = 0; b < stage.microBatch; ++b) {
-    // Sequence k of the step's global batch.
-    const int64_t k = int64_t(step - 1) * spec.gradAccum * samplesPerMicroBatch +
-                      int64_t(mb) * samplesPerMicroBatch + firstSample + b;
-    syntheticSequence(k, spec.seqLen, spec.vocab, in.data(), out.data());
-    for (int t = 0; t < spec.seqLen; ++t) {
-      const size_t at = size_t(b) * size_t(spec.seqLen) + size_t(t);
-      if (tokens)
-        tokens[at] = in[size_t(t)];
-      if (targets)
-        targets[at] = out[size_t(t)];
+  } else {
+    for (int b = 0; b < stage.microBatch; ++b) {
+      // Sequence k of the step's global batch.
+      const int64_t k = int64_t(step - 1) * spec.gradAccum * samplesPerMicroBatch +
+                        int64_t(mb) * samplesPerMicroBatch + firstSample + b;
+      const size_t at = size_t(b) * size_t(spec.seqLen);
+      syntheticSequence(k, spec.seqLen, spec.vocab, tokens.data() + at, targets.data() + at);
     }
   }
+  // Uploaded on the compute stream, which then reads them.
+  if (first)
+    global.idVec(stage.tokensBuffer).upload(tokens);
+  if (last)
+    global.idVec(stage.targetsBuffer).upload(targets);
 }
 
-void StageRunner::receive(std::vector<float> &into, int mb, bool gradients) {
+void StageRunner::receive(DeviceArray<float> &into, int mb, bool gradients) {
   const RankLayout &layout = groups.layout();
   const size_t perSample =
       size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
-  into.assign(perSample * size_t(stage.microBatch), 0.f);
+  into.assignZeros(perSample * size_t(stage.microBatch));
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
-  streams.run(StreamKind::G2G,
-              (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb), [&] {
+  streams.runFenced(StreamKind::G2G,
+                    (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb), [&] {
                 for (const Transfer &t : gradients ? recvBackward : recvForward)
                   groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
                                          size_t(t.samples.size()) * perSample * sizeof(float),
                                          t.from, tagOf(mb, gradients));
               });
-  streams.wait(StreamKind::Compute, streams.record(StreamKind::G2G));
 }
 
-void StageRunner::send(const std::vector<float> &from, int mb, bool gradients) {
+void StageRunner::send(const DeviceArray<float> &from, int mb, bool gradients) {
   const RankLayout &layout = groups.layout();
   const size_t perSample = from.size() / size_t(stage.microBatch);
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
-  streams.wait(StreamKind::G2G, streams.record(StreamKind::Compute));
-  streams.run(StreamKind::G2G,
-              (gradients ? "send gradients " : "send activations ") + std::to_string(mb), [&] {
+  // Fenced: the next micro-batch's regions rewrite the buffer being sent.
+  streams.runFenced(StreamKind::G2G,
+                    (gradients ? "send gradients " : "send activations ") + std::to_string(mb), [&] {
                 for (const Transfer &t : gradients ? sendBackward : sendForward)
                   groups.pipeline().postSend(from.data() +
                                                  size_t(t.samples.begin - first) * perSample,
@@ -160,17 +170,15 @@ void StageRunner::forwardLayer(int layer, int mb) {
 
 void StageRunner::dropRecomputable(int layer) {
   for (int i : released)
-    std::vector<float>().swap(layers[size_t(layer)].vec(i)); // recomputed before the backward
+    layers[size_t(layer)].vec(i).clear(); // recomputed before the backward
 }
 
 void StageRunner::forwardPost(int step, int mb) {
   global.vec(stage.postIn) = x;
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
-  const float loss = global.at(stage.lossBuffer)[0];
-  if (!std::isfinite(loss))
-    abortJob("non-finite loss at step " + std::to_string(step) + ", micro-batch " +
-             std::to_string(mb));
-  losses += loss;
+  (void)step;
+  // Kept on the device: reading it here would wait for the GPU every micro-batch.
+  device::copy(mbLoss.data() + mb, global.at(stage.lossBuffer), sizeof(float));
 }
 
 void StageRunner::sendActivations(int mb) { send(x, mb, false); }
@@ -182,7 +190,8 @@ void StageRunner::unstashActivations(int mb) { stash.restore(mb, global, layers)
 void StageRunner::clearGradients() { store.clearGradBuffers(); }
 
 void StageRunner::backwardPost(int mb) {
-  global.vec(stage.postGradIn).assign(1, 1.f);
+  global.vec(stage.postGradIn).assignZeros(1);
+  device::fill(global.at(stage.postGradIn), 1, 1.f); // d loss / d loss
   run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
   dx = global.vec(stage.postGradOut);
 }

@@ -29,8 +29,11 @@ public:
               std::vector<Frame> &layers, ParameterStore &store, ActivationStash &stash,
               Streams &streams, const BatchSampler *sampler);
 
-  /// Step start: the loss sum to zero.
-  void beginStep() { losses = 0; }
+  /// Step start.
+  void beginStep() {}
+  /// After the step's work is enqueued: waits for it, and ends the job on a
+  /// non-finite micro-batch loss (naming the first).
+  void finishStep(int step);
 
   // The steps of a micro-batch's forward, in the order the emitted
   // `sN_forward` calls them (layer indices are the stage's, from 0).
@@ -43,7 +46,7 @@ public:
   void forwardPre(int mb);
   void forwardLayer(int layer, int mb);
   void dropRecomputable(int layer);   ///< a checkpointed layer keeps only its input
-  void forwardPost(int step, int mb); ///< the loss; a non-finite one ends the job
+  void forwardPost(int step, int mb); ///< the loss (checked by finishStep)
   void sendActivations(int mb);
   void stashActivations(int mb);
 
@@ -62,15 +65,16 @@ public:
   /// step's reduction and clipping).
   void optimizerStep(const AdamStep &adam, RegionKind region, int layer);
 
-  /// The sum of this rank's micro-batch losses this step (last stage only).
+  /// The sum of this rank's micro-batch losses this step (last stage only;
+  /// after finishStep).
   double lossSum() const { return losses; }
 
 private:
   void run(RegionFn fn, Frame &layer, const std::string &name);
   std::string layerName(int layer) const;
   void allocateReleased(Frame &layer);
-  void receive(std::vector<float> &into, int mb, bool gradients);
-  void send(const std::vector<float> &from, int mb, bool gradients);
+  void receive(DeviceArray<float> &into, int mb, bool gradients);
+  void send(const DeviceArray<float> &from, int mb, bool gradients);
 
   const TrainerSpec &spec;
   const StageSpec &stage;
@@ -87,7 +91,9 @@ private:
   std::vector<Transfer> recvForward, sendForward, recvBackward, sendBackward;
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward
   std::vector<uint32_t> rowsIn, rowsOut;
-  std::vector<float> x, dx; ///< the activations and their gradient between steps
+  DeviceArray<float> x, dx;  ///< the activations and their gradient between steps
+  DeviceArray<float> mbLoss; ///< the step's micro-batch losses, read by finishStep
+  DeviceArray<int32_t> rowsInDevice, rowsOutDevice;
   double losses = 0;
 };
 

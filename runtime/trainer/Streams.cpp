@@ -19,29 +19,79 @@ const char *streamName(StreamKind s) {
   return "?";
 }
 
+Streams::Streams() {
+  for (device::Stream &s : streams)
+    s = device::createStream();
+  device::setCurrentStream(streams[int(StreamKind::Compute)]);
+}
+
+Streams::~Streams() {
+  device::synchronizeDevice();
+  for (device::EventHandle e : marks)
+    device::destroyEvent(e);
+  device::setCurrentStream(nullptr);
+  for (device::Stream s : streams)
+    device::destroyStream(s);
+}
+
+device::EventHandle Streams::mark(StreamKind stream) {
+  if (marksUsed == marks.size())
+    marks.push_back(device::createEvent());
+  device::EventHandle e = marks[marksUsed++];
+  device::recordEvent(e, streams[int(stream)]);
+  return e;
+}
+
 void Streams::beginStep() {
-  timings.clear();
-  stepStart = std::chrono::steady_clock::now();
+  timed.clear();
+  marksUsed = 0;
+  mark(StreamKind::Compute); // marks[0]: the step's start
 }
 
 void Streams::run(StreamKind stream, const std::string &name, const std::function<void()> &work) {
-  auto t0 = std::chrono::steady_clock::now();
+  const size_t begin = marksUsed;
+  mark(stream);
+  device::setCurrentStream(streams[int(stream)]);
   work();
-  auto t1 = std::chrono::steady_clock::now();
-  ++done[int(stream)];
-  timings.push_back({name, std::chrono::duration<double>(t0 - stepStart).count(),
-                     std::chrono::duration<double>(t1 - t0).count(), int(stream)});
+  device::setCurrentStream(streams[int(StreamKind::Compute)]);
+  mark(stream);
+  timed.push_back({name, stream, begin, marksUsed - 1});
 }
 
-Event Streams::record(StreamKind stream) { return {stream, done[int(stream)], true}; }
+void Streams::runFenced(StreamKind stream, const std::string &name,
+                        const std::function<void()> &work) {
+  if (stream == StreamKind::Compute)
+    return run(stream, name, work);
+  wait(stream, record(StreamKind::Compute));
+  run(stream, name, work);
+  wait(StreamKind::Compute, record(stream));
+}
 
-void Streams::wait(StreamKind, const Event &event) {
-  // In program order, all work recorded before the event has run.
-  if (!event.recorded || event.sequence > done[int(event.stream)])
+Event Streams::record(StreamKind stream) {
+  Event e;
+  e.stream = stream;
+  e.handle = std::shared_ptr<void>(device::createEvent(), device::destroyEvent);
+  device::recordEvent(e.handle.get(), streams[int(stream)]);
+  return e;
+}
+
+void Streams::wait(StreamKind stream, const Event &event) {
+  if (!event.recorded())
     abortJob(std::string("waiting for an event never recorded on stream ") +
              streamName(event.stream));
+  device::waitEvent(streams[int(stream)], event.handle.get());
 }
 
-void Streams::synchronize() {}
+void Streams::synchronize() { device::synchronizeDevice(); }
+
+std::vector<TraceEvent> Streams::events() const {
+  std::vector<TraceEvent> out;
+  if (marks.empty())
+    return out;
+  for (const Timed &t : timed)
+    out.push_back({t.name, device::elapsedMs(marks[0], marks[t.begin]) / 1e3,
+                   device::elapsedMs(marks[t.begin], marks[t.end]) / 1e3, int(t.stream)});
+  return out;
+}
 
 } // namespace mist::rt

@@ -4,17 +4,19 @@
 /// performance model prices (passes/perf: compute, g2g for collectives and
 /// pipeline messages, h2d and d2h for offload copies), and work on one
 /// stream that needs another's result waits for an event recorded there.
-/// On GPU ranks a stream is a CUDA stream and `run` only enqueues; on CPU
-/// ranks (this implementation) work runs at once, in program order, which
-/// satisfies every event by construction, and each piece is timed for the
-/// measured timeline (--trace), one row per stream as in --emit=timeline.
+/// Streams are device streams (runtime/device/Device.h): on GPU ranks CUDA
+/// streams, where `run` only enqueues; on CPU ranks work runs at once, in
+/// program order, which satisfies every event by construction. Each piece
+/// of work is bracketed by timing events for the measured timeline
+/// (--trace), one row per stream as in --emit=timeline.
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/device/Device.h"
 #include "runtime/trainer/TraceWriter.h"
-#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,31 +27,50 @@ constexpr int streamCount = 4;
 /// "compute", "g2g", "h2d", "d2h": the names of the predicted timeline's rows.
 const char *streamName(StreamKind s);
 
-/// A point in one stream's work: everything run on it before `record`.
+/// A point in one stream's work: everything enqueued on it before `record`.
 struct Event {
   StreamKind stream = StreamKind::Compute;
-  uint64_t sequence = 0; ///< pieces of work run on `stream` before it
-  bool recorded = false;
+  std::shared_ptr<void> handle; ///< the device event; null until recorded
+  bool recorded() const { return bool(handle); }
 };
 
 class Streams {
 public:
+  /// Creates the four device streams; the compute stream becomes current.
+  Streams();
+  ~Streams();
+  Streams(const Streams &) = delete;
+  Streams &operator=(const Streams &) = delete;
+
   /// The step's clock starts; the previous step's timings are dropped.
   void beginStep();
-  /// Runs `work` on `stream` after the work every waited-for event marks.
+  /// Enqueues `work` on `stream` (it runs there after the work of every
+  /// event the stream waits for); the ops and copies it calls go to that
+  /// stream, and the compute stream is current again afterwards.
   void run(StreamKind stream, const std::string &name, const std::function<void()> &work);
+  /// `run` ordered with the compute stream on both sides: after the compute
+  /// work enqueued so far, and before any compute work enqueued later. For
+  /// copies and collectives that read or write the buffers the regions use.
+  void runFenced(StreamKind stream, const std::string &name, const std::function<void()> &work);
   Event record(StreamKind stream);
   /// Later work on `stream` starts after `event`'s work is done.
   void wait(StreamKind stream, const Event &event);
   /// Returns when the work of every stream is done.
   void synchronize();
-  /// The work run since beginStep, with when.
-  const std::vector<TraceEvent> &events() const { return timings; }
+  /// The work run since beginStep, with when; call after synchronize.
+  std::vector<TraceEvent> events() const;
 
 private:
-  uint64_t done[streamCount] = {}; ///< pieces of work finished per stream
-  std::chrono::steady_clock::time_point stepStart = std::chrono::steady_clock::now();
-  std::vector<TraceEvent> timings;
+  struct Timed {
+    std::string name;
+    StreamKind stream;
+    size_t begin, end; ///< indices into `marks`
+  };
+  device::EventHandle mark(StreamKind stream);
+  device::Stream streams[streamCount] = {};
+  std::vector<device::EventHandle> marks; ///< timing events, reused every step
+  size_t marksUsed = 0;
+  std::vector<Timed> timed;
 };
 
 } // namespace mist::rt

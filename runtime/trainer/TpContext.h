@@ -8,6 +8,7 @@
 #pragma once
 
 #include "runtime/comm/Communicator.h"
+#include "runtime/device/DeviceArray.h"
 #include <cstdint>
 
 namespace mist::rt {
@@ -19,17 +20,22 @@ public:
   int size() const { return tp ? tp->size() : 1; }
   /// out = the sum over the group of `in` (n floats).
   void allReduce(float *out, const float *in, int64_t n);
-  /// The mean token loss over a vocabulary split over the group (this rank
-  /// holds `vocab` columns starting at rank() * vocab); stats[rows, 2] gets
-  /// the row max and log-sum-exp over the whole vocabulary.
-  float crossEntropy(float *stats, const float *logits, const int32_t *targets, int64_t rows,
-                     int64_t vocab);
-  /// The gradient of that loss for this rank's columns.
-  void crossEntropyGrad(float *dlogits, float dloss, const float *logits, const int32_t *targets,
-                        const float *stats, int64_t rows, int64_t vocab);
+  /// *loss (a device scalar) = the mean token loss of `rows` rows; stats[rows,
+  /// 2] gets the row max and log-sum-exp. With `vocabParallel` the vocabulary
+  /// is split over the group (this rank holds `vocab` columns starting at
+  /// rank() * vocab) and the phases are combined over it; otherwise this
+  /// rank holds the whole vocabulary.
+  void crossEntropy(float *loss, float *stats, const float *logits, const int32_t *targets,
+                    int64_t rows, int64_t vocab, bool vocabParallel);
+  /// The gradient of that loss for this rank's columns; `dloss` is a device scalar.
+  void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
+                        const int32_t *targets, const float *stats, int64_t rows, int64_t vocab,
+                        bool vocabParallel);
 
 private:
   Communicator *tp; ///< null: one rank
+  /// The loss phases' per-row values, kept for the next micro-batch.
+  DeviceArray<float> rowMax, sumExp, targetLogit, gathered;
 };
 
 } // namespace mist::rt

@@ -10,6 +10,7 @@
 #include "runtime/trainer/Trainer.h"
 
 #include "runtime/comm/MpiCommunicator.h"
+#include "runtime/device/Device.h"
 #include "runtime/trainer/Checkpointing.h"
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/StageRunner.h"
@@ -17,7 +18,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <optional>
-#include <sys/resource.h>
 
 namespace mist::rt {
 
@@ -78,6 +78,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   auto layout = RankLayout::build(shapes, world->size(), world->rank(), error);
   if (!layout)
     abortJob("cannot place the plan's stages on the job's ranks: " + error);
+  // The device of this rank: ranks of one node share its GPUs in turn.
+  const std::string deviceName = device::initialize(world->localRank());
+  if (std::string(device::backendName()) != "cpu" && world->size() > 1)
+    abortJob("this GPU trainer runs single-GPU plans (1 rank); plans over several GPUs need "
+             "the NCCL process groups, which the trainer does not use yet (run the plan on CPU "
+             "ranks, built with -DMIST_CPU, to check it)");
   ProcessGroups groups(*world, *layout);
   const int stages = int(spec.stages.size()), worldRank = layout->myWorldRank;
   const StageSpec &stage = spec.stages[size_t(layout->stage)];
@@ -108,10 +114,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     if (!sampler)
       abortJob(error);
   }
+  // The streams first: every device operation from here on is enqueued on
+  // the compute stream unless a piece of work says otherwise.
+  Streams streams;
   Frame global(stage.buffers, false);
   std::vector<Frame> layers(size_t(stage.layers), Frame(stage.buffers, true));
   OffloadEngine offload;
-  Streams streams;
   ParameterStore store(stage, global, layers,
                        {groups.tp(), groups.dp(), tiedGroup.get(), layout->isFirstStage()}, offload,
                        streams);
@@ -125,6 +133,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   }
   store.settle();
   ActivationStash stash(stage, offload, streams);
+  streams.synchronize();
   if (layout->dpRank == 0 && layout->tpRank == 0) { // one line per stage
     std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d: activations of %d micro-batch%s "
                 "in flight reserved, %.2f MiB per rank\n",
@@ -138,9 +147,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   const int64_t samplesPerStep =
       int64_t(spec.stages[0].microBatch) * spec.stages[0].dp * spec.gradAccum;
   if (worldRank == 0) {
-    std::printf("mistrt: training %s (%s) for %d steps on %d rank%s: %d micro-batches of %lld "
-                "sequences of %d tokens, lr %g\n",
+    std::printf("mistrt: training %s (%s) for %d steps on %d rank%s (%s): %d micro-batches of "
+                "%lld sequences of %d tokens, lr %g\n",
                 spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
+                deviceName.c_str(),
                 spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum), spec.seqLen, lr);
     if (spec.devicePeakTflops > 0)
       std::printf("mistrt: MFU is model FLOP/s per rank over the %g TFLOP/s peak of the %s the "
@@ -158,6 +168,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     for (const ScheduleEntry &e : stage.order)
       e.forward ? stage.forward(runner, step, e.microBatch) : stage.backward(runner, e.microBatch);
     streams.run(StreamKind::G2G, "wait for sends", [&] { world->waitSends(); });
+    runner.finishStep(step);
     store.reduceGradients();
     // The mean loss over the step's sequences, and the global gradient norm:
     // one sum over the world each, every value counted by one rank.
@@ -177,20 +188,19 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     stage.optimizer(runner,
                     {stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
     store.endOptimizerStep();
+    streams.synchronize(); // the step's time is the device's
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep)) {
       // Model FLOP/s per rank (the report's definition: no recompute) and
-      // this process's peak resident memory.
-      struct rusage usage {};
-      getrusage(RUSAGE_SELF, &usage);
+      // the peak of the device memory the runtime allocated.
       const double flopsPerRank =
           spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
       std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.2f GFLOP/s/rank  "
-                  "%.0f MiB",
+                  "%.0f MiB peak",
                   step, loss, norm, stepLr,
                   double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
-                  flopsPerRank / 1e9, double(usage.ru_maxrss) / 1024);
+                  flopsPerRank / 1e9, double(device::peakBytes()) / (1 << 20));
       if (spec.devicePeakTflops > 0)
         std::printf("  MFU %.2g%%", 100 * flopsPerRank / (spec.devicePeakTflops * 1e12));
       if (offload.peakHostBytes() > 0)

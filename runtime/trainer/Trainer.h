@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/device/DeviceArray.h"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -50,19 +51,20 @@ struct ParamSpec {
 /// The index in the full tensor of element `local` of tp rank `rank`'s shard.
 int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local);
 
-/// The buffers of one layer (or of pre and post): every buffer's storage.
+/// The buffers of one layer (or of pre and post): every buffer's storage,
+/// in device memory (runtime/device/DeviceArray.h).
 class Frame {
 public:
   /// A layer frame holds the layer's buffers, the global frame the others.
   Frame(const std::vector<BufferSpec> &buffers, bool layerFrame);
-  float *at(int i) { return floats[i].data(); }
-  int32_t *ids(int i) { return ints[i].data(); }
-  std::vector<float> &vec(int i) { return floats[i]; }
-  std::vector<int32_t> &idVec(int i) { return ints[i]; }
+  float *at(int i) { return floats[size_t(i)].data(); }
+  int32_t *ids(int i) { return ints[size_t(i)].data(); }
+  DeviceArray<float> &vec(int i) { return floats[size_t(i)]; }
+  DeviceArray<int32_t> &idVec(int i) { return ints[size_t(i)]; }
 
 private:
-  std::vector<std::vector<float>> floats;
-  std::vector<std::vector<int32_t>> ints;
+  std::vector<DeviceArray<float>> floats;
+  std::vector<DeviceArray<int32_t>> ints;
 };
 
 class TpContext;

@@ -8,7 +8,8 @@
 #pragma once
 
 #include "backend/Lowering.h"
-#include "runtime/ops/CpuOps.h"
+#include "runtime/ops/Ops.h"
+#include "runtime/trainer/TpContext.h"
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -283,13 +284,14 @@ private:
       break;
     case OpKind::CrossEntropy: {
       int64_t vocab = shape(o0).back();
-      outp(0)[0] = crossEntropy(outp(1), in(0), ids(op.operands[1]), n(o0) / vocab, vocab);
+      rt::TpContext(nullptr).crossEntropy(outp(0), outp(1), in(0), ids(op.operands[1]),
+                                          n(o0) / vocab, vocab, false);
       break;
     }
     case OpKind::CrossEntropyGrad: {
       int64_t vocab = shape(op.operands[1]).back();
-      crossEntropyGrad(outp(0), in(0)[0], in(1), ids(op.operands[2]), in(3),
-                       n(op.operands[1]) / vocab, vocab);
+      rt::TpContext(nullptr).crossEntropyGrad(outp(0), in(0), in(1), ids(op.operands[2]), in(3),
+                                              n(op.operands[1]) / vocab, vocab, false);
       break;
     }
     default:

@@ -55,7 +55,10 @@ __global__ void crossEntropyLossKernel(CrossEntropyArgs a, float *loss) {
     *loss = float(sum / double(a.totalRows));
 }
 
-__global__ void crossEntropyBwdKernel(CrossEntropyArgs a, float scale) {
+/// scale = dloss / totalRows, or computed here from `*dloss` when not null.
+__global__ void crossEntropyBwdKernel(CrossEntropyArgs a, float scale, const float *dloss) {
+  if (dloss)
+    scale = *dloss / float(a.totalRows);
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
     const float *logits = a.logits + n * a.vocab;
     float *dlogits = a.dlogits + n * a.vocab;
@@ -106,8 +109,18 @@ cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, cudaStream_t stream) 
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.vocab == 0)
     return cudaSuccess;
-  crossEntropyBwdKernel<<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a,
-                                                                      a.dloss / float(a.totalRows));
+  crossEntropyBwdKernel<<<rowBlocks(a), rowBlockThreads, 0, stream>>>(
+      a, a.dloss / float(a.totalRows), nullptr);
+  return cudaGetLastError();
+}
+
+cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, const float *dloss,
+                                cudaStream_t stream) {
+  if (invalid(a) || !dloss)
+    return cudaErrorInvalidValue;
+  if (a.rows == 0 || a.vocab == 0)
+    return cudaSuccess;
+  crossEntropyBwdKernel<<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a, 0.f, dloss);
   return cudaGetLastError();
 }
 

@@ -32,5 +32,9 @@ cudaError_t crossEntropySumCuda(const CrossEntropyArgs &a, cudaStream_t stream);
 cudaError_t crossEntropyLossCuda(const CrossEntropyArgs &a, float *loss, cudaStream_t stream);
 /// Reads the group's rowMax and sumExp; writes every dlogits element.
 cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, cudaStream_t stream);
+/// The same with the loss's gradient read on the device from `*dloss` (one
+/// float of device memory; a.dloss is ignored), for callers whose dloss is
+/// itself a device value: they need not synchronize the host to read it.
+cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, const float *dloss, cudaStream_t stream);
 
 } // namespace mist::kernels

@@ -8,6 +8,17 @@
 
 using namespace mist::rt;
 
+namespace {
+DeviceArray<float> onDevice(const std::vector<float> &values) {
+  DeviceArray<float> d;
+  d.upload(values);
+  return d;
+}
+std::vector<float> hostValues(const HostArray<float> &h) {
+  return std::vector<float>(h.data(), h.data() + h.size());
+}
+} // namespace
+
 TEST(SlotArena, HandsOutDistinctAlignedSlotsAndTakesThemBack) {
   SlotArena arena(100, 3, "test");
   EXPECT_EQ(arena.reservedBytes(), 3u * 128u); // slots rounded up to 64 bytes
@@ -36,16 +47,17 @@ TEST(SlotArenaDeathTest, AnImpossibleReservationSaysOutOfMemory) {
 
 TEST(OffloadEngine, SwapsTheTailOutAndBackIntact) {
   OffloadEngine engine;
-  std::vector<float> device(10), host;
-  std::iota(device.begin(), device.end(), 0.f);
+  std::vector<float> values(10);
+  std::iota(values.begin(), values.end(), 0.f);
+  DeviceArray<float> device = onDevice(values);
+  HostArray<float> host;
   engine.swapOut(device, host, 0.35); // floor(3.5) = 3 values leave
   EXPECT_EQ(device.size(), 7u);
-  EXPECT_EQ(host, (std::vector<float>{7, 8, 9}));
+  EXPECT_EQ(hostValues(host), (std::vector<float>{7, 8, 9}));
   EXPECT_EQ(engine.hostBytes(), 12u);
   engine.swapIn(device, host);
   EXPECT_TRUE(host.empty());
-  EXPECT_EQ(device.size(), 10u);
-  EXPECT_EQ(device[9], 9.f);
+  EXPECT_EQ(device.download(), values);
   EXPECT_EQ(engine.hostBytes(), 0u);
   EXPECT_EQ(engine.peakHostBytes(), 12u);
   EXPECT_EQ(engine.movedBytes(), 24u);
@@ -53,7 +65,8 @@ TEST(OffloadEngine, SwapsTheTailOutAndBackIntact) {
 
 TEST(OffloadEngine, FractionsZeroAndOneMoveNothingOrEverything) {
   OffloadEngine engine;
-  std::vector<float> device(4, 1.f), host;
+  DeviceArray<float> device = onDevice(std::vector<float>(4, 1.f));
+  HostArray<float> host;
   engine.swapOut(device, host, 0.0);
   EXPECT_EQ(device.size(), 4u);
   EXPECT_TRUE(host.empty());
@@ -61,16 +74,17 @@ TEST(OffloadEngine, FractionsZeroAndOneMoveNothingOrEverything) {
   EXPECT_TRUE(device.empty());
   EXPECT_EQ(host.size(), 4u);
   engine.swapIn(device, host);
-  EXPECT_EQ(device, std::vector<float>(4, 1.f));
+  EXPECT_EQ(device.download(), std::vector<float>(4, 1.f));
 }
 
 TEST(OffloadEngine, CopiesOutAndInPlace) {
   OffloadEngine engine;
-  std::vector<float> device{1, 2, 3, 4}, host;
+  DeviceArray<float> device = onDevice({1, 2, 3, 4});
+  HostArray<float> host;
   engine.copyOut(device.data() + 2, 2, host);
-  device[2] = device[3] = 0;
+  device::fill(device.data() + 2, 2, 0.f);
   engine.copyIn(device.data() + 2, host);
-  EXPECT_EQ(device, (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_EQ(device.download(), (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(engine.hostBytes(), 0u);
 }
 
@@ -116,8 +130,8 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApart) {
   auto fill = [&](float v) {
     for (Frame &f : layers)
       for (int b : {2, 3, 4})
-        std::fill(f.vec(b).begin(), f.vec(b).end(), v);
-    global.idVec(5).assign(2, int32_t(v));
+        device::fill(f.at(b), f.vec(b).size(), v);
+    global.idVec(5).upload(std::vector<int32_t>(2, int32_t(v)));
   };
   fill(1);
   stash.save(0, global, layers);
@@ -126,12 +140,12 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApart) {
   stash.save(1, global, layers);
   fill(9);
   stash.restore(0, global, layers);
-  EXPECT_EQ(layers[1].vec(3), std::vector<float>(8, 1.f));
-  EXPECT_EQ(layers[0].vec(2), std::vector<float>(8, 1.f));
-  EXPECT_EQ(global.idVec(5), std::vector<int32_t>(2, 1));
-  EXPECT_EQ(layers[0].vec(4), std::vector<float>(8, 9.f)); // backward-only: not stashed
+  EXPECT_EQ(layers[1].vec(3).download(), std::vector<float>(8, 1.f));
+  EXPECT_EQ(layers[0].vec(2).download(), std::vector<float>(8, 1.f));
+  EXPECT_EQ(global.idVec(5).download(), std::vector<int32_t>(2, 1));
+  EXPECT_EQ(layers[0].vec(4).download(), std::vector<float>(8, 9.f)); // backward-only: not stashed
   stash.restore(1, global, layers);
-  EXPECT_EQ(layers[0].vec(3), std::vector<float>(8, 2.f));
+  EXPECT_EQ(layers[0].vec(3).download(), std::vector<float>(8, 2.f));
   EXPECT_EQ(engine.hostBytes(), 0u);
   EXPECT_EQ(stash.inFlight(), 0u);
 }

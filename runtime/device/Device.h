@@ -1,0 +1,80 @@
+//===- Device.h - The memory and streams a rank's tensors live on ---------===//
+/// \file
+/// The trainer's runtime is written once against this interface and linked
+/// to one of two implementations:
+/// - HostDevice.cpp (CPU ranks): "device" memory is host memory, streams
+///   run work at once in program order, events are host timestamps;
+/// - CudaDevice.cpp (GPU ranks): cudaMalloc'd memory, one CUDA stream per
+///   StreamKind of runtime/trainer/Streams.h, CUDA events, pinned host memory.
+/// So every line of the runtime that runs on CPU ranks in the tests (ZeRO,
+/// offload, pipelines, checkpoints) is the line that runs on a GPU; only
+/// the primitives below and the ops (runtime/ops/Ops.h) differ.
+///
+/// Rules for code above this layer: a pointer from `allocate` (and every
+/// Frame buffer) is device memory: never dereference it on the host; move
+/// bytes with `copy`, which is asynchronous on the current stream, and call
+/// `synchronize` before reading a host destination. Host buffers that take
+/// part in copies come from `allocatePinned` (HostArray), so GPU copies of
+/// them overlap compute.
+///
+/// The current stream is per thread (as CUDA's own current device is): the
+/// runtime drives a device from one thread, and Streams::run sets it around
+/// each piece of work so that the ops the work calls launch there.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mist::rt::device {
+
+/// What this binary runs on: "cpu" or "cuda".
+const char *backendName();
+/// Picks the device of a rank (GPU ranks: local rank modulo the node's GPUs)
+/// and returns its name ("CPU", "NVIDIA H100 80GB HBM3"); call once, first.
+std::string initialize(int localRank);
+
+/// `bytes` of device memory (64-byte aligned, contents undefined); on
+/// failure ends the job with `what`, the size and the memory in use.
+void *allocate(size_t bytes, const char *what);
+void release(void *p);
+/// Pinned host memory (on CPU ranks, ordinary aligned memory).
+void *allocatePinned(size_t bytes, const char *what);
+void releasePinned(void *p);
+/// Bytes of device memory allocated now, and the most at once since start.
+size_t bytesInUse();
+size_t peakBytes();
+
+/// Opaque stream and event handles (cudaStream_t / cudaEvent_t on GPUs).
+using Stream = void *;
+using EventHandle = void *;
+Stream createStream();
+void destroyStream(Stream s);
+/// The stream the ops and copies of this thread are enqueued on; null is
+/// the default stream.
+Stream currentStream();
+void setCurrentStream(Stream s);
+
+EventHandle createEvent();
+void destroyEvent(EventHandle e);
+void recordEvent(EventHandle e, Stream s);
+/// Later work on `s` starts after the work `e` marks.
+void waitEvent(Stream s, EventHandle e);
+/// Milliseconds from `from` to `to` (both recorded; waits for `to`).
+double elapsedMs(EventHandle from, EventHandle to);
+void synchronizeStream(Stream s);
+void synchronizeDevice();
+
+/// Copies `bytes` between any two of device and pinned/host memory, on the
+/// current stream (asynchronous on GPUs).
+void copy(void *dst, const void *src, size_t bytes);
+/// dst[0..n) = value, on the current stream.
+void fill(float *dst, size_t n, float value);
+void fillIds(int32_t *dst, size_t n, int32_t value);
+/// dst[i] += src[i], on the current stream.
+void accumulate(float *dst, const float *src, size_t n);
+/// *sum (device memory, one double) += the sum of x[i]^2, on the current stream.
+void accumulateSquares(double *sum, const float *x, size_t n);
+
+} // namespace mist::rt::device

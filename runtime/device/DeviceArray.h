@@ -1,0 +1,134 @@
+//===- DeviceArray.h - Owned arrays in device and pinned host memory ------===//
+/// \file
+/// The runtime's tensors: `DeviceArray<T>` owns n elements of device memory
+/// (runtime/device/Device.h) and offers the few std::vector-like operations
+/// the runtime needs, each one a device operation on the current stream, so
+/// the same code runs on CPU and GPU ranks; elements are never touched on
+/// the host except through `upload` and `download`. `HostArray<T>` owns
+/// pinned host memory that keeps its capacity when emptied, so offloading
+/// a tensor every step allocates nothing after the first.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/device/Device.h"
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace mist::rt {
+
+template <class T> class DeviceArray {
+public:
+  DeviceArray() = default;
+  ~DeviceArray() { device::release(ptr); }
+  DeviceArray(const DeviceArray &other) { *this = other; }
+  DeviceArray &operator=(const DeviceArray &other) {
+    if (this != &other) {
+      reallocate(other.n);
+      device::copy(ptr, other.ptr, n * sizeof(T));
+    }
+    return *this;
+  }
+  DeviceArray(DeviceArray &&other) noexcept { swap(other); }
+  DeviceArray &operator=(DeviceArray &&other) noexcept {
+    swap(other);
+    return *this;
+  }
+
+  T *data() { return ptr; }
+  const T *data() const { return ptr; }
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  void swap(DeviceArray &other) noexcept {
+    std::swap(ptr, other.ptr);
+    std::swap(n, other.n);
+  }
+
+  /// n elements, all zero.
+  void assignZeros(size_t count) {
+    reallocate(count);
+    fillZero();
+  }
+  /// n elements, the first min(n, size()) kept, the rest undefined.
+  void resize(size_t count) {
+    if (count == n)
+      return;
+    DeviceArray next;
+    next.reallocate(count);
+    device::copy(next.ptr, ptr, std::min(n, count) * sizeof(T));
+    swap(next);
+  }
+  /// Frees the memory.
+  void clear() { DeviceArray().swap(*this); }
+
+  /// Copies host values in (the device array takes their size) and waits,
+  /// so `values` may go away at once.
+  void upload(const std::vector<T> &values) {
+    reallocate(values.size());
+    device::copy(ptr, values.data(), n * sizeof(T));
+    device::synchronizeStream(device::currentStream());
+  }
+  /// The values, copied out after the work enqueued so far on the stream.
+  std::vector<T> download() const {
+    std::vector<T> out(n);
+    device::copy(out.data(), ptr, n * sizeof(T));
+    device::synchronizeStream(device::currentStream());
+    return out;
+  }
+
+private:
+  void fillZero();
+  void reallocate(size_t count) {
+    if (count == n)
+      return;
+    device::release(ptr);
+    ptr = static_cast<T *>(device::allocate(count * sizeof(T), "a tensor"));
+    n = count;
+  }
+  T *ptr = nullptr;
+  size_t n = 0;
+};
+
+template <> inline void DeviceArray<float>::fillZero() { device::fill(ptr, n, 0.f); }
+template <> inline void DeviceArray<int32_t>::fillZero() { device::fillIds(ptr, n, 0); }
+
+/// Pinned host memory for the offloaded parts of tensors.
+template <class T> class HostArray {
+public:
+  HostArray() = default;
+  ~HostArray() { device::releasePinned(ptr); }
+  HostArray(const HostArray &) = delete;
+  HostArray &operator=(const HostArray &) = delete;
+  HostArray(HostArray &&other) noexcept { swap(other); }
+  HostArray &operator=(HostArray &&other) noexcept {
+    swap(other);
+    return *this;
+  }
+  void swap(HostArray &other) noexcept {
+    std::swap(ptr, other.ptr);
+    std::swap(n, other.n);
+    std::swap(capacity, other.capacity);
+  }
+
+  T *data() { return ptr; }
+  const T *data() const { return ptr; }
+  size_t size() const { return n; }
+  bool empty() const { return n == 0; }
+  /// Room for `count` elements (contents undefined); keeps a larger block.
+  void resize(size_t count) {
+    if (count > capacity) {
+      device::releasePinned(ptr);
+      ptr = static_cast<T *>(device::allocatePinned(count * sizeof(T), "offloaded tensors"));
+      capacity = count;
+    }
+    n = count;
+  }
+  /// Empty, the memory kept for the next resize.
+  void clear() { n = 0; }
+
+private:
+  T *ptr = nullptr;
+  size_t n = 0, capacity = 0;
+};
+
+} // namespace mist::rt

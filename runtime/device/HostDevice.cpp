@@ -1,0 +1,130 @@
+//===- HostDevice.cpp - Device.h on CPU ranks: host memory, program order -===//
+/// \file
+/// On CPU ranks the device is the host: memory is aligned host memory,
+/// every stream runs its work at once in program order (which satisfies
+/// every event by construction), and an event is the time it was recorded,
+/// so the measured timeline comes out of the same Streams code as on GPUs.
+//===----------------------------------------------------------------------===//
+#include "runtime/device/Device.h"
+
+#include "runtime/comm/MpiCommunicator.h"
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+namespace mist::rt::device {
+
+namespace {
+
+/// Sizes of the live allocations, for bytesInUse and peakBytes.
+struct Accounting {
+  std::mutex lock;
+  std::unordered_map<void *, size_t> sizes;
+  size_t inUse = 0, peak = 0;
+};
+Accounting &accounting() {
+  static Accounting a; // the process's one device, like the GPU's own allocator
+  return a;
+}
+
+void *alignedAllocate(size_t bytes) {
+  const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  return std::aligned_alloc(64, rounded);
+}
+
+double nowMs() {
+  using namespace std::chrono;
+  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
+}
+
+thread_local Stream current = nullptr;
+
+} // namespace
+
+const char *backendName() { return "cpu"; }
+
+std::string initialize(int) { return "CPU"; }
+
+void *allocate(size_t bytes, const char *what) {
+  if (bytes == 0)
+    return nullptr;
+  void *p = alignedAllocate(bytes);
+  Accounting &a = accounting();
+  std::lock_guard<std::mutex> guard(a.lock);
+  if (!p)
+    abortJob(std::string("out of memory allocating ") + what + ": " +
+             std::to_string(double(bytes) / (1 << 20)) + " MiB requested, " +
+             std::to_string(double(a.inUse) / (1 << 20)) + " MiB in use");
+  a.sizes[p] = bytes;
+  a.inUse += bytes;
+  a.peak = std::max(a.peak, a.inUse);
+  return p;
+}
+
+void release(void *p) {
+  if (!p)
+    return;
+  Accounting &a = accounting();
+  {
+    std::lock_guard<std::mutex> guard(a.lock);
+    auto it = a.sizes.find(p);
+    if (it != a.sizes.end()) {
+      a.inUse -= it->second;
+      a.sizes.erase(it);
+    }
+  }
+  std::free(p);
+}
+
+void *allocatePinned(size_t bytes, const char *what) {
+  void *p = alignedAllocate(bytes);
+  if (!p)
+    abortJob(std::string("out of host memory allocating ") + what + ": " +
+             std::to_string(double(bytes) / (1 << 20)) + " MiB requested");
+  return p;
+}
+
+void releasePinned(void *p) { std::free(p); }
+
+size_t bytesInUse() { return accounting().inUse; }
+size_t peakBytes() { return accounting().peak; }
+
+Stream createStream() { return nullptr; }
+void destroyStream(Stream) {}
+Stream currentStream() { return current; }
+void setCurrentStream(Stream s) { current = s; }
+
+EventHandle createEvent() { return new double(0); }
+void destroyEvent(EventHandle e) { delete static_cast<double *>(e); }
+void recordEvent(EventHandle e, Stream) { *static_cast<double *>(e) = nowMs(); }
+void waitEvent(Stream, EventHandle) {} // in program order, the work is done
+double elapsedMs(EventHandle from, EventHandle to) {
+  return *static_cast<double *>(to) - *static_cast<double *>(from);
+}
+void synchronizeStream(Stream) {}
+void synchronizeDevice() {}
+
+void copy(void *dst, const void *src, size_t bytes) {
+  if (bytes)
+    std::memmove(dst, src, bytes);
+}
+
+void fill(float *dst, size_t n, float value) { std::fill(dst, dst + n, value); }
+void fillIds(int32_t *dst, size_t n, int32_t value) { std::fill(dst, dst + n, value); }
+
+void accumulate(float *dst, const float *src, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    dst[i] += src[i];
+}
+
+void accumulateSquares(double *sum, const float *x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i)
+    s += double(x[i]) * x[i];
+  *sum += s;
+}
+
+} // namespace mist::rt::device

@@ -1,0 +1,449 @@
+//===- CudaOps.cu - The IR's ops on GPU ranks, over the CUDA kernels ------===//
+/// \file
+/// Ops.h over the CUDA kernels of stdlib/kernels (`<op>/<Op>Cuda.h`), which
+/// take the reference kernels' argument structs: each op fills its struct
+/// as CpuOps.cpp does and launches on the device's current stream, so the
+/// GPU trainer runs the same IR-level semantics as the CPU ranks. Where the
+/// IR's layouts differ from the kernels' (the interleaved `[N, 2]` norm and
+/// loss statistics), small glue kernels here convert through a scratch
+/// buffer; the LM head is the linear layer's GEMMs with the table in the
+/// weight's place (see lmHead). Nothing here waits for the device.
+///
+/// Errors: every status is checked; a failure ends the job (abortJob) with
+/// the op's name and the CUDA or cuBLAS error string.
+///
+/// Per stream (not per thread: one thread drives several streams, see
+/// Device.h), ops keep a cuBLASLt context, since a context's one workspace
+/// must serve one GEMM at a time (LinearCuda.h), and the glue scratch,
+/// which the next op on the same stream may reuse because stream order puts
+/// it after this op's kernels.
+//===----------------------------------------------------------------------===//
+#include "runtime/ops/Ops.h"
+
+#include "runtime/comm/MpiCommunicator.h"
+#include "runtime/device/Device.h"
+#include "stdlib/kernels/activation/ActivationCuda.h"
+#include "stdlib/kernels/adamw/AdamWCuda.h"
+#include "stdlib/kernels/attention/AttentionCuda.h"
+#include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
+#include "stdlib/kernels/embedding/EmbeddingCuda.h"
+#include "stdlib/kernels/layernorm/LayerNormCuda.h"
+#include "stdlib/kernels/linear/LinearCuda.h"
+#include "stdlib/kernels/rmsnorm/RMSNormCuda.h"
+#include "stdlib/kernels/rope/RopeCuda.h"
+
+#include <algorithm>
+#include <cuda_runtime.h>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace k = mist::kernels;
+
+namespace mist::rt::ops {
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Errors, streams and per-stream state
+//===----------------------------------------------------------------------===//
+
+void check(cudaError_t rc, const char *op) {
+  if (rc != cudaSuccess)
+    abortJob(std::string("ops::") + op + " failed on the GPU: " + cudaGetErrorString(rc));
+}
+
+void check(cublasStatus_t rc, const char *op) {
+  if (rc != CUBLAS_STATUS_SUCCESS)
+    abortJob(std::string("ops::") + op +
+             " failed on the GPU (cuBLASLt): " + cublasLtGetStatusString(rc));
+}
+
+/// The size of a buffer of n elements; a negative n is the caller's bug.
+size_t elements(Index n, const char *op) {
+  if (n < 0)
+    abortJob(std::string("ops::") + op + ": negative size " + std::to_string(n));
+  return size_t(n);
+}
+
+cudaStream_t currentStream() { return static_cast<cudaStream_t>(device::currentStream()); }
+
+struct StreamState {
+  k::LinearContext linear; ///< exact fp32 (LinearMath::Fp32): the GPU trainer is fp32 for now
+  float *scratch = nullptr;
+  size_t scratchFloats = 0;
+};
+
+/// The state of stream `s`, created on its first op. Streams live as long
+/// as the trainer, so the states are never dropped; nor destroyed at exit,
+/// where a LinearContext destructor could run after the CUDA runtime's.
+StreamState &stateOf(cudaStream_t s) {
+  static std::mutex lock;
+  static auto *states = new std::unordered_map<cudaStream_t, std::unique_ptr<StreamState>>();
+  std::lock_guard<std::mutex> guard(lock);
+  std::unique_ptr<StreamState> &state = (*states)[s];
+  if (!state)
+    state = std::make_unique<StreamState>();
+  return *state;
+}
+
+/// At least `floats` floats of the stream's scratch. Grows geometrically and
+/// is kept, so the steady state allocates nothing. The old buffer is
+/// released while `s` is current, which orders its reuse after the kernels
+/// still reading it (CudaDevice.cpp's allocator is stream-ordered).
+float *scratch(StreamState &state, size_t floats) {
+  if (floats > state.scratchFloats) {
+    device::release(state.scratch);
+    size_t grown = std::max(floats, 2 * state.scratchFloats);
+    state.scratch = static_cast<float *>(device::allocate(grown * sizeof(float), "ops scratch"));
+    state.scratchFloats = grown;
+  }
+  return state.scratch;
+}
+
+//===----------------------------------------------------------------------===//
+// Glue kernels: the IR's [N, 2] statistics, and the max over blocks
+//===----------------------------------------------------------------------===//
+
+constexpr int glueThreads = 256;
+
+unsigned glueBlocks(Index n) {
+  return unsigned(std::min<Index>((n + glueThreads - 1) / glueThreads, Index(1) << 16));
+}
+
+#define MIST_GRID_STRIDE(i, n)                                                                     \
+  for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < (n);                            \
+       i += Index(gridDim.x) * blockDim.x)
+
+/// pairs[n] = (first[n], second[n]); with `logSumExp`, the second value is
+/// first[n] + log(second[n]) (the loss's (max, log-sum-exp) from max, sumExp).
+template <bool logSumExp>
+__global__ void interleaveKernel(float *pairs, const float *first, const float *second,
+                                 Index rows) {
+  MIST_GRID_STRIDE(n, rows) {
+    pairs[2 * n] = first[n];
+    pairs[2 * n + 1] = logSumExp ? first[n] + logf(second[n]) : second[n];
+  }
+}
+
+/// The inverse: first[n] = pairs[n].0; second[n] = pairs[n].1, or with
+/// `logSumExp` exp(pairs[n].1 - pairs[n].0) (sumExp back from max, lse).
+template <bool logSumExp>
+__global__ void deinterleaveKernel(float *first, float *second, const float *pairs, Index rows) {
+  MIST_GRID_STRIDE(n, rows) {
+    first[n] = pairs[2 * n];
+    second[n] = logSumExp ? expf(pairs[2 * n + 1] - pairs[2 * n]) : pairs[2 * n + 1];
+  }
+}
+
+/// `m < x ? x : m`, as CpuOps's std::max, so that NaNs propagate the same way.
+__global__ void maxOverBlocksKernel(float *out, const float *blocks, int count, Index n) {
+  MIST_GRID_STRIDE(i, n) {
+    float m = blocks[i];
+    for (int b = 1; b < count; ++b) {
+      float x = blocks[Index(b) * n + i];
+      m = m < x ? x : m;
+    }
+    out[i] = m;
+  }
+}
+
+#undef MIST_GRID_STRIDE
+
+template <bool logSumExp>
+cudaError_t interleave(float *pairs, const float *first, const float *second, Index rows,
+                       cudaStream_t s) {
+  if (rows == 0)
+    return cudaSuccess;
+  interleaveKernel<logSumExp><<<glueBlocks(rows), glueThreads, 0, s>>>(pairs, first, second, rows);
+  return cudaGetLastError();
+}
+
+template <bool logSumExp>
+cudaError_t deinterleave(float *first, float *second, const float *pairs, Index rows,
+                         cudaStream_t s) {
+  if (rows == 0)
+    return cudaSuccess;
+  deinterleaveKernel<logSumExp>
+      <<<glueBlocks(rows), glueThreads, 0, s>>>(first, second, pairs, rows);
+  return cudaGetLastError();
+}
+
+/// The attention kernels exist for head dims 64 and 128 only: say so,
+/// rather than the bare cudaErrorInvalidValue they would return.
+void requireHeadDim(Index headDim, const char *op) {
+  if (!k::attentionCudaSupportsHeadDim(headDim))
+    abortJob(std::string("ops::") + op + ": the CUDA attention kernels support head dims 64 " +
+             "and 128 only, not " + std::to_string(headDim));
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Embeddings and elementwise
+//===----------------------------------------------------------------------===//
+
+void embedding(float *out, const int32_t *ids, const float *table, Index tokens, Index channels,
+               Index vocab, Index vocabStart) {
+  check(
+      k::embeddingFwdCuda({out, ids, table, nullptr, nullptr, tokens, channels, vocab, vocabStart},
+                          currentStream()),
+      "embedding");
+}
+
+void embeddingGrad(float *dtable, const float *dout, const int32_t *ids, Index tokens,
+                   Index channels, Index vocab, Index vocabStart) {
+  check(k::embeddingBwdCuda(
+            {nullptr, ids, nullptr, dtable, dout, tokens, channels, vocab, vocabStart},
+            currentStream()),
+        "embeddingGrad");
+}
+
+void positionEmbedding(float *out, const float *table, Index batch, Index seq, Index channels) {
+  check(k::positionEmbeddingFwdCuda({out, table, nullptr, nullptr, batch, seq, channels},
+                                    currentStream()),
+        "positionEmbedding");
+}
+
+void positionEmbeddingGrad(float *dtable, const float *dout, Index batch, Index seq,
+                           Index channels) {
+  check(k::positionEmbeddingBwdCuda({nullptr, nullptr, dtable, dout, batch, seq, channels},
+                                    currentStream()),
+        "positionEmbeddingGrad");
+}
+
+void add(float *out, const float *a, const float *b, Index n) {
+  check(k::addFwdCuda({out, a, b, nullptr, nullptr, nullptr, n}, currentStream()), "add");
+}
+
+void copy(float *out, const float *in, Index n) {
+  size_t bytes = elements(n, "copy") * sizeof(float);
+  if (bytes == 0 || out == in)
+    return;
+  check(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, currentStream()), "copy");
+}
+
+void gelu(float *out, const float *x, Index n) {
+  check(k::geluFwdCuda({out, x, nullptr, nullptr, nullptr, nullptr, n}, currentStream()), "gelu");
+}
+
+void geluGrad(float *dx, const float *dout, const float *x, Index n) {
+  check(k::geluBwdCuda({nullptr, x, nullptr, dx, nullptr, dout, n}, currentStream()), "geluGrad");
+}
+
+void silu(float *out, const float *x, Index n) {
+  check(k::siluFwdCuda({out, x, nullptr, nullptr, nullptr, nullptr, n}, currentStream()), "silu");
+}
+
+void siluGrad(float *dx, const float *dout, const float *x, Index n) {
+  check(k::siluBwdCuda({nullptr, x, nullptr, dx, nullptr, dout, n}, currentStream()), "siluGrad");
+}
+
+void mul(float *out, const float *a, const float *b, Index n) {
+  check(k::mulFwdCuda({out, a, b, nullptr, nullptr, nullptr, n}, currentStream()), "mul");
+}
+
+void mulGrad(float *da, float *db, const float *dout, const float *a, const float *b, Index n) {
+  check(k::mulBwdCuda({nullptr, a, b, da, db, dout, n}, currentStream()), "mulGrad");
+}
+
+//===----------------------------------------------------------------------===//
+// Norms
+//===----------------------------------------------------------------------===//
+
+void layerNorm(float *out, float *stats, const float *x, const float *weight, const float *bias,
+               Index rows, Index channels, float eps) {
+  cudaStream_t s = currentStream();
+  float *mean = scratch(stateOf(s), 2 * elements(rows, "layerNorm")), *rstd = mean + rows;
+  check(k::layerNormFwdCuda({out, mean, rstd, x, weight, bias, nullptr, nullptr, nullptr, nullptr,
+                             rows, channels, eps},
+                            s),
+        "layerNorm");
+  check(interleave<false>(stats, mean, rstd, rows, s), "layerNorm (stats)");
+}
+
+void layerNormGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
+                   const float *weight, const float *stats, Index rows, Index channels) {
+  cudaStream_t s = currentStream();
+  float *mean = scratch(stateOf(s), 2 * elements(rows, "layerNormGrad")), *rstd = mean + rows;
+  check(deinterleave<false>(mean, rstd, stats, rows, s), "layerNormGrad (stats)");
+  check(k::layerNormBwdCuda({nullptr, mean, rstd, x, weight, nullptr, dx, dweight, dbias, dout,
+                             rows, channels, 0.f},
+                            s),
+        "layerNormGrad");
+}
+
+void rmsNorm(float *out, float *stats, const float *x, const float *weight, Index rows,
+             Index channels, float eps) {
+  // The IR's [N, 1] statistics are the kernel's rstd as they are.
+  check(k::rmsNormFwdCuda({out, stats, x, weight, nullptr, nullptr, nullptr, rows, channels, eps},
+                          currentStream()),
+        "rmsNorm");
+}
+
+void rmsNormGrad(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
+                 const float *stats, Index rows, Index channels) {
+  check(k::rmsNormBwdCuda({nullptr, const_cast<float *>(stats), x, weight, dx, dweight, dout, rows,
+                           channels, 0.f},
+                          currentStream()),
+        "rmsNormGrad");
+}
+
+//===----------------------------------------------------------------------===//
+// Linear and the LM head
+//===----------------------------------------------------------------------===//
+
+void linear(float *out, const float *x, const float *weight, const float *bias, Index rows,
+            Index in, Index outF) {
+  cudaStream_t s = currentStream();
+  check(k::linearFwdCuda({out, x, weight, bias, nullptr, nullptr, nullptr, nullptr, rows, in, outF},
+                         s, &stateOf(s).linear),
+        "linear");
+}
+
+void linearGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
+                const float *weight, Index rows, Index in, Index outF) {
+  cudaStream_t s = currentStream();
+  check(k::linearBwdCuda({nullptr, x, weight, nullptr, dx, dweight, dbias, dout, rows, in, outF}, s,
+                         &stateOf(s).linear),
+        "linearGrad");
+}
+
+// The LM head's three GEMMs are the linear layer's, with the table [V, C]
+// in the role of a weight [in = V, out = C], so the transposed table needs
+// neither a copy nor a GEMM entry point of its own:
+//   logits = x tableᵀ        is linear's dinp    = dout Wᵀ    (dout = x)
+//   dx     = dlogits table   is linear's forward   inp W      (inp = dlogits)
+//   dtable += dlogitsᵀ x     is linear's dweight += inpᵀ dout (inp = dlogits, dout = x)
+
+void lmHead(float *logits, const float *x, const float *table, Index rows, Index channels,
+            Index vocab) {
+  cudaStream_t s = currentStream();
+  check(k::linearBwdCuda(
+            {nullptr, nullptr, table, nullptr, logits, nullptr, nullptr, x, rows, vocab, channels},
+            s, &stateOf(s).linear),
+        "lmHead");
+}
+
+void lmHeadGrad(float *dx, float *dtable, const float *dlogits, const float *x, const float *table,
+                Index rows, Index channels, Index vocab) {
+  cudaStream_t s = currentStream();
+  k::LinearContext &linearContext = stateOf(s).linear;
+  check(k::linearFwdCuda({dx, dlogits, table, nullptr, nullptr, nullptr, nullptr, nullptr, rows,
+                          vocab, channels},
+                         s, &linearContext),
+        "lmHeadGrad (dx)");
+  check(k::linearBwdCuda({nullptr, dlogits, nullptr, nullptr, nullptr, dtable, nullptr, x, rows,
+                          vocab, channels},
+                         s, &linearContext),
+        "lmHeadGrad (dtable)");
+}
+
+//===----------------------------------------------------------------------===//
+// Attention and rope
+//===----------------------------------------------------------------------===//
+
+void attention(float *out, float *lse, const float *q, const float *k, const float *v,
+               Index qStride, Index kvStride, const AttentionShape &s) {
+  requireHeadDim(s.headDim, "attention");
+  check(k::attentionFwdCuda({out, lse, q, k, v, nullptr, nullptr, nullptr, nullptr, s.batch, s.seq,
+                             s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal},
+                            currentStream()),
+        "attention");
+}
+
+void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const float *q,
+                   const float *k, const float *v, const float *out, const float *lse,
+                   Index qStride, Index kvStride, const AttentionShape &s) {
+  // dq, dk and dv have q's, k's and v's layouts (strides included), as the
+  // IR's fused dqkv buffer has; the kernel writes them (`=`).
+  requireHeadDim(s.headDim, "attentionGrad");
+  check(k::attentionBwdCuda({const_cast<float *>(out), const_cast<float *>(lse), q, k, v, dq, dk,
+                             dv, dout, s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride,
+                             kvStride, s.causal},
+                            currentStream()),
+        "attentionGrad");
+}
+
+void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
+          float theta) {
+  check(k::ropeCuda({out, x, batch, seq, heads, headDim, theta, false}, currentStream()), "rope");
+}
+
+void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
+              float theta) {
+  check(k::ropeCuda({dx, dout, batch, seq, heads, headDim, theta, true}, currentStream()),
+        "ropeGrad");
+}
+
+//===----------------------------------------------------------------------===//
+// Cross-entropy
+//===----------------------------------------------------------------------===//
+
+void crossEntropyRowMax(float *rowMax, const float *logits, Index rows, Index vocab) {
+  check(k::crossEntropyMaxCuda(
+            {logits, nullptr, rowMax, nullptr, nullptr, nullptr, rows, vocab, 0, rows},
+            currentStream()),
+        "crossEntropyRowMax");
+}
+
+void crossEntropyRowSums(float *sumExp, float *targetLogit, const float *logits,
+                         const int32_t *targets, const float *rowMax, Index rows, Index vocab,
+                         Index vocabStart) {
+  check(k::crossEntropySumCuda({logits, targets, const_cast<float *>(rowMax), sumExp, targetLogit,
+                                nullptr, rows, vocab, vocabStart, rows},
+                               currentStream()),
+        "crossEntropyRowSums");
+}
+
+void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const float *sumExp,
+                        const float *targetLogit, Index rows) {
+  cudaStream_t s = currentStream();
+  elements(rows, "crossEntropyFinish");
+  check(interleave<true>(stats, rowMax, sumExp, rows, s), "crossEntropyFinish (stats)");
+  // The kernel's loss is this rank's rows' share of the mean over totalRows:
+  // with totalRows = rows it is the mean over rows, as Ops.h defines it.
+  check(k::crossEntropyLossCuda({nullptr, nullptr, const_cast<float *>(rowMax),
+                                 const_cast<float *>(sumExp), const_cast<float *>(targetLogit),
+                                 nullptr, rows, 0, 0, rows},
+                                loss, s),
+        "crossEntropyFinish");
+}
+
+void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
+                      const int32_t *targets, const float *stats, Index rows, Index vocab,
+                      Index vocabStart) {
+  cudaStream_t s = currentStream();
+  float *rowMax = scratch(stateOf(s), 2 * elements(rows, "crossEntropyGrad")),
+        *sumExp = rowMax + rows;
+  check(deinterleave<true>(rowMax, sumExp, stats, rows, s), "crossEntropyGrad (stats)");
+  // dloss stays on the device: the kernel reads *dloss, the host never waits.
+  check(k::crossEntropyBwdCuda(
+            {logits, targets, rowMax, sumExp, nullptr, dlogits, rows, vocab, vocabStart, rows},
+            dloss, s),
+        "crossEntropyGrad");
+}
+
+void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
+  if (count < 1)
+    abortJob("ops::maxOverBlocks: " + std::to_string(count) + " blocks (at least one needed)");
+  if (elements(n, "maxOverBlocks") == 0)
+    return;
+  maxOverBlocksKernel<<<glueBlocks(n), glueThreads, 0, currentStream()>>>(out, blocks, count, n);
+  check(cudaGetLastError(), "maxOverBlocks");
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+void adamW(float *master, float *m, float *v, float *param, const float *grad, Index n,
+           const AdamWStep &s) {
+  check(k::adamWCuda({master, m, v, param, grad, n, s.lr, s.beta1, s.beta2, s.eps, s.weightDecay,
+                      s.gradScale, s.step},
+                     currentStream()),
+        "adamW");
+}
+
+} // namespace mist::rt::ops

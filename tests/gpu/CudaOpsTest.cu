@@ -1,0 +1,270 @@
+//===- CudaOpsTest.cu - The runtime's GPU ops and device layer vs refs ----===//
+/// \file
+/// The runtime's GPU side beyond the kernels themselves: the glue and the
+/// argument mapping of runtime/ops/CudaOps.cu, in the IR's layouts, against
+/// the CPU reference kernels mapped the way CpuOps.cpp maps them (CpuOps
+/// defines the same symbols as CudaOps, so it cannot be linked here):
+/// layerNorm with interleaved [N, 2] statistics, the cross-entropy phases
+/// and the gradient with a device-side dloss on a vocabulary slice, the LM
+/// head's GEMMs on the [V, C] table, maxOverBlocks; and the device layer
+/// (runtime/device/CudaDevice.cpp): the caching allocator's reuse and
+/// accounting, fill, accumulate, accumulateSquares and events. Everything
+/// runs on a stream of the device layer, as in the trainer.
+//===----------------------------------------------------------------------===//
+#include "GpuTest.h"
+
+#include "runtime/device/Device.h"
+#include "runtime/ops/Ops.h"
+#include "stdlib/kernels/crossentropy/CrossEntropy.h"
+#include "stdlib/kernels/layernorm/LayerNorm.h"
+
+using namespace mist::gputest;
+namespace device = mist::rt::device;
+namespace ops = mist::rt::ops;
+namespace k = mist::kernels;
+using k::Index;
+
+namespace {
+
+/// Before the ops run: DeviceBuffer's uploads may still be in flight
+/// (pageable cudaMemcpy), and the ops' stream does not wait for them.
+void settle() { CHECK_CUDA(cudaDeviceSynchronize()); }
+/// Before the host reads results: the ops ran on the current stream.
+void sync() { device::synchronizeStream(device::currentStream()); }
+
+/// Sums of k products of N(0,1) values: absolute error grows like sqrt(k).
+float sumTolerance(float perTerm, Index k) {
+  return perTerm * std::sqrt(float(std::max<Index>(k, 1)));
+}
+
+std::string shape(const char *op, Index a, Index b, Index c = -1) {
+  return std::string(op) + " " + std::to_string(a) + "x" + std::to_string(b) +
+         (c >= 0 ? "x" + std::to_string(c) : "");
+}
+
+void checkLayerNorm(Index rows, Index channels, unsigned seed) {
+  const std::string what = shape("layerNorm", rows, channels);
+  size_t n = size_t(rows * channels), c = size_t(channels), r = size_t(rows);
+  std::vector<float> x = randomVector(n, seed, 2.f), weight = randomVector(c, seed + 1),
+                     bias = randomVector(c, seed + 2), dout = randomVector(n, seed + 3),
+                     dw0 = randomVector(c, seed + 4), db0 = randomVector(c, seed + 5);
+  std::vector<float> out(n), mean(r), rstd(r), dx(n), dw = dw0, db = db0, stats(2 * r);
+  k::LayerNormArgs ref{out.data(),  mean.data(), rstd.data(), x.data(),  weight.data(),
+                       bias.data(), dx.data(),   dw.data(),   db.data(), dout.data(),
+                       rows,        channels,    1e-5f};
+  k::layerNormFwdRef(ref);
+  k::layerNormBwdRef(ref);
+  for (size_t i = 0; i < r; ++i) {
+    stats[2 * i] = mean[i];
+    stats[2 * i + 1] = rstd[i];
+  }
+
+  DeviceBuffer<float> dX(x), dWeight(weight), dBias(bias), dOut(n), dStats(2 * r), dDout(dout),
+      dDx(n), dDw(dw0), dDb(db0);
+  settle();
+  ops::layerNorm(dOut.ptr, dStats.ptr, dX.ptr, dWeight.ptr, dBias.ptr, rows, channels, 1e-5f);
+  ops::layerNormGrad(dDx.ptr, dDw.ptr, dDb.ptr, dDout.ptr, dX.ptr, dWeight.ptr, dStats.ptr, rows,
+                     channels);
+  sync();
+  expectClose(what + " out", dOut.download(), out, 1e-4f, 1e-5f);
+  expectClose(what + " stats [N, 2]", dStats.download(), stats, 1e-4f, 1e-6f);
+  expectClose(what + " dx", dDx.download(), dx, 1e-3f, 1e-4f);
+  float paramAtol = 2e-5f * std::sqrt(float(rows)) + 1e-5f;
+  expectClose(what + " dweight (+=)", dDw.download(), dw, 1e-4f, paramAtol);
+  expectClose(what + " dbias (+=)", dDb.download(), db, 1e-4f, paramAtol);
+}
+
+/// One tp rank's slice [vocab, 2 vocab) of a vocabulary of 3 vocab, the
+/// phases run back to back (as with one rank, the values already combined).
+void checkCrossEntropy(Index rows, Index vocab, unsigned seed) {
+  const std::string what = shape("crossEntropy", rows, vocab);
+  size_t n = size_t(rows * vocab), r = size_t(rows);
+  const Index vocabStart = vocab;
+  const float dloss = 0.7f;
+  std::vector<float> logits = randomVector(n, seed, 3.f);
+  std::vector<int32_t> targets(r);
+  std::mt19937 gen(seed + 1);
+  std::uniform_int_distribution<int32_t> pick(0, int32_t(3 * vocab - 1));
+  for (int32_t &t : targets)
+    t = pick(gen);
+  targets[0] = int32_t(vocabStart); // in the slice whatever the draw
+
+  std::vector<float> rowMax(r), sumExp(r), targetLogit(r), stats(2 * r), dlogits(n);
+  k::CrossEntropyArgs ref{logits.data(),      targets.data(), rowMax.data(), sumExp.data(),
+                          targetLogit.data(), nullptr,        rows,          vocab,
+                          vocabStart,         rows,           dloss};
+  k::crossEntropyMaxRef(ref);
+  k::crossEntropySumRef(ref);
+  float loss = float(k::crossEntropyLossRef(ref));
+  // The gradient from the saved statistics, as CpuOps.cpp computes it.
+  std::vector<float> savedMax(r), savedSum(r);
+  for (size_t i = 0; i < r; ++i) {
+    stats[2 * i] = rowMax[i];
+    stats[2 * i + 1] = rowMax[i] + std::log(sumExp[i]);
+    savedMax[i] = stats[2 * i];
+    savedSum[i] = std::exp(stats[2 * i + 1] - stats[2 * i]);
+  }
+  k::crossEntropyBwdRef({logits.data(), targets.data(), savedMax.data(), savedSum.data(), nullptr,
+                         dlogits.data(), rows, vocab, vocabStart, rows, dloss});
+
+  DeviceBuffer<float> dLogits(logits), dMax(r), dSum(r), dTarget(r), dStats(2 * r), dLoss(1),
+      dDloss(std::vector<float>{dloss}), dDlogits(n);
+  DeviceBuffer<int32_t> dTargets(targets);
+  settle();
+  ops::crossEntropyRowMax(dMax.ptr, dLogits.ptr, rows, vocab);
+  ops::crossEntropyRowSums(dSum.ptr, dTarget.ptr, dLogits.ptr, dTargets.ptr, dMax.ptr, rows, vocab,
+                           vocabStart);
+  ops::crossEntropyFinish(dLoss.ptr, dStats.ptr, dMax.ptr, dSum.ptr, dTarget.ptr, rows);
+  ops::crossEntropyGrad(dDlogits.ptr, dDloss.ptr, dLogits.ptr, dTargets.ptr, dStats.ptr, rows,
+                        vocab, vocabStart);
+  sync();
+  expectClose(what + " rowMax", dMax.download(), rowMax, 0.f, 0.f);
+  expectClose(what + " sumExp", dSum.download(), sumExp, 1e-4f, 0.f);
+  expectClose(what + " targetLogit", dTarget.download(), targetLogit, 0.f, 0.f);
+  expectClose(what + " loss (mean over rows)", dLoss.download(), {loss}, 1e-5f, 1e-6f);
+  expectClose(what + " stats [N, 2]", dStats.download(), stats, 1e-5f, 1e-5f);
+  expectClose(what + " dlogits (device dloss)", dDlogits.download(), dlogits, 1e-4f,
+              1e-5f * dloss / float(rows));
+}
+
+/// logits = x tableᵀ, dx = dlogits table, dtable += dlogitsᵀ x, in double
+/// on the host as CpuOps.cpp does.
+void checkLmHead(Index rows, Index channels, Index vocab, unsigned seed) {
+  const std::string what = shape("lmHead", rows, channels, vocab);
+  const Index N = rows, C = channels, V = vocab;
+  std::vector<float> x = randomVector(size_t(N * C), seed),
+                     table = randomVector(size_t(V * C), seed + 1),
+                     dlogits = randomVector(size_t(N * V), seed + 2),
+                     dtable0 = randomVector(size_t(V * C), seed + 3);
+  std::vector<float> logits(size_t(N * V)), dx(size_t(N * C)), dtable = dtable0;
+  for (Index n = 0; n < N; ++n)
+    for (Index v = 0; v < V; ++v) {
+      double acc = 0;
+      for (Index c = 0; c < C; ++c)
+        acc += double(x[n * C + c]) * table[v * C + c];
+      logits[n * V + v] = float(acc);
+    }
+  for (Index n = 0; n < N; ++n)
+    for (Index c = 0; c < C; ++c) {
+      double acc = 0;
+      for (Index v = 0; v < V; ++v)
+        acc += double(dlogits[n * V + v]) * table[v * C + c];
+      dx[n * C + c] = float(acc);
+    }
+  for (Index v = 0; v < V; ++v)
+    for (Index c = 0; c < C; ++c) {
+      double acc = 0;
+      for (Index n = 0; n < N; ++n)
+        acc += double(dlogits[n * V + v]) * x[n * C + c];
+      dtable[v * C + c] += float(acc);
+    }
+
+  DeviceBuffer<float> dX(x), dTable(table), dLogits(logits.size()), dDlogits(dlogits),
+      dDx(dx.size()), dDtable(dtable0);
+  settle();
+  ops::lmHead(dLogits.ptr, dX.ptr, dTable.ptr, N, C, V);
+  ops::lmHeadGrad(dDx.ptr, dDtable.ptr, dDlogits.ptr, dX.ptr, dTable.ptr, N, C, V);
+  sync();
+  expectClose(what + " logits", dLogits.download(), logits, 1e-4f, sumTolerance(1e-5f, C));
+  expectClose(what + " dx", dDx.download(), dx, 1e-4f, sumTolerance(1e-5f, V));
+  expectClose(what + " dtable (+=)", dDtable.download(), dtable, 1e-4f, sumTolerance(1e-5f, N));
+}
+
+void checkMaxOverBlocks(int count, Index n, unsigned seed) {
+  std::vector<float> blocks = randomVector(size_t(count * n), seed), want(static_cast<size_t>(n));
+  for (Index i = 0; i < n; ++i) {
+    float m = blocks[size_t(i)];
+    for (int b = 1; b < count; ++b)
+      m = std::max(m, blocks[size_t(b * n + i)]);
+    want[size_t(i)] = m;
+  }
+  DeviceBuffer<float> dBlocks(blocks), dOut(static_cast<size_t>(n));
+  settle();
+  ops::maxOverBlocks(dOut.ptr, dBlocks.ptr, count, n);
+  sync();
+  expectClose(shape("maxOverBlocks", count, n), dOut.download(), want, 0.f, 0.f);
+}
+
+void expectTrue(const std::string &what, bool ok) {
+  std::printf("%s %s\n", ok ? "ok  " : "FAIL", what.c_str());
+  if (!ok)
+    ++failures();
+}
+
+/// The device layer's primitives, through its own copies and pinned memory.
+void checkDevice() {
+  const size_t n = 1000, before = device::bytesInUse();
+  auto *a = static_cast<float *>(device::allocate(n * sizeof(float), "test a"));
+  auto *b = static_cast<float *>(device::allocate(n * sizeof(float), "test b"));
+  auto *sum = static_cast<double *>(device::allocate(sizeof(double), "test sum"));
+  auto *ids = static_cast<int32_t *>(device::allocate(n * sizeof(int32_t), "test ids"));
+  expectTrue("bytesInUse counts the requested bytes",
+             device::bytesInUse() ==
+                 before + 2 * n * sizeof(float) + sizeof(double) + n * sizeof(int32_t));
+  expectTrue("peakBytes >= bytesInUse", device::peakBytes() >= device::bytesInUse());
+  expectTrue("allocate(0) is null", device::allocate(0, "nothing") == nullptr);
+
+  auto *host = static_cast<float *>(device::allocatePinned(n * sizeof(float), "test host"));
+  auto *hostSum = static_cast<double *>(device::allocatePinned(sizeof(double), "test host sum"));
+  auto *hostIds = static_cast<int32_t *>(device::allocatePinned(n * sizeof(int32_t), "ids"));
+  *hostSum = 1.0;
+  device::copy(sum, hostSum, sizeof(double));
+  device::fill(a, n, 2.f);
+  device::fill(b, n, 0.5f);
+  device::accumulate(a, b, n);
+  device::accumulateSquares(sum, a, n);
+  device::fillIds(ids, n, 7);
+  device::EventHandle start = device::createEvent(), end = device::createEvent();
+  device::recordEvent(start, device::currentStream());
+  device::fill(b, n, 0.f);
+  device::recordEvent(end, device::currentStream());
+  device::copy(host, a, n * sizeof(float));
+  device::copy(hostSum, sum, sizeof(double));
+  device::copy(hostIds, ids, n * sizeof(int32_t));
+  sync();
+  expectClose("fill + accumulate", std::vector<float>(host, host + n), std::vector<float>(n, 2.5f),
+              0.f, 0.f);
+  expectClose("accumulateSquares (1 + 1000 * 2.5^2)", {float(*hostSum)}, {6251.f}, 1e-7f, 0.f);
+  expectTrue("fillIds", std::all_of(hostIds, hostIds + n, [](int32_t v) { return v == 7; }));
+  expectTrue("elapsedMs >= 0", device::elapsedMs(start, end) >= 0.0);
+  device::destroyEvent(start);
+  device::destroyEvent(end);
+
+  // A block released on this stream comes back to the next allocation of
+  // its size on the same stream, without cudaMalloc.
+  device::release(b);
+  auto *again = static_cast<float *>(device::allocate(n * sizeof(float) - 4, "test again"));
+  expectTrue("a released block is reused on its stream", again == b);
+  for (void *p : {static_cast<void *>(a), static_cast<void *>(again), static_cast<void *>(sum),
+                  static_cast<void *>(ids)})
+    device::release(p);
+  expectTrue("bytesInUse back to its start", device::bytesInUse() == before);
+  device::releasePinned(host);
+  device::releasePinned(hostSum);
+  device::releasePinned(hostIds);
+}
+
+} // namespace
+
+int main() {
+  requireGpu();
+  std::printf("device: %s (%s)\n", device::initialize(0).c_str(), device::backendName());
+  device::Stream stream = device::createStream();
+  device::setCurrentStream(stream);
+
+  checkDevice();
+  for (auto [rows, channels] : {std::pair<Index, Index>{1, 1}, {7, 33}, {64, 768}, {300, 1031}})
+    checkLayerNorm(rows, channels, unsigned(rows * 7 + channels));
+  for (auto [rows, vocab] : {std::pair<Index, Index>{1, 5}, {17, 1000}, {64, 50304}})
+    checkCrossEntropy(rows, vocab, unsigned(rows * 13 + vocab));
+  checkLmHead(33, 64, 100, 1);
+  checkLmHead(7, 13, 257, 2);
+  checkLmHead(128, 256, 1000, 3);
+  checkMaxOverBlocks(1, 100, 4);
+  checkMaxOverBlocks(3, 1000, 5);
+
+  device::synchronizeDevice();
+  device::setCurrentStream(nullptr);
+  device::destroyStream(stream);
+  return finish();
+}
