@@ -471,7 +471,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     "{1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
                     src.sourceRoot, src.buildDir);
   os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. -DMIST_RUNTIME_ONLY=ON):\n";
-  os << "//   scripts/build-gpu-trainer.sh train.cu BUILD train   (from the source tree named by -I above)\n";
+  os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by -I above)\n";
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
                     "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
                     "timeline.json]\n\n",

@@ -53,10 +53,11 @@ public:
   void resize(size_t count) {
     if (count == n)
       return;
-    DeviceArray next;
-    next.reallocate(count);
-    device::copy(next.ptr, ptr, std::min(n, count) * sizeof(T));
-    swap(next);
+    T *fresh = static_cast<T *>(device::allocate(count * sizeof(T), "a tensor"));
+    device::copy(fresh, ptr, std::min(n, count) * sizeof(T));
+    device::release(ptr);
+    ptr = fresh;
+    n = count;
   }
   /// Frees the memory.
   void clear() { DeviceArray().swap(*this); }

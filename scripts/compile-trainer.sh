@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Compiles an emitted train.cu against a build folder of this tree:
+#   compile-trainer.sh cpu|gpu TRAIN.cu BUILD OUT
+# cpu: C++ (-DMIST_CPU) linked with the CPU device layer and ops, for CPU
+#      ranks (the same link as the line in train.cu's header);
+# gpu: nvcc, linked with the CUDA device layer and ops (runtime/device/
+#      CudaDevice.cpp, runtime/ops/CudaOps.cu); BUILD must have been
+#      configured where nvcc is found, with mistrtTrainerCuda built, e.g. on
+#      a GPU host without the compiler's dependencies:
+#        cmake -S . -B BUILD -DMIST_RUNTIME_ONLY=ON
+#        cmake --build BUILD --target mistrtTrainer mistrtTrainerCuda
+set -euo pipefail
+[[ $# -eq 4 && ($1 == cpu || $1 == gpu) ]] || {
+  echo "usage: compile-trainer.sh cpu|gpu TRAIN.cu BUILD OUT" >&2; exit 2; }
+kind=$1 train=$2 build=$(cd "$3" && pwd) out=$4
+src=$(cd "$(dirname "$0")/.." && pwd)
+common=(runtime/data/libmistrtData.a runtime/checkpoint/libmistrtCheckpoint.a
+        runtime/comm/libmistrtComm.a)
+if [[ $kind == cpu ]]; then
+  libs=(runtime/trainer/libmistrtTrainer.a runtime/ops/libmistrtOps.a
+        runtime/device/libmistrtDeviceHost.a "${common[@]}" stdlib/kernels/libmistKernelsRef.a)
+else
+  libs=(runtime/trainer/libmistrtTrainerCuda.a runtime/ops/libmistrtOpsCuda.a
+        stdlib/kernels/libmistKernelsCuda.a runtime/device/libmistrtDeviceCuda.a "${common[@]}")
+fi
+for lib in "${libs[@]}"; do
+  [[ -f $build/$lib ]] || {
+    echo "compile-trainer.sh: $build/$lib is missing (build mistrtTrainer / mistrtTrainerCuda in $build)" >&2
+    exit 1; }
+done
+if [[ $kind == cpu ]]; then
+  mpicxx -std=c++20 -O2 -DMIST_CPU -I"$src" -x c++ "$train" -x none "${libs[@]/#/$build/}" -o "$out"
+else
+  nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+  [[ -x $nvcc ]] || { echo "compile-trainer.sh: no nvcc (set CUDACXX)" >&2; exit 1; }
+  cudaLib=$(dirname "$(dirname "$nvcc")")/lib64
+  "$nvcc" -std=c++20 -O2 -I"$src" -c "$train" -o "$out.o"
+  mpicxx "$out.o" "${libs[@]/#/$build/}" -L"$cudaLib" -lcublasLt -lcudart -o "$out"
+  rm -f "$out.o"
+fi
+echo "built $out ($kind trainer)"
