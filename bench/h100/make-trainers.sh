@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Runs where mistc builds (not on the GPU host): writes the single-GPU plans
+# of the H100 trainer benchmark, their predicted iteration time and peak
+# memory (mistc --emit=report with CLUSTER, by default the h100-80g preset
+# cut to one GPU; use the measured profile once it exists), and each plan's
+# train.cu, all under OUT (default bench/h100/trainers), for
+# run-trainers.sh to build and run on the GPU host:
+#   make-trainers.sh MISTC [OUT] [CLUSTER.yaml]
+# Plans (sequence 2048, one GPU, dp = tp = 1) differ in micro-batch,
+# checkpointed layers, optimizer-state offload and activation offload; the
+# GPT-3 6.7B pair is the tuner's plan against the plan that offloads all
+# optimizer state (the ZeRO-Offload-style baseline).
+set -euo pipefail
+[[ $# -ge 1 ]] || { echo "usage: make-trainers.sh MISTC [OUT] [CLUSTER.yaml]" >&2; exit 2; }
+mistc=$1
+here=$(cd "$(dirname "$0")" && pwd) root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${2:-$here/trainers}
+mkdir -p "$out"
+cluster=${3:-$out/h100-1gpu.yaml}
+if [[ $# -lt 3 ]]; then # the preset, one GPU per node, one node
+  sed -e 's/^gpus_per_node: 8$/gpus_per_node: 1/;s/^name: h100-80g$/name: h100-80g-1gpu/' \
+    -e '/^  - {nodes: [0-9]*, gpus_per_node: [2-9]/d' "$root/stdlib/clusters/h100-80g.yaml" > "$cluster"
+fi
+# name model layers G b ckpt offload-optimizer offload-activations
+plans=(
+  "gpt13-b4 gpt3-1.3b 24 1 4 0 0 0"
+  "gpt13-b2-g2 gpt3-1.3b 24 2 2 0 0 0"
+  "gpt13-b8-ck12 gpt3-1.3b 24 1 8 12 0 0"
+  "gpt13-b4-ck24 gpt3-1.3b 24 1 4 24 0 0"
+  "gpt13-b4-oo50 gpt3-1.3b 24 1 4 0 0.5 0"
+  "gpt13-b4-oa25 gpt3-1.3b 24 1 4 0 0 0.25"
+  "gpt27-b4 gpt3-2.7b 32 1 4 0 0 0"
+  "gpt27-b4-ck16-oo100 gpt3-2.7b 32 1 4 16 1.0 0"
+  "gpt67-offload-all gpt3-6.7b 32 1 8 32 1.0 0"
+)
+echo "[" > "$out/predicted.json"
+sep=""
+for p in "${plans[@]}"; do
+  read -r name model layers g b ck oo oa <<<"$p"
+  cat > "$out/$name.yaml" <<PLAN
+mist_plan: 1
+model: ${model//[-.]/_}
+cluster: $(basename "$cluster" .yaml)
+global_batch: $((g * b))
+grad_accum: $g
+stages:
+  - layers: [0, $((layers - 1))]
+    mesh: {nodes: 1, gpus_per_node: 1}
+    micro_batch: $b
+    dp: 1
+    tp: 1
+    zero: {weights: false, grads: false, optimizer: false}
+    ckpt_layers: $ck
+    offload: {weights: 0.0, grads: 0.0, optimizer: $oo, activations: $oa}
+PLAN
+done
+# The tuner's own plan for GPT-3 6.7B on one GPU.
+"$mistc" "$root/examples/gpt3-6.7b.mist" --cluster "$cluster" --global-batch 8 --emit=plan \
+  -o "$out/gpt67-tuned.yaml" 2> "$out/gpt67-tuned.log" || { cat "$out/gpt67-tuned.log" >&2; exit 1; }
+for plan in "$out"/*.yaml; do
+  name=$(basename "$plan" .yaml)
+  [[ $name == h100-1gpu ]] && continue
+  model=$(sed -n 's/^model: gpt3_\(.*\)$/\1/p' "$plan" | tr _ .)
+  model=examples/gpt3-${model/1.3b/1.3b}.mist
+  report=$("$mistc" "$root/$model" --cluster "$cluster" --plan "$plan" --emit=report 2>&1) || {
+    echo "$report" >&2; exit 1; }
+  echo "$report" > "$out/$name.report"
+  iter=$(sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p' <<<"$report")
+  peak=$(sed -n 's/.*peak \([0-9.]*\) GiB (forward.*/\1/p' <<<"$report" | sort -g | tail -1)
+  "$mistc" "$root/$model" --cluster "$cluster" --plan "$plan" --emit=trainer -o "$out/$name.train.cu"
+  printf '%s  {"plan": "%s", "model": "%s", "predicted_iteration_s": %s, "predicted_peak_gib": %s}' \
+    "$sep" "$name" "$model" "${iter:-null}" "${peak:-null}" >> "$out/predicted.json"
+  sep=$',\n'
+  printf '%-22s %-26s predicted %8s s/iter  %7s GiB\n' "$name" "$model" "${iter:-?}" "${peak:-?}"
+done
+printf '\n]\n' >> "$out/predicted.json"
