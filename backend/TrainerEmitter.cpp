@@ -341,6 +341,7 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
   os << fmt::format("// Stage {}'s forward of micro-batch mb (layers {}-{}, {}).\n", i,
                     sp.firstLayer, sp.lastLayer, split(sp));
   os << fmt::format("void s{}_forward(StageRunner &r, int step, int mb) {{\n", i);
+  step(os, "r.beginForward(mb);", "its activations get a slot of the stage's memory");
   if (first || last)
     step(os, "r.loadData(step, mb);",
          first && last ? "tokens and targets"
@@ -366,7 +367,7 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
   step(os, "r.stashActivations(mb);",
        sp.offload.activations > 0 ? fmt::format("kept for the backward; d2h: {} to host memory",
                                                 percent(sp.offload.activations))
-                                  : "kept for the backward in the arena");
+                                  : "kept in its slot for the backward");
   os << "}\n\n";
 
   os << fmt::format("// Stage {}'s backward of micro-batch mb.\n", i);

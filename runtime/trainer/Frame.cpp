@@ -1,24 +1,20 @@
-//===- Frame.cpp - The storage of one region's buffers --------------------===//
+//===- Frame.cpp - A view of one region's buffers -------------------------===//
 #include "runtime/trainer/Trainer.h"
 
-#include <algorithm>
+#include "runtime/comm/MpiCommunicator.h"
 
 namespace mist::rt {
 
-Frame::Frame(const std::vector<BufferSpec> &buffers, bool layerFrame) {
-  floats.resize(buffers.size());
-  ints.resize(buffers.size());
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    // Buffers of the other frame kind, and those the stage never touches,
-    // get no storage.
-    if (buffers[i].layer != layerFrame || buffers[i].elements == 0)
-      continue;
-    size_t n = static_cast<size_t>(buffers[i].elements);
-    if (buffers[i].kind == BufferKind::Ids)
-      ints[i].assignZeros(n);
-    else
-      floats[i].assignZeros(n);
-  }
+DeviceArray<float> &Frame::vec(int i) {
+  if (!floats[size_t(i)])
+    abortJob("frame: float buffer " + std::to_string(i) + " is not bound here");
+  return *floats[size_t(i)];
+}
+
+DeviceArray<int32_t> &Frame::idVec(int i) {
+  if (!ints[size_t(i)])
+    abortJob("frame: id buffer " + std::to_string(i) + " is not bound here");
+  return *ints[size_t(i)];
 }
 
 } // namespace mist::rt

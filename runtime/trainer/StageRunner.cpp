@@ -27,10 +27,11 @@ int tagOf(int mb, bool gradients) { return 2 * mb + (gradients ? 1 : 0); }
 } // namespace
 
 StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp,
-                         Frame &global, std::vector<Frame> &layers, ParameterStore &store,
-                         ActivationStash &stash, Streams &streams, const BatchSampler *sampler)
+                         StageMemory &memory, ParameterStore &store, ActivationStash &stash,
+                         Streams &streams, const BatchSampler *sampler)
     : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
-      global(global), layers(layers), store(store), stash(stash), streams(streams),
+      global(memory.global()), layers(memory.layers()), store(store), stash(stash),
+      streams(streams),
       sampler(sampler), stageIndex(groups.layout().stage) {
   samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
   const RankLayout &layout = groups.layout();
@@ -50,7 +51,7 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
     sendForward = mine(stageIndex, stageIndex + 1, true);
     recvBackward = mine(stageIndex + 1, stageIndex, false);
   }
-  released = ActivationStash::checkpointReleased(stage);
+  released = memory.recomputed();
   rowsIn.resize(size_t(stage.microBatch) * size_t(spec.seqLen));
   rowsOut.resize(rowsIn.size());
   if (stage.lossBuffer >= 0)
@@ -183,9 +184,11 @@ void StageRunner::forwardPost(int step, int mb) {
 
 void StageRunner::sendActivations(int mb) { send(x, mb, false); }
 
-void StageRunner::stashActivations(int mb) { stash.save(mb, global, layers); }
+void StageRunner::beginForward(int mb) { stash.begin(mb); }
 
-void StageRunner::unstashActivations(int mb) { stash.restore(mb, global, layers); }
+void StageRunner::stashActivations(int mb) { stash.save(mb); }
+
+void StageRunner::unstashActivations(int mb) { stash.restore(mb); }
 
 void StageRunner::clearGradients() { store.clearGradBuffers(); }
 
@@ -209,6 +212,8 @@ void StageRunner::backwardLayer(int layer, int mb) {
   frame.vec(stage.layerGradIn) = dx;
   run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
   dx = frame.vec(stage.layerGradOut);
+  if (layer >= stage.layers - stage.ckptLayers)
+    dropRecomputable(layer); // recomputed for this backward only
 }
 
 void StageRunner::backwardPre(int mb) {

@@ -17,6 +17,7 @@
 #include "runtime/comm/ProcessGroups.h"
 #include "runtime/data/BatchSampler.h"
 #include "runtime/trainer/ActivationStash.h"
+#include "runtime/trainer/StageMemory.h"
 #include "runtime/trainer/ParameterStore.h"
 #include "runtime/trainer/TpContext.h"
 #include "runtime/trainer/TraceWriter.h"
@@ -25,9 +26,9 @@ namespace mist::rt {
 
 class StageRunner {
 public:
-  StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp, Frame &global,
-              std::vector<Frame> &layers, ParameterStore &store, ActivationStash &stash,
-              Streams &streams, const BatchSampler *sampler);
+  StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp, StageMemory &memory,
+              ParameterStore &store, ActivationStash &stash, Streams &streams,
+              const BatchSampler *sampler);
 
   /// Step start.
   void beginStep() {}
@@ -37,6 +38,7 @@ public:
 
   // The steps of a micro-batch's forward, in the order the emitted
   // `sN_forward` calls them (layer indices are the stage's, from 0).
+  void beginForward(int mb); ///< the micro-batch's activations get a slot
   void loadData(int step, int mb); ///< tokens on the first stage, targets on the last
   void receiveActivations(int mb); ///< from the previous stage, re-sliced
   /// Waits for the region's last optimizer update, then makes its weights
@@ -45,10 +47,10 @@ public:
   void releaseWeights(RegionKind region, int layer);
   void forwardPre(int mb);
   void forwardLayer(int layer, int mb);
-  void dropRecomputable(int layer);   ///< a checkpointed layer keeps only its input
+  void dropRecomputable(int layer); ///< a checkpointed layer keeps only its input (also after its backward)
   void forwardPost(int step, int mb); ///< the loss (checked by finishStep)
   void sendActivations(int mb);
-  void stashActivations(int mb);
+  void stashActivations(int mb); ///< the slot keeps them (offloaded tail to host)
 
   // The steps of its backward (`sN_backward`).
   void unstashActivations(int mb);

@@ -117,10 +117,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
   Streams streams;
-  Frame global(stage.buffers, false);
-  std::vector<Frame> layers(size_t(stage.layers), Frame(stage.buffers, true));
+  StageMemory memory(stage, ActivationStash::maxInFlight(stage.order));
   OffloadEngine offload;
-  ParameterStore store(stage, global, layers,
+  ParameterStore store(stage, memory.global(), memory.layers(),
                        {groups.tp(), groups.dp(), tiedGroup.get(), layout->isFirstStage()}, offload,
                        streams);
   store.initialize(o.seed);
@@ -132,7 +131,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
   }
   store.settle();
-  ActivationStash stash(stage, offload, streams);
+  ActivationStash stash(stage, memory, offload, streams);
   streams.synchronize();
   if (layout->dpRank == 0 && layout->tpRank == 0) { // one line per stage
     std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d: activations of %d micro-batch%s "
@@ -142,7 +141,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                 stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20));
     std::fflush(stdout);
   }
-  StageRunner runner(spec, groups, tpContext, global, layers, store, stash, streams,
+  StageRunner runner(spec, groups, tpContext, memory, store, stash, streams,
                      sampler ? &*sampler : nullptr);
   const int64_t samplesPerStep =
       int64_t(spec.stages[0].microBatch) * spec.stages[0].dp * spec.gradAccum;

@@ -51,20 +51,24 @@ struct ParamSpec {
 /// The index in the full tensor of element `local` of tp rank `rank`'s shard.
 int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local);
 
-/// The buffers of one layer (or of pre and post): every buffer's storage,
-/// in device memory (runtime/device/DeviceArray.h).
+/// What the generated code sees of one layer's buffers (or of pre and
+/// post): a view of device arrays that runtime/trainer/StageMemory.h owns
+/// and binds (an activation buffer points into the slot of the micro-batch
+/// being computed).
 class Frame {
 public:
-  /// A layer frame holds the layer's buffers, the global frame the others.
-  Frame(const std::vector<BufferSpec> &buffers, bool layerFrame);
-  float *at(int i) { return floats[size_t(i)].data(); }
-  int32_t *ids(int i) { return ints[size_t(i)].data(); }
-  DeviceArray<float> &vec(int i) { return floats[size_t(i)]; }
-  DeviceArray<int32_t> &idVec(int i) { return ints[size_t(i)]; }
+  explicit Frame(size_t buffers) : floats(buffers, nullptr), ints(buffers, nullptr) {}
+  float *at(int i) { return floats[size_t(i)] ? floats[size_t(i)]->data() : nullptr; }
+  int32_t *ids(int i) { return ints[size_t(i)] ? ints[size_t(i)]->data() : nullptr; }
+  /// The array behind buffer i; one the frame does not hold ends the job.
+  DeviceArray<float> &vec(int i);
+  DeviceArray<int32_t> &idVec(int i);
+  void bind(int i, DeviceArray<float> *array) { floats[size_t(i)] = array; }
+  void bindIds(int i, DeviceArray<int32_t> *array) { ints[size_t(i)] = array; }
 
 private:
-  std::vector<DeviceArray<float>> floats;
-  std::vector<DeviceArray<int32_t>> ints;
+  std::vector<DeviceArray<float> *> floats;
+  std::vector<DeviceArray<int32_t> *> ints;
 };
 
 class TpContext;

@@ -1,7 +1,7 @@
-//===- TrainerPartsTest.cpp - Slot arena, offload engine, stash -----------===//
+//===- TrainerPartsTest.cpp - Stage memory, offload engine, stash ---------===//
 #include "runtime/trainer/ActivationStash.h"
 #include "runtime/trainer/OffloadEngine.h"
-#include "runtime/trainer/SlotArena.h"
+#include "runtime/trainer/StageMemory.h"
 
 #include <gtest/gtest.h>
 #include <numeric>
@@ -18,32 +18,6 @@ std::vector<float> hostValues(const HostArray<float> &h) {
   return std::vector<float>(h.data(), h.data() + h.size());
 }
 } // namespace
-
-TEST(SlotArena, HandsOutDistinctAlignedSlotsAndTakesThemBack) {
-  SlotArena arena(100, 3, "test");
-  EXPECT_EQ(arena.reservedBytes(), 3u * 128u); // slots rounded up to 64 bytes
-  int a = arena.acquire(), b = arena.acquire(), c = arena.acquire();
-  EXPECT_NE(a, b);
-  EXPECT_NE(b, c);
-  EXPECT_NE(a, c);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(arena.at(b)) % 64, 0u);
-  arena.release(b);
-  EXPECT_EQ(arena.acquire(), b);
-}
-
-TEST(SlotArenaDeathTest, MoreInFlightThanReservedEndsTheJob) {
-  EXPECT_DEATH(
-      {
-        SlotArena arena(16, 1, "the activations");
-        arena.acquire();
-        arena.acquire();
-      },
-      "the activations: all 1 slots are taken");
-}
-
-TEST(SlotArenaDeathTest, AnImpossibleReservationSaysOutOfMemory) {
-  EXPECT_DEATH(SlotArena(size_t(1) << 62, 8, "the activations"), "out of memory");
-}
 
 TEST(OffloadEngine, SwapsTheTailOutAndBackIntact) {
   OffloadEngine engine;
@@ -119,55 +93,76 @@ StageSpec tinyStage(int ckptLayers, double offloadActivations) {
 
 } // namespace
 
-TEST(ActivationStash, KeepsEachMicroBatchsActivationsApart) {
+TEST(ActivationStash, KeepsEachMicroBatchsActivationsApartWithoutCopies) {
   StageSpec stage = tinyStage(0, 0.5);
+  StageMemory memory(stage, ActivationStash::maxInFlight(stage.order));
   OffloadEngine engine;
   Streams streams;
-  ActivationStash stash(stage, engine, streams);
+  ActivationStash stash(stage, memory, engine, streams);
   EXPECT_EQ(stash.slots(), 2);
-  Frame global(stage.buffers, false);
-  std::vector<Frame> layers(2, Frame(stage.buffers, true));
-  auto fill = [&](float v) {
+  Frame &global = memory.global();
+  std::vector<Frame> &layers = memory.layers();
+  auto fill = [&](int buffer, float v) {
     for (Frame &f : layers)
-      for (int b : {2, 3, 4})
-        device::fill(f.at(b), f.vec(b).size(), v);
-    global.idVec(5).upload(std::vector<int32_t>(2, int32_t(v)));
+      device::fill(f.at(buffer), f.vec(buffer).size(), v);
   };
-  fill(1);
-  stash.save(0, global, layers);
+  auto forward = [&](int mb, float v) {
+    stash.begin(mb);
+    fill(2, v);
+    fill(3, v);
+    fill(4, v); // backward scratch: one array, shared by the layers
+    global.idVec(5).upload(std::vector<int32_t>(2, int32_t(v)));
+    stash.save(mb);
+  };
+  forward(0, 1);
   EXPECT_GT(engine.hostBytes(), 0u); // half of every float activation went to host
-  fill(2);
-  stash.save(1, global, layers);
-  fill(9);
-  stash.restore(0, global, layers);
+  forward(1, 2);
+  EXPECT_EQ(layers[0].at(4), layers[1].at(4));
+  EXPECT_NE(layers[0].at(3), layers[1].at(3));
+  stash.restore(0);
   EXPECT_EQ(layers[1].vec(3).download(), std::vector<float>(8, 1.f));
   EXPECT_EQ(layers[0].vec(2).download(), std::vector<float>(8, 1.f));
   EXPECT_EQ(global.idVec(5).download(), std::vector<int32_t>(2, 1));
-  EXPECT_EQ(layers[0].vec(4).download(), std::vector<float>(8, 9.f)); // backward-only: not stashed
-  stash.restore(1, global, layers);
+  EXPECT_EQ(layers[0].vec(4).download(), std::vector<float>(8, 2.f)); // not kept per micro-batch
+  stash.restore(1);
   EXPECT_EQ(layers[0].vec(3).download(), std::vector<float>(8, 2.f));
   EXPECT_EQ(engine.hostBytes(), 0u);
   EXPECT_EQ(stash.inFlight(), 0u);
 }
 
-TEST(ActivationStash, ACheckpointedLayerKeepsOnlyItsInput) {
+TEST(StageMemory, ACheckpointedLayerKeepsOnlyItsInput) {
   StageSpec all = tinyStage(0, 0), checkpointed = tinyStage(1, 0);
+  StageMemory full(all, 2), partial(checkpointed, 2);
+  // Per slot: x and h of two layers plus the tokens, against x, h, x and the tokens.
+  EXPECT_EQ(full.slotBytes(), size_t(8 + 8 + 8 + 8 + 2) * 4);
+  EXPECT_EQ(partial.slotBytes(), size_t(8 + 8 + 8 + 2) * 4);
+  EXPECT_EQ(partial.recomputed(), (std::vector<int>{3}));
+  EXPECT_EQ(partial.role(0), BufferRole::Parameter);
+  EXPECT_EQ(partial.role(1), BufferRole::Parameter);
+  EXPECT_EQ(partial.role(4), BufferRole::BackwardScratch);
+}
+
+TEST(StageMemoryDeathTest, AnImpossibleReservationSaysOutOfMemory) {
+  StageSpec stage = tinyStage(0, 0);
+  stage.buffers[3].elements = int64_t(1) << 61;
+  EXPECT_DEATH(StageMemory(stage, 2), "out of memory");
+}
+
+TEST(ActivationStashDeathTest, MoreInFlightThanReservedEndsTheJob) {
+  StageSpec stage = tinyStage(0, 0);
+  StageMemory memory(stage, 1);
   OffloadEngine engine;
   Streams streams;
-  ActivationStash full(all, engine, streams), partial(checkpointed, engine, streams);
-  // Per micro-batch: x and h of two layers plus tokens, against x, h, x, tokens.
-  auto slot = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
-  EXPECT_EQ(full.reservedBytes(), 2 * slot((8 + 8 + 8 + 8 + 2) * 4));
-  EXPECT_EQ(partial.reservedBytes(), 2 * slot((8 + 8 + 8 + 2) * 4));
-  EXPECT_EQ(ActivationStash::checkpointReleased(checkpointed), (std::vector<int>{3, 4}));
+  ActivationStash stash(stage, memory, engine, streams);
+  stash.begin(0);
+  EXPECT_DEATH(stash.begin(1), "all 1 slots are taken");
 }
 
 TEST(ActivationStashDeathTest, ABackwardBeforeItsForwardEndsTheJob) {
   StageSpec stage = tinyStage(0, 0);
+  StageMemory memory(stage, 2);
   OffloadEngine engine;
   Streams streams;
-  ActivationStash stash(stage, engine, streams);
-  Frame global(stage.buffers, false);
-  std::vector<Frame> layers(2, Frame(stage.buffers, true));
-  EXPECT_DEATH(stash.restore(3, global, layers), "backward of micro-batch 3 before its forward");
+  ActivationStash stash(stage, memory, engine, streams);
+  EXPECT_DEATH(stash.restore(3), "backward of micro-batch 3 before its forward");
 }

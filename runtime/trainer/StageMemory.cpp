@@ -1,0 +1,105 @@
+//===- StageMemory.cpp - Where every buffer of a stage lives --------------===//
+#include "runtime/trainer/StageMemory.h"
+
+#include "runtime/comm/MpiCommunicator.h"
+
+namespace mist::rt {
+
+StageMemory::StageMemory(const StageSpec &stage, int slots)
+    : spec(stage), globalFrame(stage.buffers.size()),
+      layerFrames(size_t(stage.layers), Frame(stage.buffers.size())) {
+  roles.assign(spec.buffers.size(), BufferRole::BackwardScratch);
+  for (size_t b = 0; b < spec.buffers.size(); ++b)
+    if (spec.buffers[b].forward)
+      roles[b] = BufferRole::Activation;
+  for (const ParamSpec &ps : spec.params) {
+    roles[size_t(ps.buffer)] = BufferRole::Parameter;
+    for (int g : ps.grads)
+      roles[size_t(g)] = BufferRole::Parameter;
+  }
+  for (size_t b = 0; b < spec.buffers.size(); ++b)
+    if (spec.buffers[b].layer && roles[b] == BufferRole::Activation &&
+        spec.buffers[b].kind == BufferKind::Float && int(b) != spec.layerIn &&
+        spec.buffers[b].elements > 0)
+      recomputedBuffers.push_back(int(b));
+  parameters = makeArrays(BufferRole::Parameter, true);
+  scratch = makeArrays(BufferRole::BackwardScratch, true);
+  bind(parameters, BufferRole::Parameter);
+  bind(scratch, BufferRole::BackwardScratch);
+  for (int s = 0; s < slots; ++s)
+    slotArrays.push_back(makeArrays(BufferRole::Activation, false));
+  for (DeviceArray<float> *a : slots > 0 ? slotFloats(0) : std::vector<DeviceArray<float> *>{})
+    bytesPerSlot += a->size() * sizeof(float);
+  if (slots > 0) {
+    for (const auto &frame : slotArrays[0].ids)
+      for (const DeviceArray<int32_t> &a : frame)
+        bytesPerSlot += a.size() * sizeof(int32_t);
+    bindSlot(0);
+  }
+}
+
+// A checkpointed layer's recomputed buffers get memory only when its
+// forward or recompute runs (StageRunner), so they are not counted in a slot.
+StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomputed) {
+  Arrays a;
+  const size_t frames = size_t(spec.layers) + 1;
+  a.floats.resize(frames);
+  a.ids.resize(frames);
+  const int firstCheckpointed = spec.layers - spec.ckptLayers;
+  std::vector<bool> recomputed(spec.buffers.size(), false);
+  for (int b : recomputedBuffers)
+    recomputed[size_t(b)] = true;
+  for (size_t f = 0; f < frames; ++f) {
+    a.floats[f].resize(spec.buffers.size());
+    a.ids[f].resize(spec.buffers.size());
+    // Backward scratch is shared by the layers: frame 1 only.
+    if (role == BufferRole::BackwardScratch && f > 1)
+      continue;
+    for (size_t b = 0; b < spec.buffers.size(); ++b) {
+      const BufferSpec &buf = spec.buffers[b];
+      if (roles[b] != role || buf.elements <= 0 || buf.layer != (f > 0))
+        continue;
+      if (!allocateRecomputed && recomputed[b] && int(f) - 1 >= firstCheckpointed)
+        continue;
+      if (buf.kind == BufferKind::Ids)
+        a.ids[f][b].assignZeros(size_t(buf.elements));
+      else
+        a.floats[f][b].assignZeros(size_t(buf.elements));
+    }
+  }
+  return a;
+}
+
+void StageMemory::bind(Arrays &arrays, BufferRole role) {
+  for (size_t f = 0; f <= size_t(spec.layers); ++f) {
+    Frame &frame = f == 0 ? globalFrame : layerFrames[f - 1];
+    const size_t owner = role == BufferRole::BackwardScratch && f > 1 ? 1 : f;
+    for (size_t b = 0; b < spec.buffers.size(); ++b) {
+      if (roles[b] != role || spec.buffers[b].layer != (f > 0))
+        continue;
+      if (spec.buffers[b].kind == BufferKind::Ids)
+        frame.bindIds(int(b), &arrays.ids[owner][b]);
+      else
+        frame.bind(int(b), &arrays.floats[owner][b]);
+    }
+  }
+}
+
+void StageMemory::bindSlot(int slot) {
+  if (slot < 0 || slot >= slots())
+    abortJob("stage memory: no activation slot " + std::to_string(slot));
+  bind(slotArrays[size_t(slot)], BufferRole::Activation);
+}
+
+std::vector<DeviceArray<float> *> StageMemory::slotFloats(int slot) {
+  std::vector<DeviceArray<float> *> out;
+  Arrays &a = slotArrays[size_t(slot)];
+  for (size_t f = 0; f < a.floats.size(); ++f)
+    for (size_t b = 0; b < spec.buffers.size(); ++b)
+      if (roles[b] == BufferRole::Activation && spec.buffers[b].layer == (f > 0) &&
+          spec.buffers[b].kind == BufferKind::Float && spec.buffers[b].elements > 0)
+        out.push_back(&a.floats[f][b]);
+  return out;
+}
+
+} // namespace mist::rt

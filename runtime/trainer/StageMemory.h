@@ -1,0 +1,73 @@
+//===- StageMemory.h - Where every buffer of a stage lives ----------------===//
+/// \file
+/// The generated region functions read and write buffers through Frames
+/// (one per layer, one global for pre and post); this class owns the device
+/// arrays behind them, by role, so that memory matches what the performance
+/// model counts:
+/// - parameters and their gradient buffers: one copy per layer, for the
+///   whole run (the parameter store moves, gathers and offloads them);
+/// - activations (buffers the forward reads or writes): one set per slot,
+///   and as many slots as the stage's 1F1B order keeps micro-batches between
+///   forward and backward. A micro-batch's forward computes straight into
+///   its slot and its backward reads from there: nothing is copied, and a
+///   checkpointed layer's slot keeps only its input between the two;
+/// - backward scratch (activation gradients, which no forward reads): one
+///   set for the stage, shared by all layers, since layers run their
+///   backward one after the other.
+/// Slots are allocated when the trainer starts, so a plan whose activations
+/// do not fit stops at once with the sizes (device::allocate).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/trainer/Trainer.h"
+
+namespace mist::rt {
+
+enum class BufferRole { Parameter, Activation, BackwardScratch };
+
+class StageMemory {
+public:
+  StageMemory(const StageSpec &stage, int slots);
+  StageMemory(const StageMemory &) = delete;
+  StageMemory &operator=(const StageMemory &) = delete;
+
+  Frame &global() { return globalFrame; }
+  std::vector<Frame> &layers() { return layerFrames; }
+  BufferRole role(int buffer) const { return roles[size_t(buffer)]; }
+
+  int slots() const { return int(slotArrays.size()); }
+  /// Points every frame's activation buffers at slot `slot`'s arrays.
+  void bindSlot(int slot);
+  /// The float activation arrays of a slot (every layer's and the global
+  /// ones; a checkpointed layer's dropped buffers are empty between its
+  /// forward and its recompute): what the stash offloads.
+  std::vector<DeviceArray<float> *> slotFloats(int slot);
+  /// Bytes of one slot's activations as allocated at start (the buffers a
+  /// checkpointed layer drops are not allocated until its forward runs).
+  size_t slotBytes() const { return bytesPerSlot; }
+
+  /// Buffers a checkpointed layer drops after its forward and recomputes
+  /// before its backward: its activations but its input.
+  const std::vector<int> &recomputed() const { return recomputedBuffers; }
+
+private:
+  /// The arrays of one role: [frame][buffer], frame 0 the global one, 1 +
+  /// l layer l's.
+  struct Arrays {
+    std::vector<std::vector<DeviceArray<float>>> floats;
+    std::vector<std::vector<DeviceArray<int32_t>>> ids;
+  };
+  Arrays makeArrays(BufferRole role, bool allocateRecomputed);
+  void bind(Arrays &arrays, BufferRole role);
+
+  const StageSpec &spec;
+  std::vector<BufferRole> roles;
+  std::vector<int> recomputedBuffers;
+  Arrays parameters, scratch;
+  std::vector<Arrays> slotArrays;
+  Frame globalFrame;
+  std::vector<Frame> layerFrames;
+  size_t bytesPerSlot = 0;
+};
+
+} // namespace mist::rt
