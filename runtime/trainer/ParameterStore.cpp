@@ -23,6 +23,8 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
     for (State &s : state[p]) {
       s.local = size_t(spec.buffers[ps.buffer].elements);
       s.chunk = sliced ? (s.local + size_t(dp) - 1) / size_t(dp) : s.local;
+      s.masterIsWeights = !sliced && spec.offloadWeights <= 0 && spec.offloadOptimizer <= 0;
+      s.sumsInPlace = !sliced && ps.grads.size() == 1 && spec.offloadGrads <= 0 && !tied(p);
     }
   }
 }
@@ -34,6 +36,16 @@ DeviceArray<float> &ParameterStore::weights(size_t p, int layer) {
 
 DeviceArray<float> &ParameterStore::gradBuffer(int buffer, int layer) {
   return spec.buffers[buffer].layer ? layers[size_t(layer)].vec(buffer) : global.vec(buffer);
+}
+
+DeviceArray<float> &ParameterStore::gradSum(size_t p, size_t copy) {
+  State &s = state[p][copy];
+  return s.sumsInPlace ? gradBuffer(spec.params[p].grads[0], int(copy)) : s.grad;
+}
+
+DeviceArray<float> &ParameterStore::masterOf(size_t p, size_t copy) {
+  State &s = state[p][copy];
+  return s.masterIsWeights ? weights(p, int(copy)) : s.master;
 }
 
 bool ParameterStore::uses(const ParamSpec &ps, RegionKind region) const {
@@ -87,7 +99,8 @@ void ParameterStore::initialize(uint64_t seed) {
         values[i] = initialValue(ps.name, layer, fullIndexOf(ps, tpRank, tp, int64_t(i)), seed);
       DeviceArray<float> &w = weights(p, int(l));
       w.upload(values);
-      s.master = sliced ? slice(w, s.chunk) : w;
+      if (!s.masterIsWeights)
+        s.master = sliced ? slice(w, s.chunk) : w;
       s.m.assignZeros(s.chunk);
       s.v.assignZeros(s.chunk);
       s.resident = true;
@@ -196,6 +209,12 @@ void ParameterStore::beginStep() {
     for (State &s : state[p]) {
       // A tied weight's gradients are summed over two stages whose slices
       // may differ: they stay whole until reduceGradients.
+      s.stepPending = true;
+      if (s.sumsInPlace) {
+        DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
+        device::fill(sum.data(), sum.size(), 0.f);
+        continue;
+      }
       s.grad.assignZeros(gradsSliced && !tied(p) ? s.chunk : s.local);
       s.gradHost.clear();
       offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
@@ -206,6 +225,8 @@ void ParameterStore::clearGradBuffers() {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l)
       for (int g : spec.params[p].grads) {
+        if (state[p][l].sumsInPlace)
+          continue; // the micro-batches accumulate into the step's sum
         DeviceArray<float> &buf = gradBuffer(g, int(l));
         device::fill(buf.data(), buf.size(), 0.f);
       }
@@ -218,6 +239,8 @@ void ParameterStore::foldGradBuffers() {
         for (size_t p = 0; p < state.size(); ++p)
           for (size_t l = 0; l < state[p].size(); ++l) {
             State &s = state[p][l];
+            if (s.sumsInPlace)
+              continue;
             // The micro-batch's gradient: the sum of the buffers contributing
             // to the parameter (a tied weight has one per region reading it).
             const bool scatter = gradsSliced && !tied(p);
@@ -257,7 +280,8 @@ void ParameterStore::reduceGradients() {
           groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
           s.grad = std::move(part);
         } else if (dp > 1) {
-          groups.dp.allReduceSum(s.grad.data(), s.grad.size());
+          DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
+          groups.dp.allReduceSum(sum.data(), sum.size());
         }
       }
   });
@@ -300,8 +324,10 @@ double ParameterStore::normSquaredShare() {
     const bool sharded = ps.shardAxis >= 0 && tp > 1;
     if ((!sharded && tpRank != 0) || (!sliced && dpRank != 0))
       continue; // a replica: another rank counts it
-    for (const State &s : state[p])
-      device::accumulateSquares(normSum.data(), s.grad.data(), s.grad.size());
+    for (size_t l = 0; l < state[p].size(); ++l) {
+      const DeviceArray<float> &sum = gradSum(p, l);
+      device::accumulateSquares(normSum.data(), sum.data(), sum.size());
+    }
   }
   return normSum.download()[0];
 }
@@ -318,7 +344,7 @@ void ParameterStore::beginOptimizerStep() { updated.assign(size_t(spec.layers) +
 void ParameterStore::endOptimizerStep() {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l)
-      if (!state[p][l].grad.empty()) // stepGroup drops the gradient sums it used
+      if (state[p][l].stepPending)
         abortJob(std::string("the schedule's optimizer step left out ") + spec.params[p].name +
                  " (copy " + std::to_string(l) + ")");
 }
@@ -340,15 +366,25 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
       for (auto [p, l] : members)
         swapInOptimizer(state[p][l]);
     });
+  // Without ZeRO or offload the weights are the masters: AdamW updates
+  // them in place (masterOf), and there is nothing to write back.
+  const bool inPlace = state[members[0].first][members[0].second].masterIsWeights;
   std::vector<DeviceArray<float>> next(members.size());
   streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
     for (size_t i = 0; i < members.size(); ++i) {
-      State &s = state[members[i].first][members[i].second];
-      next[i].assignZeros(s.chunk);
-      ops::adamW(s.master.data(), s.m.data(), s.v.data(), next[i].data(), s.grad.data(),
+      auto [p, l] = members[i];
+      State &s = state[p][l];
+      DeviceArray<float> &master = masterOf(p, l);
+      float *updatedWeights = master.data();
+      if (!inPlace) {
+        next[i].assignZeros(s.chunk);
+        updatedWeights = next[i].data();
+      }
+      ops::adamW(master.data(), s.m.data(), s.v.data(), updatedWeights, gradSum(p, l).data(),
                  int64_t(s.chunk),
                  {a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step});
       s.grad.clear();
+      s.stepPending = false;
     }
   });
   if (spec.offloadOptimizer > 0)
@@ -357,16 +393,18 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         swapOutOptimizer(state[p][l]);
     });
   const StreamKind writer = sliced ? StreamKind::G2G : StreamKind::Compute;
-  streams.wait(writer, streams.record(StreamKind::Compute));
-  streams.run(writer, (sliced ? "all-gather updated weights " : "write updated weights ") + name,
-              [&] {
-                for (size_t i = 0; i < members.size(); ++i) {
-                  writeUpdatedWeights(members[i].first, members[i].second, next[i]);
-                  // Freed on the stream that last reads it, so the device
-                  // layer reuses the memory only after that read.
-                  next[i].clear();
-                }
-              });
+  if (!inPlace) {
+    streams.wait(writer, streams.record(StreamKind::Compute));
+    streams.run(writer,
+                (sliced ? "all-gather updated weights " : "write updated weights ") + name, [&] {
+                  for (size_t i = 0; i < members.size(); ++i) {
+                    writeUpdatedWeights(members[i].first, members[i].second, next[i]);
+                    // Freed on the stream that last reads it, so the device
+                    // layer reuses the memory only after that read.
+                    next[i].clear();
+                  }
+                });
+  }
   updated[size_t(group + 1)] = streams.record(writer);
 }
 
@@ -415,7 +453,7 @@ std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
   case ParamTensor::AdamM:
   case ParamTensor::AdamV: {
     swapInOptimizer(s);
-    const DeviceArray<float> &part = what == ParamTensor::Master  ? s.master
+    const DeviceArray<float> &part = what == ParamTensor::Master  ? masterOf(p, size_t(layer))
                                      : what == ParamTensor::AdamM ? s.m
                                                                   : s.v;
     if (sliced)
@@ -442,7 +480,10 @@ void ParameterStore::load(size_t p, int layer, ParamTensor what,
     weights(p, layer) = local; // before settle: every weight is resident
     break;
   case ParamTensor::Master:
-    s.master = sliced ? slice(local, s.chunk) : local;
+    if (s.masterIsWeights)
+      weights(p, layer) = local; // the same tensor
+    else
+      s.master = sliced ? slice(local, s.chunk) : local;
     break;
   case ParamTensor::AdamM:
     s.m = sliced ? slice(local, s.chunk) : local;

@@ -15,6 +15,10 @@
 /// - offload: the tail fraction of weights (or of the ZeRO-3 slice),
 ///   gradient sums and optimizer state lives in host memory between uses
 ///   (OffloadEngine).
+/// Without ZeRO and offload, nothing is kept twice: a parameter's fp32
+/// master weights are its weights (AdamW updates them in place), and a
+/// parameter with one gradient buffer sums the step's micro-batches there
+/// (the ops accumulate) instead of in a separate gradient sum.
 /// Gathers and reductions run on the g2g stream, offload copies on h2d and
 /// d2h, the optimizer on compute (runtime/trainer/Streams.h).
 /// A weight tied across the first and last stage (the embedding) has its
@@ -100,11 +104,17 @@ private:
     size_t local = 0; ///< elements of this tp rank's tensor
     size_t chunk = 0; ///< elements of one dp slice (ZeRO), else local
     bool resident = true;
+    bool masterIsWeights = false; ///< fp32 training without ZeRO or offload: one copy
+    bool sumsInPlace = false;     ///< the step's gradient sum is the gradient buffer itself
+    bool stepPending = false;     ///< gradients summed this step, optimizer not run yet
     DeviceArray<float> master, m, v, grad, shard; ///< shard: ZeRO-3 weight slice
     HostArray<float> masterHost, mHost, vHost, gradHost, shardHost, weightHost;
   };
   DeviceArray<float> &weights(size_t p, int layer);
   DeviceArray<float> &gradBuffer(int buffer, int layer);
+  /// The step's gradient sum of a parameter copy (its buffer when summed in place).
+  DeviceArray<float> &gradSum(size_t p, size_t copy);
+  DeviceArray<float> &masterOf(size_t p, size_t copy);
   bool uses(const ParamSpec &ps, RegionKind region) const;
   /// (param, copy) of every parameter `region` (layer `layer`) reads.
   std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;
