@@ -21,7 +21,10 @@ if [[ $kind == cpu ]]; then
         runtime/device/libmistrtDeviceHost.a "${common[@]}" stdlib/kernels/libmistKernelsRef.a)
 else
   libs=(runtime/trainer/libmistrtTrainerCuda.a runtime/ops/libmistrtOpsCuda.a
-        stdlib/kernels/libmistKernelsCuda.a runtime/device/libmistrtDeviceCuda.a "${common[@]}")
+        stdlib/kernels/libmistKernelsCuda.a runtime/device/libmistrtDeviceCuda.a)
+  # Built where NCCL was found; without it the GPU trainer runs one GPU.
+  [[ -f $build/runtime/comm/libmistrtCommNccl.a ]] && libs+=(runtime/comm/libmistrtCommNccl.a)
+  libs+=("${common[@]}")
 fi
 for lib in "${libs[@]}"; do
   [[ -f $build/$lib ]] || {
@@ -35,7 +38,10 @@ else
   [[ -x $nvcc ]] || { echo "compile-trainer.sh: no nvcc (set CUDACXX)" >&2; exit 1; }
   cudaLib=$(dirname "$(dirname "$nvcc")")/lib64
   "$nvcc" -std=c++20 -O2 -I"$src" -c "$train" -o "$out.o"
-  mpicxx "$out.o" "${libs[@]/#/$build/}" -L"$cudaLib" -lcublasLt -lcudart -o "$out"
+  # NCCL: where CMake found it for this build (the CUDA toolkit's, or the system's).
+  nccl=$(sed -n 's/^NCCL_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt" | grep -v NOTFOUND || true)
+  mpicxx "$out.o" "${libs[@]/#/$build/}" "${nccl:--lnccl}" -L"$cudaLib" -lcublasLt -lcudart \
+    -Wl,-rpath,"$cudaLib" -o "$out"
   rm -f "$out.o"
 fi
 echo "built $out ($kind trainer)"

@@ -59,9 +59,9 @@ bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
 } // namespace
 
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
-                    ParameterStore &store, int step, uint64_t seed) {
+                    Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed) {
   const RankLayout &layout = groups.layout();
-  Communicator &world = groups.pipeline();
+  Communicator &world = hostWorld;
   const int me = layout.myWorldRank;
   std::vector<TensorData> tensors;
   for (size_t s = 0; s < spec.stages.size(); ++s) {

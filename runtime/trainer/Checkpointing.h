@@ -16,10 +16,11 @@
 namespace mist::rt {
 
 /// Collective over the world: every stage gathers its tensors, the first
-/// rank of each stage sends them to world rank 0, which writes `path`.
+/// rank of each stage sends them to world rank 0 over `hostWorld` (the MPI
+/// world: the tensors are host copies by then), which writes `path`.
 /// A write failure ends the job (abortJob) with the cause.
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
-                    ParameterStore &store, int step, uint64_t seed);
+                    Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed);
 
 /// Reads `path` into this rank's parameters and optimizer state (before
 /// ParameterStore::settle) and returns the step it was written after. A

@@ -11,6 +11,7 @@
 
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/device/Device.h"
+#include "runtime/device/DeviceCommunicator.h"
 #include "runtime/trainer/Checkpointing.h"
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/StageRunner.h"
@@ -80,17 +81,15 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     abortJob("cannot place the plan's stages on the job's ranks: " + error);
   // The device of this rank: ranks of one node share its GPUs in turn.
   const std::string deviceName = device::initialize(world->localRank());
-  if (std::string(device::backendName()) != "cpu" && world->size() > 1)
-    abortJob("this GPU trainer runs single-GPU plans (1 rank); plans over several GPUs need "
-             "the NCCL process groups, which the trainer does not use yet (run the plan on CPU "
-             "ranks, built with -DMIST_CPU, to check it)");
-  ProcessGroups groups(*world, *layout);
+  // The groups move device buffers: MPI on CPU ranks, NCCL on GPUs.
+  std::unique_ptr<Communicator> deviceWorld = device::makeWorldCommunicator(*world);
+  ProcessGroups groups(*deviceWorld, *layout);
   const int stages = int(spec.stages.size()), worldRank = layout->myWorldRank;
   const StageSpec &stage = spec.stages[size_t(layout->stage)];
   checkOrder(stage, spec.gradAccum, layout->stage);
   // The first and last stages' ranks, for the tied weights' gradients.
   const bool holdsTied = stages > 1 && (layout->isFirstStage() || layout->isLastStage());
-  std::unique_ptr<Communicator> tiedGroup = world->split(holdsTied ? 0 : -1, worldRank);
+  std::unique_ptr<Communicator> tiedGroup = deviceWorld->split(holdsTied ? 0 : -1, worldRank);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
   if (!o.ckptDir.empty() && worldRank == 0 && !o.resume) {
     std::error_code ec;
@@ -166,7 +165,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     runner.beginStep();
     for (const ScheduleEntry &e : stage.order)
       e.forward ? stage.forward(runner, step, e.microBatch) : stage.backward(runner, e.microBatch);
-    streams.run(StreamKind::G2G, "wait for sends", [&] { world->waitSends(); });
+    streams.run(StreamKind::G2G, "wait for sends", [&] { groups.pipeline().waitSends(); });
     runner.finishStep(step);
     store.reduceGradients();
     // The mean loss over the step's sequences, and the global gradient norm:
@@ -208,7 +207,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     }
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
-      saveCheckpoint(ckptPath, spec, groups, store, step, o.seed);
+      saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed);
     if (o.stopAfter > 0 && step == o.stopAfter) {
       if (worldRank == 0)
         std::printf("stopping after step %d (--stop-after)\n", step);
