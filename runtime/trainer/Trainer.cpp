@@ -194,11 +194,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       // the peak of the device memory the runtime allocated.
       const double flopsPerRank =
           spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
-      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.2f GFLOP/s/rank  "
+      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
                   "%.0f MiB peak",
                   step, loss, norm, stepLr,
                   double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
-                  flopsPerRank / 1e9, double(device::peakBytes()) / (1 << 20));
+                  flopsPerRank / 1e12, double(device::peakBytes()) / (1 << 20));
       if (spec.devicePeakTflops > 0)
         std::printf("  MFU %.2g%%", 100 * flopsPerRank / (spec.devicePeakTflops * 1e12));
       if (offload.peakHostBytes() > 0)
