@@ -93,31 +93,12 @@ void linearGrad(float *dx, float *dweight, float *dbias, const float *dout, cons
 
 void lmHead(float *logits, const float *x, const float *table, Index rows, Index channels,
             Index vocab) {
-  for (Index n = 0; n < rows; ++n)
-    for (Index v = 0; v < vocab; ++v) {
-      double acc = 0;
-      for (Index c = 0; c < channels; ++c)
-        acc += double(x[n * channels + c]) * table[v * channels + c];
-      logits[n * vocab + v] = float(acc);
-    }
+  k::lmHeadFwdRef(logits, x, table, rows, channels, vocab);
 }
 
 void lmHeadGrad(float *dx, float *dtable, const float *dlogits, const float *x, const float *table,
                 Index rows, Index channels, Index vocab) {
-  for (Index n = 0; n < rows; ++n)
-    for (Index c = 0; c < channels; ++c) {
-      double acc = 0;
-      for (Index v = 0; v < vocab; ++v)
-        acc += double(dlogits[n * vocab + v]) * table[v * channels + c];
-      dx[n * channels + c] = float(acc);
-    }
-  for (Index v = 0; v < vocab; ++v)
-    for (Index c = 0; c < channels; ++c) {
-      double acc = 0;
-      for (Index n = 0; n < rows; ++n)
-        acc += double(dlogits[n * vocab + v]) * x[n * channels + c];
-      dtable[v * channels + c] += float(acc);
-    }
+  k::lmHeadBwdRef(dx, dtable, dlogits, x, table, rows, channels, vocab);
 }
 
 void attention(float *out, float *lse, const float *q, const float *k, const float *v,

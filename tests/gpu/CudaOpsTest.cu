@@ -17,6 +17,7 @@
 #include "runtime/ops/Ops.h"
 #include "stdlib/kernels/crossentropy/CrossEntropy.h"
 #include "stdlib/kernels/layernorm/LayerNorm.h"
+#include "stdlib/kernels/linear/Linear.h"
 
 using namespace mist::gputest;
 namespace device = mist::rt::device;
@@ -127,8 +128,8 @@ void checkCrossEntropy(Index rows, Index vocab, unsigned seed) {
               1e-5f * dloss / float(rows));
 }
 
-/// logits = x tableᵀ, dx = dlogits table, dtable += dlogitsᵀ x, in double
-/// on the host as CpuOps.cpp does.
+/// logits = x tableᵀ, dx = dlogits table, dtable += dlogitsᵀ x, against
+/// the reference (lmHeadFwdRef / lmHeadBwdRef, which CpuOps.cpp calls).
 void checkLmHead(Index rows, Index channels, Index vocab, unsigned seed) {
   const std::string what = shape("lmHead", rows, channels, vocab);
   const Index N = rows, C = channels, V = vocab;
@@ -137,27 +138,8 @@ void checkLmHead(Index rows, Index channels, Index vocab, unsigned seed) {
                      dlogits = randomVector(size_t(N * V), seed + 2),
                      dtable0 = randomVector(size_t(V * C), seed + 3);
   std::vector<float> logits(size_t(N * V)), dx(size_t(N * C)), dtable = dtable0;
-  for (Index n = 0; n < N; ++n)
-    for (Index v = 0; v < V; ++v) {
-      double acc = 0;
-      for (Index c = 0; c < C; ++c)
-        acc += double(x[n * C + c]) * table[v * C + c];
-      logits[n * V + v] = float(acc);
-    }
-  for (Index n = 0; n < N; ++n)
-    for (Index c = 0; c < C; ++c) {
-      double acc = 0;
-      for (Index v = 0; v < V; ++v)
-        acc += double(dlogits[n * V + v]) * table[v * C + c];
-      dx[n * C + c] = float(acc);
-    }
-  for (Index v = 0; v < V; ++v)
-    for (Index c = 0; c < C; ++c) {
-      double acc = 0;
-      for (Index n = 0; n < N; ++n)
-        acc += double(dlogits[n * V + v]) * x[n * C + c];
-      dtable[v * C + c] += float(acc);
-    }
+  k::lmHeadFwdRef(logits.data(), x.data(), table.data(), N, C, V);
+  k::lmHeadBwdRef(dx.data(), dtable.data(), dlogits.data(), x.data(), table.data(), N, C, V);
 
   DeviceBuffer<float> dX(x), dTable(table), dLogits(logits.size()), dDlogits(dlogits),
       dDx(dx.size()), dDtable(dtable0);

@@ -25,4 +25,12 @@ struct LinearArgs {
 void linearFwdRef(const LinearArgs &a);
 void linearBwdRef(const LinearArgs &a);
 
+/// The LM head with a tied table [vocab, channels] (the embedding's layout):
+/// logits[rows, vocab] = x table^T; the backward writes dx = dlogits table
+/// and accumulates dtable += dlogits^T x. Sums in double.
+void lmHeadFwdRef(float *logits, const float *x, const float *table, Index rows, Index channels,
+                  Index vocab);
+void lmHeadBwdRef(float *dx, float *dtable, const float *dlogits, const float *x,
+                  const float *table, Index rows, Index channels, Index vocab);
+
 } // namespace mist::kernels
