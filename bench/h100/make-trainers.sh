@@ -21,6 +21,13 @@ if [[ $# -lt 3 ]]; then # the preset, one GPU per node, one node
   sed -e 's/^gpus_per_node: 8$/gpus_per_node: 1/;s/^name: h100-80g$/name: h100-80g-1gpu/' \
     -e '/^  - {nodes: [0-9]*, gpus_per_node: [2-9]/d' "$root/stdlib/clusters/h100-80g.yaml" > "$cluster"
 fi
+# The GPU trainer trains in fp32 today: predict and emit fp32 training
+# (`dtype = f32` in each model's train section), so that the predictions
+# describe what runs. (The time model still prices GEMMs at the bf16 peak.)
+mkdir -p "$out/models"
+for m in gpt3-1.3b gpt3-2.7b gpt3-6.7b; do
+  sed 's/^train {$/train {\n  dtype = f32/' "$root/examples/$m.mist" > "$out/models/$m.mist"
+done
 # name model layers G b ckpt offload-optimizer offload-activations
 plans=(
   "gpt13-b4 gpt3-1.3b 24 1 4 0 0 0"
@@ -30,6 +37,7 @@ plans=(
   "gpt13-b4-oo50 gpt3-1.3b 24 1 4 0 0.5 0"
   "gpt13-b4-oa25 gpt3-1.3b 24 1 4 0 0 0.25"
   "gpt27-b4 gpt3-2.7b 32 1 4 0 0 0"
+  "gpt27-b2-g2 gpt3-2.7b 32 2 2 0 0 0"
   "gpt27-b4-ck16-oo100 gpt3-2.7b 32 1 4 16 1.0 0"
   "gpt67-offload-all gpt3-6.7b 32 1 8 32 1.0 0"
 )
@@ -55,22 +63,22 @@ stages:
 PLAN
 done
 # The tuner's own plan for GPT-3 6.7B on one GPU.
-"$mistc" "$root/examples/gpt3-6.7b.mist" --cluster "$cluster" --global-batch 8 --emit=plan \
+"$mistc" "$out/models/gpt3-6.7b.mist" --cluster "$cluster" --global-batch 8 --emit=plan \
   -o "$out/gpt67-tuned.yaml" 2> "$out/gpt67-tuned.log" || { cat "$out/gpt67-tuned.log" >&2; exit 1; }
 for plan in "$out"/*.yaml; do
   name=$(basename "$plan" .yaml)
   [[ $name == h100-1gpu ]] && continue
   model=$(sed -n 's/^model: gpt3_\(.*\)$/\1/p' "$plan" | tr _ .)
-  model=examples/gpt3-${model/1.3b/1.3b}.mist
-  report=$("$mistc" "$root/$model" --cluster "$cluster" --plan "$plan" --emit=report 2>&1) || {
+  model=$out/models/gpt3-$model.mist
+  report=$("$mistc" "$model" --cluster "$cluster" --plan "$plan" --emit=report 2>&1) || {
     echo "$report" >&2; exit 1; }
   echo "$report" > "$out/$name.report"
   iter=$(sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p' <<<"$report")
   peak=$(sed -n 's/.*peak \([0-9.]*\) GiB (forward.*/\1/p' <<<"$report" | sort -g | tail -1)
-  "$mistc" "$root/$model" --cluster "$cluster" --plan "$plan" --emit=trainer -o "$out/$name.train.cu"
+  "$mistc" "$model" --cluster "$cluster" --plan "$plan" --emit=trainer -o "$out/$name.train.cu"
   printf '%s  {"plan": "%s", "model": "%s", "predicted_iteration_s": %s, "predicted_peak_gib": %s}' \
-    "$sep" "$name" "$model" "${iter:-null}" "${peak:-null}" >> "$out/predicted.json"
+    "$sep" "$name" "$(basename "$model")" "${iter:-null}" "${peak:-null}" >> "$out/predicted.json"
   sep=$',\n'
-  printf '%-22s %-26s predicted %8s s/iter  %7s GiB\n' "$name" "$model" "${iter:-?}" "${peak:-?}"
+  printf '%-22s %-16s predicted %8s s/iter  %7s GiB\n' "$name" "$(basename "$model")" "${iter:-?}" "${peak:-?}"
 done
 printf '\n]\n' >> "$out/predicted.json"

@@ -278,6 +278,8 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   const RegionProfile &p = region(kind);
   RegionNumbers n;
   n.params = p.params.eval(b, tp);
+  n.paramBytes = paramBytes;
+  n.stateBytes = stateBytes;
   opTimes(p.fwd, b, tp, c, n.fwdCompute, n.tpFwd);
   opTimes(p.bwd, b, tp, c, n.bwdCompute, n.tpBwd);
   n.savedFull = p.savedFull.eval(b, tp);
@@ -300,6 +302,9 @@ std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngin
   }
   ModelProfile mp;
   mp.modelName = m.name;
+  const double master = dtypeBytes(m.train.masterDtype);
+  mp.paramBytes = dtypeBytes(m.train.dtype);
+  mp.stateBytes = 2 * master + (m.train.dtype == m.train.masterDtype ? 0 : master);
   auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
   const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);
   if (!layers || *layers <= 0 || *layers > 1000000 || !seq || !seq->value) {

@@ -42,6 +42,11 @@ struct RegionProfile {
 /// One region evaluated at (b, tp) on a cluster. Times in seconds, sizes in bytes.
 struct RegionNumbers {
   double params = 0;
+  /// Bytes per parameter of the weights and of their gradients (the
+  /// training dtype), and of the optimizer state: Adam m and v in the
+  /// master dtype, plus master weights unless they are the weights (fp32
+  /// training). bf16 with fp32 masters: 2 and 12; fp32: 4 and 8.
+  double paramBytes = 2, stateBytes = 12;
   double fwdCompute = 0, bwdCompute = 0; ///< kernels, without tp collectives
   double tpFwd = 0, tpBwd = 0;           ///< tp collectives, on the critical path
   double savedFull = 0, savedCkpt = 0;
@@ -71,6 +76,7 @@ public:
   std::optional<std::string> violatedAssumption(int tp) const;
 
   std::string modelName;
+  double paramBytes = 2, stateBytes = 12; ///< from the train section's dtypes (RegionNumbers)
   int numLayers = 0;
   int64_t seqLen = 0;
   int64_t globalBatch = 0;

@@ -52,7 +52,6 @@ double InterferenceTable::overlap(const double load[numStreams]) const {
 
 namespace {
 
-constexpr double bf16Bytes = 2, stateBytes = 12; // fp32 master weights + Adam m and v
 constexpr double adamBytesPerParam = 28;         // read master/m/v/grad, write master/m/v/weight
 
 double transferSeconds(double bytes, double gbs, double latencyUs) {
@@ -67,7 +66,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
          shardO = k.zero.optimizer ? k.dp : 1;
-  double W = bf16Bytes * L.params, Gr = bf16Bytes * L.params, O = stateBytes * L.params;
+  double W = L.paramBytes * L.params, Gr = L.paramBytes * L.params, O = L.stateBytes * L.params;
   double saved = ckpt ? L.savedCkpt : L.savedFull;
   bool fwd = ph == Phase::FwdStable || ph == Phase::FwdFirst;
   PhaseLoad p;
@@ -171,20 +170,20 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
          shardO = k.zero.optimizer ? k.dp : 1;
   double P = k.layers * L.params + (k.first ? n.pre.params : 0) + (k.last ? n.post.params : 0);
   MemoryBreakdown m;
-  m.weights = bf16Bytes * P / shardW * (1 - o.weights);
-  m.grads = bf16Bytes * P / shardG * (1 - o.grads);
-  m.optimizer = stateBytes * P / shardO * (1 - o.optimizer);
+  const double wb = L.paramBytes, sb = L.stateBytes; // per parameter (ModelProfile.h)
+  m.weights = wb * P / shardW * (1 - o.weights);
+  m.grads = wb * P / shardG * (1 - o.grads);
+  m.optimizer = sb * P / shardO * (1 - o.optimizer);
   // Sharded or offloaded layers are gathered into a double buffer (the
   // layer in use and the one being prefetched); offloaded optimizer state is
   // staged one layer at a time for its step.
   if (k.zero.weights || o.weights > 0)
-    m.buffers += 2 * bf16Bytes * L.params;
+    m.buffers += 2 * wb * L.params;
   if (k.zero.grads || o.grads > 0)
-    m.buffers += 2 * bf16Bytes * L.params;
+    m.buffers += 2 * wb * L.params;
   if (o.optimizer > 0)
-    m.buffers += stateBytes * L.params / shardO;
-  m.host = bf16Bytes * P / shardW * o.weights + bf16Bytes * P / shardG * o.grads +
-           stateBytes * P / shardO * o.optimizer;
+    m.buffers += sb * L.params / shardO;
+  m.host = wb * P / shardW * o.weights + wb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
   return m;
 }
 
@@ -243,12 +242,12 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
     int nodes = std::max(1, ctx.dp / gpn);
     return collectiveSeconds(c, bytes, nodes, std::min(gpn, ctx.dp), factor);
   };
-  double layerBytes = bf16Bytes * n.layer.params;
+  double layerBytes = n.layer.paramBytes * n.layer.params;
   sc.gatherWeights = dpSeconds(layerBytes, 1);
   sc.scatterGrads = dpSeconds(layerBytes, 1);
   sc.reduceGrads = dpSeconds(layerBytes, 2);
-  sc.reducePre = dpSeconds(bf16Bytes * n.pre.params, 2);
-  sc.reducePost = dpSeconds(bf16Bytes * n.post.params, 2);
+  sc.reducePre = dpSeconds(n.pre.paramBytes * n.pre.params, 2);
+  sc.reducePost = dpSeconds(n.post.paramBytes * n.post.params, 2);
   double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
   sc.h2dGBs = c.h2dGBs;

@@ -181,6 +181,46 @@ TEST(StageMemory, ZeroLevelsAndOffload) {
   EXPECT_DOUBLE_EQ(off.buffers, 2 * 2e6 + 2 * 2e6 + 12 * 1e6 / 4);
 }
 
+TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
+  // bf16 weights and gradients with fp32 masters and moments: 2 + 2 + 12
+  // bytes; fp32 training keeps no separate masters: 4 + 4 + 8 bytes, and
+  // activations twice as large.
+  auto source = [](const char *dtype) {
+    return std::string("import \"gpt\"\nmodel tiny = gpt(vocab = 256, hidden = 64, layers = 2, "
+                       "heads = 4)\ntrain {\n  global_batch = 16\n  seq_len = 64\n") +
+           dtype + "  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)\n}\n";
+  };
+  auto bf16 = compile(source("")), fp32 = compile(source("  dtype = f32\n"));
+  ASSERT_TRUE(bf16->module) << bf16->diagText;
+  ASSERT_TRUE(fp32->module) << fp32->diagText;
+  auto mpBf16 = ModelProfile::build(*bf16->module, bf16->diag);
+  auto mpFp32 = ModelProfile::build(*fp32->module, fp32->diag);
+  ASSERT_TRUE(mpBf16 && mpFp32);
+  Cluster c = handCluster();
+  RegionNumbers a = mpBf16->evaluate(RegionKind::Layer, 2, 1, c),
+                b = mpFp32->evaluate(RegionKind::Layer, 2, 1, c);
+  EXPECT_DOUBLE_EQ(a.paramBytes, 2);
+  EXPECT_DOUBLE_EQ(a.stateBytes, 12);
+  EXPECT_DOUBLE_EQ(b.paramBytes, 4);
+  EXPECT_DOUBLE_EQ(b.stateBytes, 8);
+  // Float activations double; the few integer ones (token ids) do not.
+  EXPECT_GT(b.savedFull, 1.98 * a.savedFull);
+  EXPECT_LT(b.savedFull, 2 * a.savedFull);
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 2;
+  k.inflight = 1;
+  k.gradAccum = 1;
+  StageNumbers nb{a, mpBf16->evaluate(RegionKind::Pre, 2, 1, c),
+                  mpBf16->evaluate(RegionKind::Post, 2, 1, c)};
+  StageNumbers nf{b, mpFp32->evaluate(RegionKind::Pre, 2, 1, c),
+                  mpFp32->evaluate(RegionKind::Post, 2, 1, c)};
+  MemoryBreakdown mb = estimateStage(k, nb, c, it).mem, mf = estimateStage(k, nf, c, it).mem;
+  EXPECT_DOUBLE_EQ(mf.weights, 2 * mb.weights);
+  EXPECT_DOUBLE_EQ(mf.grads, 2 * mb.grads);
+  EXPECT_DOUBLE_EQ(mf.optimizer, mb.optimizer * 8 / 12);
+}
+
 TEST(StageMemory, ActivationsOfInFlightMicroBatches) {
   Cluster c = handCluster();
   InterferenceTable it(c);
