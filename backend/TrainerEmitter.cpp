@@ -248,6 +248,7 @@ struct StageUse {
   bool pre = false, post = false;
   std::set<int> buffers;
   std::set<int> forward; ///< read or written by a forward op, or a forward input/output
+  std::set<int> saved;   ///< of those, read by a backward op: kept from forward to backward
 };
 
 StageUse stageUse(const LoweredStage &st, bool first, bool last) {
@@ -271,6 +272,8 @@ StageUse stageUse(const LoweredStage &st, bool first, bool last) {
       u.buffers.insert(ids->begin(), ids->end());
     u.forward.insert(lr.inputs.begin(), lr.inputs.end());
     u.forward.insert(lr.outputs.begin(), lr.outputs.end());
+    for (const LoweredOp &op : lr.backward)
+      u.saved.insert(op.operands.begin(), op.operands.end());
   }
   if (first)
     u.buffers.insert(st.moduleInputs[0]);
@@ -278,6 +281,11 @@ StageUse stageUse(const LoweredStage &st, bool first, bool last) {
     u.buffers.insert(st.moduleInputs[1]);
   u.forward.insert(u.buffers.count(st.moduleInputs[0]) ? st.moduleInputs[0] : -1);
   u.forward.insert(u.buffers.count(st.moduleInputs[1]) ? st.moduleInputs[1] : -1);
+  std::set<int> saved;
+  for (int b : u.saved)
+    if (u.forward.count(b))
+      saved.insert(b);
+  u.saved = std::move(saved);
   return u;
 }
 
@@ -527,10 +535,11 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     for (size_t b = 0; b < st.buffers.size(); ++b) {
       const LoweredBuffer &buf = st.buffers[b];
       const bool used = use.buffers.count(int(b)) > 0;
-      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}}}, // {}{}\n", buf.name,
+      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}, {}}}, // {}{}\n", buf.name,
                         used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float",
                         boolean(e.layerOwned.count(int(b))),
-                        boolean(used && use.forward.count(int(b))), b,
+                        boolean(used && use.forward.count(int(b))),
+                        boolean(used && use.saved.count(int(b))), b,
                         used ? "" : " (not on this stage)");
     }
     os << "  };\n  s.params = {\n";

@@ -8,26 +8,26 @@ namespace mist::rt {
 StageMemory::StageMemory(const StageSpec &stage, int slots)
     : spec(stage), globalFrame(stage.buffers.size()),
       layerFrames(size_t(stage.layers), Frame(stage.buffers.size())) {
-  roles.assign(spec.buffers.size(), BufferRole::BackwardScratch);
+  roles.assign(spec.buffers.size(), BufferRole::Scratch);
   for (size_t b = 0; b < spec.buffers.size(); ++b)
-    if (spec.buffers[b].forward)
-      roles[b] = BufferRole::Activation;
+    if (spec.buffers[b].forward && spec.buffers[b].saved)
+      roles[b] = BufferRole::Saved;
   for (const ParamSpec &ps : spec.params) {
     roles[size_t(ps.buffer)] = BufferRole::Parameter;
     for (int g : ps.grads)
       roles[size_t(g)] = BufferRole::Parameter;
   }
   for (size_t b = 0; b < spec.buffers.size(); ++b)
-    if (spec.buffers[b].layer && roles[b] == BufferRole::Activation &&
+    if (spec.buffers[b].layer && roles[b] == BufferRole::Saved &&
         spec.buffers[b].kind == BufferKind::Float && int(b) != spec.layerIn &&
         spec.buffers[b].elements > 0)
       recomputedBuffers.push_back(int(b));
   parameters = makeArrays(BufferRole::Parameter, true);
-  scratch = makeArrays(BufferRole::BackwardScratch, true);
+  scratch = makeArrays(BufferRole::Scratch, true);
   bind(parameters, BufferRole::Parameter);
-  bind(scratch, BufferRole::BackwardScratch);
+  bind(scratch, BufferRole::Scratch);
   for (int s = 0; s < slots; ++s)
-    slotArrays.push_back(makeArrays(BufferRole::Activation, false));
+    slotArrays.push_back(makeArrays(BufferRole::Saved, false));
   for (DeviceArray<float> *a : slots > 0 ? slotFloats(0) : std::vector<DeviceArray<float> *>{})
     bytesPerSlot += a->size() * sizeof(float);
   if (slots > 0) {
@@ -52,8 +52,8 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
   for (size_t f = 0; f < frames; ++f) {
     a.floats[f].resize(spec.buffers.size());
     a.ids[f].resize(spec.buffers.size());
-    // Backward scratch is shared by the layers: frame 1 only.
-    if (role == BufferRole::BackwardScratch && f > 1)
+    // Scratch is shared by the layers: frame 1 only.
+    if (role == BufferRole::Scratch && f > 1)
       continue;
     for (size_t b = 0; b < spec.buffers.size(); ++b) {
       const BufferSpec &buf = spec.buffers[b];
@@ -73,7 +73,7 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
 void StageMemory::bind(Arrays &arrays, BufferRole role) {
   for (size_t f = 0; f <= size_t(spec.layers); ++f) {
     Frame &frame = f == 0 ? globalFrame : layerFrames[f - 1];
-    const size_t owner = role == BufferRole::BackwardScratch && f > 1 ? 1 : f;
+    const size_t owner = role == BufferRole::Scratch && f > 1 ? 1 : f;
     for (size_t b = 0; b < spec.buffers.size(); ++b) {
       if (roles[b] != role || spec.buffers[b].layer != (f > 0))
         continue;
@@ -88,7 +88,7 @@ void StageMemory::bind(Arrays &arrays, BufferRole role) {
 void StageMemory::bindSlot(int slot) {
   if (slot < 0 || slot >= slots())
     abortJob("stage memory: no activation slot " + std::to_string(slot));
-  bind(slotArrays[size_t(slot)], BufferRole::Activation);
+  bind(slotArrays[size_t(slot)], BufferRole::Saved);
 }
 
 std::vector<DeviceArray<float> *> StageMemory::slotFloats(int slot) {
@@ -96,7 +96,7 @@ std::vector<DeviceArray<float> *> StageMemory::slotFloats(int slot) {
   Arrays &a = slotArrays[size_t(slot)];
   for (size_t f = 0; f < a.floats.size(); ++f)
     for (size_t b = 0; b < spec.buffers.size(); ++b)
-      if (roles[b] == BufferRole::Activation && spec.buffers[b].layer == (f > 0) &&
+      if (roles[b] == BufferRole::Saved && spec.buffers[b].layer == (f > 0) &&
           spec.buffers[b].kind == BufferKind::Float && spec.buffers[b].elements > 0)
         out.push_back(&a.floats[f][b]);
   return out;

@@ -6,14 +6,17 @@
 /// model counts:
 /// - parameters and their gradient buffers: one copy per layer, for the
 ///   whole run (the parameter store moves, gathers and offloads them);
-/// - activations (buffers the forward reads or writes): one set per slot,
-///   and as many slots as the stage's 1F1B order keeps micro-batches between
-///   forward and backward. A micro-batch's forward computes straight into
-///   its slot and its backward reads from there: nothing is copied, and a
-///   checkpointed layer's slot keeps only its input between the two;
-/// - backward scratch (activation gradients, which no forward reads): one
-///   set for the stage, shared by all layers, since layers run their
-///   backward one after the other.
+/// - saved activations (what the forward writes and the backward reads):
+///   one set per slot, and as many slots as the stage's 1F1B order keeps
+///   micro-batches between forward and backward. A micro-batch's forward
+///   computes straight into its slot and its backward reads from there:
+///   nothing is copied, and a checkpointed layer's slot keeps only its input
+///   between the two;
+/// - scratch (the forward's intermediates that no backward reads, and the
+///   activation gradients): one set for the stage, shared by all layers,
+///   since layers run one after the other. So memory is what the
+///   performance model counts: states, the saved activations of the
+///   micro-batches in flight, and one layer's working set.
 /// Slots are allocated when the trainer starts, so a plan whose activations
 /// do not fit stops at once with the sizes (device::allocate).
 //===----------------------------------------------------------------------===//
@@ -23,7 +26,7 @@
 
 namespace mist::rt {
 
-enum class BufferRole { Parameter, Activation, BackwardScratch };
+enum class BufferRole { Parameter, Saved, Scratch };
 
 class StageMemory {
 public:
@@ -38,7 +41,7 @@ public:
   int slots() const { return int(slotArrays.size()); }
   /// Points every frame's activation buffers at slot `slot`'s arrays.
   void bindSlot(int slot);
-  /// The float activation arrays of a slot (every layer's and the global
+  /// The float saved-activation arrays of a slot (every layer's and the global
   /// ones; a checkpointed layer's dropped buffers are empty between its
   /// forward and its recompute): what the stash offloads.
   std::vector<DeviceArray<float> *> slotFloats(int slot);

@@ -26,7 +26,8 @@ struct BufferSpec {
   int64_t elements; ///< 0 for a buffer the stage never touches
   BufferKind kind;
   bool layer;   ///< owned by the repeated layer: one copy per layer
-  bool forward; ///< read or written by the forward: kept from a forward to its backward
+  bool forward; ///< read or written by the forward
+  bool saved;   ///< of those, read by the backward: kept from a forward to its backward
 };
 
 /// Which region of the model reads a parameter.

@@ -73,18 +73,22 @@ TEST(ActivationStash, MaxInFlightFollowsTheOneFOneBOrder) {
 
 namespace {
 
-/// A one-layer stage: buffer 0 the layer's weight, 1 its gradient, 2 the
-/// layer input, 3 an activation the forward writes, 4 a buffer only the
-/// backward uses, 5 the tokens.
+/// A two-layer stage: buffer 0 the layer's weight, 1 its gradient, 2 the
+/// layer input, 3 an activation the forward writes and the backward reads,
+/// 4 a buffer only the backward uses, 5 the tokens, 6 an intermediate of the
+/// forward that the backward does not read.
 StageSpec tinyStage(int ckptLayers, double offloadActivations) {
   StageSpec s;
   s.layers = 2;
   s.ckptLayers = ckptLayers;
   s.offloadActivations = offloadActivations;
-  s.buffers = {
-      {"w", 4, BufferKind::Float, true, true},       {"w.grad", 4, BufferKind::Float, true, false},
-      {"x", 8, BufferKind::Float, true, true},       {"h", 8, BufferKind::Float, true, true},
-      {"h.grad", 8, BufferKind::Float, true, false}, {"tokens", 2, BufferKind::Ids, false, true}};
+  s.buffers = {{"w", 4, BufferKind::Float, true, true, true},
+               {"w.grad", 4, BufferKind::Float, true, false, false},
+               {"x", 8, BufferKind::Float, true, true, true},
+               {"h", 8, BufferKind::Float, true, true, true},
+               {"h.grad", 8, BufferKind::Float, true, false, false},
+               {"tokens", 2, BufferKind::Ids, false, true, true},
+               {"t", 8, BufferKind::Float, true, true, false}};
   s.params = {{"w", 0, {1}, {4}, -1, {}, {RegionKind::Layer}, false}};
   s.layerIn = 2;
   s.order = {{0, true}, {1, true}, {0, false}, {1, false}};
@@ -139,7 +143,9 @@ TEST(StageMemory, ACheckpointedLayerKeepsOnlyItsInput) {
   EXPECT_EQ(partial.recomputed(), (std::vector<int>{3}));
   EXPECT_EQ(partial.role(0), BufferRole::Parameter);
   EXPECT_EQ(partial.role(1), BufferRole::Parameter);
-  EXPECT_EQ(partial.role(4), BufferRole::BackwardScratch);
+  EXPECT_EQ(partial.role(4), BufferRole::Scratch);
+  EXPECT_EQ(partial.role(6), BufferRole::Scratch);
+  EXPECT_EQ(partial.role(3), BufferRole::Saved);
 }
 
 TEST(StageMemoryDeathTest, AnImpossibleReservationSaysOutOfMemory) {
