@@ -67,15 +67,18 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
       os << fmt::format("{:>14.3f}", ms(p->elapsed));
     os << "\n";
     const MemoryBreakdown &m = e.mem;
+    // Small stages (the tiny test models) in MiB, so the figures say something.
+    const bool small = m.peak() < double(1 << 30);
+    const double unit = small ? double(1 << 20) : double(1 << 30);
     os << fmt::format(
-        "  memory (GiB): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
+        "  memory ({}): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
         "saved activations {:.2f}, transient {:.2f}\n",
-        gib(m.weights), gib(m.grads), gib(m.optimizer), gib(m.buffers), gib(m.savedActivations),
-        gib(m.transient));
-    os << fmt::format(
-        "  peak {:.2f} GiB (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
-        gib(m.peak()), gib(m.fwdPeak), gib(m.bwdPeak), gib(cluster.usableBytes()),
-        m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
+        small ? "MiB" : "GiB", m.weights / unit, m.grads / unit, m.optimizer / unit,
+        m.buffers / unit, m.savedActivations / unit, m.transient / unit);
+    os << fmt::format("  peak {:.2f} {} (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
+                      m.peak() / unit, small ? "MiB" : "GiB", m.fwdPeak / unit, m.bwdPeak / unit,
+                      gib(cluster.usableBytes()),
+                      m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
     if (m.host > 0) {
       double share = cluster.hostBytesPerGpu();
       os << (std::isfinite(share)

@@ -74,7 +74,8 @@ for plan in "$out"/*.yaml; do
     echo "$report" >&2; exit 1; }
   echo "$report" > "$out/$name.report"
   iter=$(sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p' <<<"$report")
-  peak=$(sed -n 's/.*peak \([0-9.]*\) GiB (forward.*/\1/p' <<<"$report" | sort -g | tail -1)
+  peak=$(sed -n 's/.*peak \([0-9.]*\) GiB (forward.*/\1/p;s/.*peak \([0-9.]*\) MiB (forward.*/\1 1024/p' <<<"$report" |
+    awk '{print NF == 2 ? $1 / $2 : $1}' | sort -g | tail -1)
   "$mistc" "$model" --cluster "$cluster" --plan "$plan" --emit=trainer -o "$out/$name.train.cu"
   printf '%s  {"plan": "%s", "model": "%s", "predicted_iteration_s": %s, "predicted_peak_gib": %s}' \
     "$sep" "$name" "$(basename "$model")" "${iter:-null}" "${peak:-null}" >> "$out/predicted.json"

@@ -11,7 +11,7 @@ PyTorch reference's JSON exists.
 """
 import json, os, re, statistics, subprocess, sys, datetime
 
-STEP = re.compile(r"^step +(\d+) +loss (\S+) .*? ([\d.]+) tokens/s +([\d.eE+-]+) TFLOP/s/rank +(\d+) MiB peak",
+STEP = re.compile(r"^step +(\d+) +loss (\S+) .*? ([\d.]+) tokens/s +([\d.eE+-]+) TFLOP/s/rank +([\d.]+) MiB peak",
                   re.M)
 TRAINING = re.compile(r"for \d+ steps on \d+ ranks? \(([^)]*)\): (\d+) micro-batches of (\d+) sequences of (\d+) tokens")
 
@@ -28,7 +28,7 @@ def measure(log_path):
     times = [tokens / float(s[2]) for s in timed]
     return {"device": head.group(1), "iteration_s_median": statistics.median(times),
             "iteration_s_all": times, "tflops": statistics.median(float(s[3]) for s in timed),
-            "peak_memory_gib": max(int(s[4]) for s in steps) / 1024.0,
+            "peak_memory_gib": max(float(s[4]) for s in steps) / 1024.0,
             "losses": [float(s[1]) for s in steps]}
 
 

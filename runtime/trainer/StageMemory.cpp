@@ -70,6 +70,17 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
   return a;
 }
 
+size_t StageMemory::bytesOf(const Arrays &arrays) {
+  size_t bytes = 0;
+  for (const auto &frame : arrays.floats)
+    for (const DeviceArray<float> &a : frame)
+      bytes += a.size() * sizeof(float);
+  for (const auto &frame : arrays.ids)
+    for (const DeviceArray<int32_t> &a : frame)
+      bytes += a.size() * sizeof(int32_t);
+  return bytes;
+}
+
 void StageMemory::bind(Arrays &arrays, BufferRole role) {
   for (size_t f = 0; f <= size_t(spec.layers); ++f) {
     Frame &frame = f == 0 ? globalFrame : layerFrames[f - 1];

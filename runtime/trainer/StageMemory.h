@@ -48,6 +48,9 @@ public:
   /// Bytes of one slot's activations as allocated at start (the buffers a
   /// checkpointed layer drops are not allocated until its forward runs).
   size_t slotBytes() const { return bytesPerSlot; }
+  /// Bytes of the scratch set, and of the parameters and their gradient buffers.
+  size_t scratchBytes() const { return bytesOf(scratch); }
+  size_t parameterBytes() const { return bytesOf(parameters); }
 
   /// Buffers a checkpointed layer drops after its forward and recomputes
   /// before its backward: its activations but its input.
@@ -61,6 +64,7 @@ private:
     std::vector<std::vector<DeviceArray<int32_t>>> ids;
   };
   Arrays makeArrays(BufferRole role, bool allocateRecomputed);
+  static size_t bytesOf(const Arrays &arrays);
   void bind(Arrays &arrays, BufferRole role);
 
   const StageSpec &spec;

@@ -133,11 +133,14 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   ActivationStash stash(stage, memory, offload, streams);
   streams.synchronize();
   if (layout->dpRank == 0 && layout->tpRank == 0) { // one line per stage
-    std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d: activations of %d micro-batch%s "
-                "in flight reserved, %.2f MiB per rank\n",
+    std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d, per rank: parameters and "
+                "gradient buffers %.2f MiB, saved activations of %d micro-batch%s in flight "
+                "%.2f MiB, scratch %.2f MiB\n",
                 layout->stage, stage.firstLayer, stage.firstLayer + stage.layers - 1,
-                layout->stageStart, layout->stageStart + stage.dp * stage.tp - 1, stash.slots(),
-                stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20));
+                layout->stageStart, layout->stageStart + stage.dp * stage.tp - 1,
+                double(memory.parameterBytes()) / (1 << 20), stash.slots(),
+                stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20),
+                double(memory.scratchBytes()) / (1 << 20));
     std::fflush(stdout);
   }
   StageRunner runner(spec, groups, tpContext, memory, store, stash, streams,
@@ -195,7 +198,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       const double flopsPerRank =
           spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
       std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
-                  "%.0f MiB peak",
+                  "%.1f MiB peak",
                   step, loss, norm, stepLr,
                   double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
                   flopsPerRank / 1e12, double(device::peakBytes()) / (1 << 20));
