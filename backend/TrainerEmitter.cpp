@@ -1,6 +1,8 @@
 //===- TrainerEmitter.cpp - Writes train.cu for a plan --------------------===//
 #include "backend/TrainerEmitter.h"
 
+#include "backend/ScratchPlanner.h"
+
 #include "backend/Schedule.h"
 
 #include <fmt/format.h>
@@ -289,6 +291,32 @@ StageUse stageUse(const LoweredStage &st, bool first, bool last) {
   return u;
 }
 
+/// A parameter of the stage: its buffer and the gradient buffers that
+/// contribute to it (a tied weight gets one from each region reading it).
+struct StageParam {
+  const ParamLayout *layout;
+  int buffer;
+  std::vector<int64_t> grads;
+};
+
+std::vector<StageParam> stageParams(const LoweredStage &st, const StageUse &use) {
+  std::vector<StageParam> out;
+  for (const ParamLayout &p : st.params) {
+    StageParam sp{&p, -1, {}};
+    for (size_t b = 0; b < st.buffers.size(); ++b) {
+      const std::string &n = st.buffers[b].name;
+      if (n == p.name && st.buffers[b].role == Role::Param)
+        sp.buffer = int(b);
+      if (st.buffers[b].role == Role::Grad && use.buffers.count(int(b)) &&
+          (n == p.name + ".grad" || n.rfind(p.name + ".grad.", 0) == 0))
+        sp.grads.push_back(int64_t(b));
+    }
+    if (sp.buffer >= 0 && use.buffers.count(sp.buffer))
+      out.push_back(std::move(sp)); // else another stage's
+  }
+  return out;
+}
+
 /// Whether `region`'s ops read buffer `b`.
 bool reads(const LoweredRegion &region, int b) {
   for (const auto *ops : {&region.forward, &region.backward})
@@ -531,33 +559,38 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         "  s.offloadWeights = {};\n  s.offloadGrads = {};\n  s.offloadOptimizer = {};\n"
         "  s.offloadActivations = {};\n",
         sp.offload.weights, sp.offload.grads, sp.offload.optimizer, sp.offload.activations);
+    // Scratch: what is neither a parameter (or its gradient) nor kept from a
+    // forward to its backward; it shares one arena, planned by liveness.
+    const std::vector<StageParam> params = stageParams(st, use);
+    std::vector<bool> scratch(st.buffers.size(), false);
+    for (size_t b = 0; b < st.buffers.size(); ++b)
+      scratch[b] = use.buffers.count(int(b)) && !use.saved.count(int(b));
+    for (const StageParam &p : params) {
+      scratch[size_t(p.buffer)] = false;
+      for (int64_t g : p.grads)
+        scratch[size_t(g)] = false;
+    }
+    const ScratchPlan arena = planScratch(st, scratch, first, last);
+    os << fmt::format("  s.scratchBytes = {}; // one arena for the buffers with an offset\n",
+                      arena.bytes);
     os << "  s.buffers = {\n";
     for (size_t b = 0; b < st.buffers.size(); ++b) {
       const LoweredBuffer &buf = st.buffers[b];
       const bool used = use.buffers.count(int(b)) > 0;
-      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}, {}}}, // {}{}\n", buf.name,
+      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}, {}, {}}}, // {}{}\n", buf.name,
                         used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float",
                         boolean(e.layerOwned.count(int(b))),
                         boolean(used && use.forward.count(int(b))),
-                        boolean(used && use.saved.count(int(b))), b,
+                        boolean(used && use.saved.count(int(b))), arena.offset[b], b,
                         used ? "" : " (not on this stage)");
     }
     os << "  };\n  s.params = {\n";
     const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
                         &post = st.region(RegionKind::Post);
-    for (const ParamLayout &p : st.params) {
-      int buffer = -1;
-      std::vector<int64_t> grads;
-      for (size_t b = 0; b < st.buffers.size(); ++b) {
-        const std::string &n = st.buffers[b].name;
-        if (n == p.name && st.buffers[b].role == Role::Param)
-          buffer = int(b);
-        if (st.buffers[b].role == Role::Grad && use.buffers.count(int(b)) &&
-            (n == p.name + ".grad" || n.rfind(p.name + ".grad.", 0) == 0))
-          grads.push_back(int64_t(b));
-      }
-      if (buffer < 0 || !use.buffers.count(buffer))
-        continue; // another stage's
+    for (const StageParam &sp : params) {
+      const ParamLayout &p = *sp.layout;
+      const int buffer = sp.buffer;
+      const std::vector<int64_t> &grads = sp.grads;
       const bool inPre = reads(pre, buffer), inPost = reads(post, buffer);
       std::vector<std::string> regions;
       if (first && inPre)

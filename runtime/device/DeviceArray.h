@@ -12,15 +12,30 @@
 
 #include "runtime/device/Device.h"
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
 namespace mist::rt {
 
+[[noreturn]] void abortJob(const std::string &why); // runtime/comm/MpiCommunicator.h
+
 template <class T> class DeviceArray {
 public:
   DeviceArray() = default;
-  ~DeviceArray() { device::release(ptr); }
+  /// A view of n elements of memory another array owns (a slice of an
+  /// arena): it is never freed, and resizing it is a bug that ends the job.
+  static DeviceArray view(T *data, size_t count) {
+    DeviceArray a;
+    a.ptr = data;
+    a.n = count;
+    a.owner = false;
+    return a;
+  }
+  ~DeviceArray() {
+    if (owner)
+      device::release(ptr);
+  }
   DeviceArray(const DeviceArray &other) { *this = other; }
   DeviceArray &operator=(const DeviceArray &other) {
     if (this != &other) {
@@ -42,6 +57,7 @@ public:
   void swap(DeviceArray &other) noexcept {
     std::swap(ptr, other.ptr);
     std::swap(n, other.n);
+    std::swap(owner, other.owner);
   }
 
   /// n elements, all zero.
@@ -53,6 +69,8 @@ public:
   void resize(size_t count) {
     if (count == n)
       return;
+    if (!owner)
+      abortJob("a view of an arena cannot be resized");
     T *fresh = static_cast<T *>(device::allocate(count * sizeof(T), "a tensor"));
     device::copy(fresh, ptr, std::min(n, count) * sizeof(T));
     device::release(ptr);
@@ -82,12 +100,15 @@ private:
   void reallocate(size_t count) {
     if (count == n)
       return;
+    if (!owner)
+      abortJob("a view of an arena cannot be resized");
     device::release(ptr);
     ptr = static_cast<T *>(device::allocate(count * sizeof(T), "a tensor"));
     n = count;
   }
   T *ptr = nullptr;
   size_t n = 0;
+  bool owner = true;
 };
 
 template <> inline void DeviceArray<float>::fillZero() { device::fill(ptr, n, 0.f); }

@@ -23,6 +23,8 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
         spec.buffers[b].elements > 0)
       recomputedBuffers.push_back(int(b));
   parameters = makeArrays(BufferRole::Parameter, true);
+  if (spec.scratchBytes > 0)
+    scratchArena.assignZeros(size_t(spec.scratchBytes + 3) / 4);
   scratch = makeArrays(BufferRole::Scratch, true);
   bind(parameters, BufferRole::Parameter);
   bind(scratch, BufferRole::Scratch);
@@ -61,6 +63,21 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
         continue;
       if (!allocateRecomputed && recomputed[b] && int(f) - 1 >= firstCheckpointed)
         continue;
+      if (role == BufferRole::Scratch && buf.scratchOffset >= 0) {
+        // A slice of the arena the emitter planned.
+        const size_t bytes = size_t(buf.elements) * 4;
+        if (size_t(buf.scratchOffset) + bytes > scratchArena.size() * sizeof(float))
+          abortJob(std::string("stage memory: buffer '") + buf.name +
+                   "' lies outside the scratch arena (train.cu and the runtime disagree)");
+        std::byte *at = reinterpret_cast<std::byte *>(scratchArena.data()) + buf.scratchOffset;
+        if (buf.kind == BufferKind::Ids)
+          a.ids[f][b] = DeviceArray<int32_t>::view(reinterpret_cast<int32_t *>(at),
+                                                   size_t(buf.elements));
+        else
+          a.floats[f][b] =
+              DeviceArray<float>::view(reinterpret_cast<float *>(at), size_t(buf.elements));
+        continue;
+      }
       if (buf.kind == BufferKind::Ids)
         a.ids[f][b].assignZeros(size_t(buf.elements));
       else
@@ -79,6 +96,15 @@ size_t StageMemory::bytesOf(const Arrays &arrays) {
     for (const DeviceArray<int32_t> &a : frame)
       bytes += a.size() * sizeof(int32_t);
   return bytes;
+}
+
+size_t StageMemory::scratchBytes() const {
+  size_t outside = 0; // scratch buffers with no planned offset
+  for (size_t f = 0; f < scratch.floats.size(); ++f)
+    for (size_t b = 0; b < spec.buffers.size(); ++b)
+      if (spec.buffers[b].scratchOffset < 0)
+        outside += (scratch.floats[f][b].size() + scratch.ids[f][b].size()) * 4;
+  return scratchArena.size() * sizeof(float) + outside;
 }
 
 void StageMemory::bind(Arrays &arrays, BufferRole role) {

@@ -14,7 +14,9 @@
 ///   between the two;
 /// - scratch (the forward's intermediates that no backward reads, and the
 ///   activation gradients): one set for the stage, shared by all layers,
-///   since layers run one after the other. So memory is what the
+///   since layers run one after the other; the emitter plans where each
+///   lives in one arena by liveness (BufferSpec::scratchOffset), so the
+///   arena is one region's live set. So memory is what the
 ///   performance model counts: states, the saved activations of the
 ///   micro-batches in flight, and one layer's working set.
 /// Slots are allocated when the trainer starts, so a plan whose activations
@@ -48,8 +50,9 @@ public:
   /// Bytes of one slot's activations as allocated at start (the buffers a
   /// checkpointed layer drops are not allocated until its forward runs).
   size_t slotBytes() const { return bytesPerSlot; }
-  /// Bytes of the scratch set, and of the parameters and their gradient buffers.
-  size_t scratchBytes() const { return bytesOf(scratch); }
+  /// Bytes of the scratch (the arena, plus any buffer without an offset),
+  /// and of the parameters and their gradient buffers.
+  size_t scratchBytes() const;
   size_t parameterBytes() const { return bytesOf(parameters); }
 
   /// Buffers a checkpointed layer drops after its forward and recomputes
@@ -71,6 +74,7 @@ private:
   std::vector<BufferRole> roles;
   std::vector<int> recomputedBuffers;
   Arrays parameters, scratch;
+  DeviceArray<float> scratchArena; ///< StageSpec::scratchBytes, sliced by scratchOffset
   std::vector<Arrays> slotArrays;
   Frame globalFrame;
   std::vector<Frame> layerFrames;

@@ -28,6 +28,9 @@ struct BufferSpec {
   bool layer;   ///< owned by the repeated layer: one copy per layer
   bool forward; ///< read or written by the forward
   bool saved;   ///< of those, read by the backward: kept from a forward to its backward
+  /// Bytes into the stage's scratch arena (StageSpec::scratchBytes) where a
+  /// transient buffer lives, planned by liveness; -1: a buffer of its own.
+  int64_t scratchOffset = -1;
 };
 
 /// Which region of the model reads a parameter.
@@ -97,6 +100,7 @@ struct StageSpec {
   int microBatch = 1;
   int dp = 1, tp = 1;         ///< ranks of the stage: dp x tp, tp innermost
   int ckptLayers = 0;         ///< the last ckptLayers layers keep only their input and recompute
+  int64_t scratchBytes = 0;   ///< the arena of the buffers with a scratchOffset
   bool zeroOptimizer = false; ///< ZeRO-1: fp32 masters and Adam moments split over dp
   bool zeroGrads = false;     ///< ZeRO-2: gradient sums split over dp too
   bool zeroWeights = false;   ///< ZeRO-3: weights split over dp, gathered around each use

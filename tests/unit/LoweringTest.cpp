@@ -4,6 +4,8 @@
 /// hold matching q, k and v heads; sizes that tp does not divide are errors.
 //===----------------------------------------------------------------------===//
 #include "backend/Lowering.h"
+#include "backend/ScratchPlanner.h"
+#include <map>
 #include "TestUtil.h"
 
 using namespace mist;
@@ -141,6 +143,63 @@ TEST(Lowering, NeedsTheDifferentiatedModule) {
   EXPECT_FALSE(lower(*c, 1, 1));
   EXPECT_NE(c->diagText.find("lowering needs a module after shape-infer, tp-shard and backward"),
             std::string::npos);
+}
+
+} // namespace
+
+namespace {
+
+// The scratch arena: buffers live at once in some region run never overlap,
+// every planned buffer fits, and sharing makes the arena smaller than the
+// buffers laid end to end.
+TEST(ScratchPlanner, BuffersLiveAtOnceNeverOverlap) {
+  auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/tiny-gpt.mist",
+                       {"shape-infer", "tp-shard", "backward"});
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto st = lower(*c, 2, 2);
+  ASSERT_TRUE(st) << c->diagText;
+  std::vector<bool> scratch(st->buffers.size(), false);
+  for (size_t b = 0; b < st->buffers.size(); ++b)
+    scratch[b] = st->buffers[b].role == Role::Act && st->buffers[b].dtype != DType::I32;
+  ScratchPlan plan = planScratch(*st, scratch, true, true);
+  int64_t endToEnd = 0;
+  for (size_t b = 0; b < st->buffers.size(); ++b)
+    if (plan.offset[b] >= 0) {
+      EXPECT_TRUE(scratch[b]) << st->buffers[b].name;
+      EXPECT_EQ(plan.offset[b] % 256, 0);
+      EXPECT_LE(plan.offset[b] + st->buffers[b].elements() * 4, plan.bytes);
+      endToEnd += st->buffers[b].elements() * 4;
+    }
+  EXPECT_LT(plan.bytes, endToEnd);
+  // Within each run, two buffers that are both used overlap in memory only
+  // if their live intervals do not.
+  for (const LoweredRegion &region : st->regions)
+    for (const auto *ops : {&region.forward, &region.backward}) {
+      std::map<int, std::pair<int, int>> live;
+      for (int i = 0; i < int(ops->size()); ++i)
+        for (const auto *ids : {&(*ops)[size_t(i)].operands, &(*ops)[size_t(i)].results})
+          for (int b : *ids)
+            if (plan.offset[size_t(b)] >= 0) {
+              auto [it, fresh] = live.try_emplace(b, std::make_pair(i, i));
+              it->second.second = i;
+            }
+      const bool forward = ops == &region.forward;
+      for (int b : forward ? region.inputs : region.gradInputs)
+        if (live.count(b))
+          live[b].first = -1;
+      for (int b : forward ? region.outputs : region.gradOutputs)
+        if (live.count(b))
+          live[b].second = int(ops->size());
+      for (auto &[a, ia] : live)
+        for (auto &[b, ib] : live) {
+          if (a >= b || ia.second < ib.first || ib.second < ia.first)
+            continue;
+          const int64_t a0 = plan.offset[size_t(a)], a1 = a0 + st->buffers[size_t(a)].elements() * 4;
+          const int64_t b0 = plan.offset[size_t(b)], b1 = b0 + st->buffers[size_t(b)].elements() * 4;
+          EXPECT_TRUE(a1 <= b0 || b1 <= a0)
+              << st->buffers[size_t(a)].name << " and " << st->buffers[size_t(b)].name;
+        }
+    }
 }
 
 } // namespace

@@ -1,0 +1,103 @@
+//===- ScratchPlanner.cpp - One arena for a stage's transient buffers -----===//
+#include "backend/ScratchPlanner.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace mist {
+
+namespace {
+
+constexpr int64_t alignment = 256;
+
+struct Interval {
+  int first, last;
+};
+
+/// The live interval of every scratch buffer one region run uses.
+std::map<int, Interval> liveness(const std::vector<LoweredOp> &ops, const std::vector<int> &inputs,
+                                 const std::vector<int> &outputs,
+                                 const std::vector<bool> &scratch) {
+  std::map<int, Interval> live;
+  auto touch = [&](int b, int at) {
+    if (b < 0 || size_t(b) >= scratch.size() || !scratch[size_t(b)])
+      return;
+    auto [it, fresh] = live.try_emplace(b, Interval{at, at});
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, at);
+      it->second.last = std::max(it->second.last, at);
+    }
+  };
+  const int end = int(ops.size());
+  for (int b : inputs)
+    touch(b, -1);
+  for (int i = 0; i < end; ++i) {
+    for (int b : ops[size_t(i)].operands)
+      touch(b, i);
+    for (int b : ops[size_t(i)].results)
+      touch(b, i);
+  }
+  for (int b : outputs)
+    touch(b, end);
+  return live;
+}
+
+} // namespace
+
+ScratchPlan planScratch(const LoweredStage &stage, const std::vector<bool> &scratch, bool first,
+                        bool last) {
+  const size_t n = stage.buffers.size();
+  ScratchPlan plan;
+  plan.offset.assign(n, -1);
+  // conflicts[a] holds b when a and b are live at once in some run.
+  std::vector<std::vector<int>> conflicts(n);
+  std::vector<bool> used(n, false);
+  for (int r = 0; r < 3; ++r) {
+    if ((r == 0 && !first) || (r == 2 && !last))
+      continue;
+    const LoweredRegion &region = stage.regions[r];
+    for (bool forward : {true, false}) {
+      std::map<int, Interval> live =
+          forward ? liveness(region.forward, region.inputs, region.outputs, scratch)
+                  : liveness(region.backward, region.gradInputs, region.gradOutputs, scratch);
+      for (auto a = live.begin(); a != live.end(); ++a) {
+        used[size_t(a->first)] = true;
+        for (auto b = std::next(a); b != live.end(); ++b)
+          if (a->second.first <= b->second.last && b->second.first <= a->second.last) {
+            conflicts[size_t(a->first)].push_back(b->first);
+            conflicts[size_t(b->first)].push_back(a->first);
+          }
+      }
+    }
+  }
+  auto bytesOf = [&](int b) {
+    const int64_t raw = stage.buffers[size_t(b)].elements() * 4; // fp32 and int32 alike
+    return (raw + alignment - 1) / alignment * alignment;
+  };
+  // Largest first, each at the lowest offset clear of its placed conflicts.
+  std::vector<int> order;
+  for (size_t b = 0; b < n; ++b)
+    if (used[b])
+      order.push_back(int(b));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return bytesOf(a) > bytesOf(b); });
+  for (int b : order) {
+    std::vector<std::pair<int64_t, int64_t>> taken; // [begin, end) of placed conflicts
+    for (int c : conflicts[size_t(b)])
+      if (plan.offset[size_t(c)] >= 0)
+        taken.push_back({plan.offset[size_t(c)], plan.offset[size_t(c)] + bytesOf(c)});
+    std::sort(taken.begin(), taken.end());
+    int64_t at = 0;
+    for (auto [begin, end] : taken) {
+      if (at + bytesOf(b) <= begin)
+        break;
+      at = std::max(at, end);
+    }
+    plan.offset[size_t(b)] = at;
+    plan.bytes = std::max(plan.bytes, at + bytesOf(b));
+  }
+  return plan;
+}
+
+} // namespace mist
