@@ -36,6 +36,16 @@ void OffloadEngine::copyOut(const float *device, size_t n, HostArray<float> &hos
   peakInHost = std::max(peakInHost, inHost);
 }
 
+void OffloadEngine::stageIn(float *device, const HostArray<float> &host) {
+  device::copy(device, host.data(), host.size() * sizeof(float));
+  moved += host.size() * sizeof(float);
+}
+
+void OffloadEngine::stageOut(const float *device, HostArray<float> &host) {
+  device::copy(host.data(), device, host.size() * sizeof(float));
+  moved += host.size() * sizeof(float);
+}
+
 void OffloadEngine::copyIn(float *device, HostArray<float> &host) {
   device::copy(device, host.data(), host.size() * sizeof(float));
   inHost -= host.size() * sizeof(float);

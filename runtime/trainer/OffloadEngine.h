@@ -28,6 +28,11 @@ public:
   /// (emptying `host`): for tensors whose device copy lives elsewhere.
   void copyOut(const float *device, size_t n, HostArray<float> &host);
   void copyIn(float *device, HostArray<float> &host);
+  /// Copies a held tail to device memory and back, the host copy staying
+  /// where it is (the optimizer's offloaded state, stepped in a staging
+  /// buffer): only the moved bytes are counted.
+  void stageIn(float *device, const HostArray<float> &host);
+  void stageOut(const float *device, HostArray<float> &host);
 
   size_t hostBytes() const { return inHost; }         ///< held in host memory now
   size_t peakHostBytes() const { return peakInHost; } ///< the most ever held at once

@@ -23,7 +23,9 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
     for (State &s : state[p]) {
       s.local = size_t(spec.buffers[ps.buffer].elements);
       s.chunk = sliced ? (s.local + size_t(dp) - 1) / size_t(dp) : s.local;
-      s.masterIsWeights = !sliced && spec.offloadWeights <= 0 && spec.offloadOptimizer <= 0;
+      // fp32 weights that stay whole on this rank are their own masters
+      // (only the moments are then offloaded with the optimizer state).
+      s.masterIsWeights = !sliced && spec.offloadWeights <= 0;
       s.sumsInPlace = !sliced && ps.grads.size() == 1 && spec.offloadGrads <= 0 && !tied(p);
     }
   }
@@ -361,11 +363,32 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
                             : group == spec.layers ? RegionKind::Post
                                                    : RegionKind::Layer;
   const std::string name = regionName(region, group);
-  if (spec.offloadOptimizer > 0)
+  // Offloaded optimizer state: the tails of the group's masters and moments
+  // come into one staging buffer each (members one after the other), are
+  // stepped there, and go back; the device parts are stepped in place.
+  std::vector<size_t> stagedAt(members.size(), 0);
+  size_t staged = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    stagedAt[i] = staged;
+    staged += state[members[i].first][members[i].second].mHost.size();
+  }
+  if (staged > 0) {
+    if (stagedM.size() < staged) {
+      stagedM.assignZeros(staged);
+      stagedV.assignZeros(staged);
+      if (!state[members[0].first][members[0].second].masterIsWeights)
+        stagedMaster.assignZeros(staged);
+    }
     streams.runFenced(StreamKind::H2D, "swap in optimizer state " + name, [&] {
-      for (auto [p, l] : members)
-        swapInOptimizer(state[p][l]);
+      for (size_t i = 0; i < members.size(); ++i) {
+        State &s = state[members[i].first][members[i].second];
+        if (!s.masterIsWeights)
+          offload.stageIn(stagedMaster.data() + stagedAt[i], s.masterHost);
+        offload.stageIn(stagedM.data() + stagedAt[i], s.mHost);
+        offload.stageIn(stagedV.data() + stagedAt[i], s.vHost);
+      }
     });
+  }
   // Without ZeRO or offload the weights are the masters: AdamW updates
   // them in place (masterOf), and there is nothing to write back.
   const bool inPlace = state[members[0].first][members[0].second].masterIsWeights;
@@ -380,17 +403,32 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         next[i].assignZeros(s.chunk);
         updatedWeights = next[i].data();
       }
-      ops::adamW(master.data(), s.m.data(), s.v.data(), updatedWeights, gradSum(p, l).data(),
-                 int64_t(s.chunk),
-                 {a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step});
+      const ops::AdamWStep hyper{a.lr,          a.beta1,     a.beta2, a.eps,
+                                 a.weightDecay, a.gradScale, a.step};
+      const float *grad = gradSum(p, l).data();
+      // The moments' device part and offloaded tail; the masters split the
+      // same way unless they are the weights (then whole, stepped in place).
+      const size_t head = s.m.size(), tail = s.mHost.size();
+      float *tailMasters =
+          s.masterIsWeights ? master.data() + head : stagedMaster.data() + stagedAt[i];
+      ops::adamW(master.data(), s.m.data(), s.v.data(), updatedWeights, grad, int64_t(head),
+                 hyper);
+      if (tail > 0)
+        ops::adamW(tailMasters, stagedM.data() + stagedAt[i], stagedV.data() + stagedAt[i],
+                   updatedWeights + head, grad + head, int64_t(tail), hyper);
       s.grad.clear();
       s.stepPending = false;
     }
   });
-  if (spec.offloadOptimizer > 0)
+  if (staged > 0)
     streams.runFenced(StreamKind::D2H, "swap out optimizer state " + name, [&] {
-      for (auto [p, l] : members)
-        swapOutOptimizer(state[p][l]);
+      for (size_t i = 0; i < members.size(); ++i) {
+        State &s = state[members[i].first][members[i].second];
+        if (!s.masterIsWeights)
+          offload.stageOut(stagedMaster.data() + stagedAt[i], s.masterHost);
+        offload.stageOut(stagedM.data() + stagedAt[i], s.mHost);
+        offload.stageOut(stagedV.data() + stagedAt[i], s.vHost);
+      }
     });
   const StreamKind writer = sliced ? StreamKind::G2G : StreamKind::Compute;
   if (!inPlace) {

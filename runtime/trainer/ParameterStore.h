@@ -14,7 +14,8 @@
 ///   backward) and dropped after;
 /// - offload: the tail fraction of weights (or of the ZeRO-3 slice),
 ///   gradient sums and optimizer state lives in host memory between uses
-///   (OffloadEngine).
+///   (OffloadEngine); the optimizer steps the device part of its state in
+///   place and the host tail in a staging buffer of one layer's size.
 /// Without ZeRO and offload, nothing is kept twice: a parameter's fp32
 /// master weights are its weights (AdamW updates them in place), and a
 /// parameter with one gradient buffer sums the step's micro-batches there
@@ -141,6 +142,9 @@ private:
   std::vector<std::vector<State>> state; ///< [param][layer copy]
   std::vector<Event> updated;            ///< per group (index group + 1): its last update
   DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
+  /// The offloaded tails of one group's optimizer state (masters, m, v),
+  /// stepped here: the device part is stepped in place.
+  DeviceArray<float> stagedMaster, stagedM, stagedV;
 };
 
 } // namespace mist::rt
