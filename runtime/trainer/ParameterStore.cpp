@@ -26,7 +26,8 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
       // fp32 weights that stay whole on this rank are their own masters
       // (only the moments are then offloaded with the optimizer state).
       s.masterIsWeights = !sliced && spec.offloadWeights <= 0;
-      s.sumsInPlace = !sliced && ps.grads.size() == 1 && spec.offloadGrads <= 0 && !tied(p);
+      s.sumsInPlace = !sliced && gradArrays(p, size_t(&s - state[p].data())).size() == 1 &&
+                      spec.offloadGrads <= 0 && !tied(p);
     }
   }
 }
@@ -43,6 +44,16 @@ DeviceArray<float> &ParameterStore::gradBuffer(int buffer, int layer) {
 DeviceArray<float> &ParameterStore::gradSum(size_t p, size_t copy) {
   State &s = state[p][copy];
   return s.sumsInPlace ? gradBuffer(spec.params[p].grads[0], int(copy)) : s.grad;
+}
+
+std::vector<DeviceArray<float> *> ParameterStore::gradArrays(size_t p, size_t copy) {
+  std::vector<DeviceArray<float> *> arrays;
+  for (int g : spec.params[p].grads) {
+    DeviceArray<float> *a = &gradBuffer(g, int(copy));
+    if (std::find(arrays.begin(), arrays.end(), a) == arrays.end())
+      arrays.push_back(a); // buffers sharing one array count once
+  }
+  return arrays;
 }
 
 DeviceArray<float> &ParameterStore::masterOf(size_t p, size_t copy) {
@@ -248,10 +259,8 @@ void ParameterStore::foldGradBuffers() {
             const bool scatter = gradsSliced && !tied(p);
             DeviceArray<float> sum;
             sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
-            for (int g : spec.params[p].grads) {
-              const DeviceArray<float> &src = gradBuffer(g, int(l));
-              device::accumulate(sum.data(), src.data(), std::min(s.local, src.size()));
-            }
+            for (const DeviceArray<float> *src : gradArrays(p, l))
+              device::accumulate(sum.data(), src->data(), std::min(s.local, src->size()));
             if (scatter) { // summed over dp into this rank's slice at once
               DeviceArray<float> part;
               part.assignZeros(s.chunk);

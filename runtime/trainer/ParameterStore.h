@@ -116,6 +116,8 @@ private:
   /// The step's gradient sum of a parameter copy (its buffer when summed in place).
   DeviceArray<float> &gradSum(size_t p, size_t copy);
   DeviceArray<float> &masterOf(size_t p, size_t copy);
+  /// The distinct arrays of a parameter copy's gradient buffers.
+  std::vector<DeviceArray<float> *> gradArrays(size_t p, size_t copy);
   bool uses(const ParamSpec &ps, RegionKind region) const;
   /// (param, copy) of every parameter `region` (layer `layer`) reads.
   std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;

@@ -12,10 +12,14 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
   for (size_t b = 0; b < spec.buffers.size(); ++b)
     if (spec.buffers[b].forward && spec.buffers[b].saved)
       roles[b] = BufferRole::Saved;
+  aliasOf.assign(spec.buffers.size(), -1);
   for (const ParamSpec &ps : spec.params) {
     roles[size_t(ps.buffer)] = BufferRole::Parameter;
-    for (int g : ps.grads)
+    for (int g : ps.grads) {
       roles[size_t(g)] = BufferRole::Parameter;
+      if (g != ps.grads[0] && spec.buffers[size_t(g)].layer == spec.buffers[size_t(ps.grads[0])].layer)
+        aliasOf[size_t(g)] = ps.grads[0];
+    }
   }
   for (size_t b = 0; b < spec.buffers.size(); ++b)
     if (spec.buffers[b].layer && roles[b] == BufferRole::Saved &&
@@ -59,7 +63,7 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       continue;
     for (size_t b = 0; b < spec.buffers.size(); ++b) {
       const BufferSpec &buf = spec.buffers[b];
-      if (roles[b] != role || buf.elements <= 0 || buf.layer != (f > 0))
+      if (roles[b] != role || buf.elements <= 0 || buf.layer != (f > 0) || aliasOf[b] >= 0)
         continue;
       if (!allocateRecomputed && recomputed[b] && int(f) - 1 >= firstCheckpointed)
         continue;
@@ -114,10 +118,11 @@ void StageMemory::bind(Arrays &arrays, BufferRole role) {
     for (size_t b = 0; b < spec.buffers.size(); ++b) {
       if (roles[b] != role || spec.buffers[b].layer != (f > 0))
         continue;
+      const size_t array = aliasOf[b] >= 0 ? size_t(aliasOf[b]) : b;
       if (spec.buffers[b].kind == BufferKind::Ids)
-        frame.bindIds(int(b), &arrays.ids[owner][b]);
+        frame.bindIds(int(b), &arrays.ids[owner][array]);
       else
-        frame.bind(int(b), &arrays.floats[owner][b]);
+        frame.bind(int(b), &arrays.floats[owner][array]);
     }
   }
 }

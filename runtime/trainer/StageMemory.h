@@ -5,7 +5,8 @@
 /// arrays behind them, by role, so that memory matches what the performance
 /// model counts:
 /// - parameters and their gradient buffers: one copy per layer, for the
-///   whole run (the parameter store moves, gathers and offloads them);
+///   whole run (the parameter store moves, gathers and offloads them); the
+///   gradient buffers of one parameter are one array (the ops accumulate);
 /// - saved activations (what the forward writes and the backward reads):
 ///   one set per slot, and as many slots as the stage's 1F1B order keeps
 ///   micro-batches between forward and backward. A micro-batch's forward
@@ -72,6 +73,9 @@ private:
 
   const StageSpec &spec;
   std::vector<BufferRole> roles;
+  /// A parameter's second gradient buffer (a weight tied between pre and
+  /// post on one stage) shares the first one's array: the ops accumulate.
+  std::vector<int> aliasOf;
   std::vector<int> recomputedBuffers;
   Arrays parameters, scratch;
   DeviceArray<float> scratchArena; ///< StageSpec::scratchBytes, sliced by scratchOffset
