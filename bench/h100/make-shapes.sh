@@ -34,17 +34,7 @@ for model in $MODELS; do
   layers="$(grep -o 'layers = [0-9]*' "$src" | head -1 | grep -o '[0-9]*')"
   for b in $MICRO_BATCHES; do
     plan="$tmp/$model-b$b.yaml"
-    cat >"$plan" <<PLAN
-mist_plan: 1
-global_batch: $GLOBAL_BATCH
-grad_accum: $((GLOBAL_BATCH / b))
-stages:
-  - layers: [0, $((layers - 1))]
-    mesh: {nodes: 1, gpus_per_node: 1}
-    micro_batch: $b
-    dp: 1
-    tp: 1
-PLAN
+    "$root/scripts/single-gpu-plan.sh" "$layers" $((GLOBAL_BATCH / b)) "$b" >"$plan"
     "$MISTC" "$src" --cluster h100-80g --global-batch "$GLOBAL_BATCH" --plan "$plan" \
       --emit=profile-shapes -o "$tmp/$model-b$b.tsv"
   done

@@ -45,22 +45,8 @@ echo "[" > "$out/predicted.json"
 sep=""
 for p in "${plans[@]}"; do
   read -r name model layers g b ck oo oa <<<"$p"
-  cat > "$out/$name.yaml" <<PLAN
-mist_plan: 1
-model: ${model//[-.]/_}
-cluster: $(basename "$cluster" .yaml)
-global_batch: $((g * b))
-grad_accum: $g
-stages:
-  - layers: [0, $((layers - 1))]
-    mesh: {nodes: 1, gpus_per_node: 1}
-    micro_batch: $b
-    dp: 1
-    tp: 1
-    zero: {weights: false, grads: false, optimizer: false}
-    ckpt_layers: $ck
-    offload: {weights: 0.0, grads: 0.0, optimizer: $oo, activations: $oa}
-PLAN
+  "$root/scripts/single-gpu-plan.sh" "$layers" "$g" "$b" "$ck" "$oo" "$oa" |
+    sed "2i model: ${model//[-.]/_}\ncluster: $(basename "$cluster" .yaml)" > "$out/$name.yaml"
 done
 # The tuner's own plan for GPT-3 6.7B on one GPU.
 "$mistc" "$out/models/gpt3-6.7b.mist" --cluster "$cluster" --global-batch 8 --emit=plan \

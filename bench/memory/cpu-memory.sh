@@ -33,20 +33,7 @@ echo "[" > "$out"
 sep=""
 for p in "${plans[@]}"; do
   read -r name model g b ck oo oa <<<"$p"
-  cat > "$work/$name.yaml" <<PLAN
-mist_plan: 1
-global_batch: $((g * b))
-grad_accum: $g
-stages:
-  - layers: [0, 1]
-    mesh: {nodes: 1, gpus_per_node: 1}
-    micro_batch: $b
-    dp: 1
-    tp: 1
-    zero: {weights: false, grads: false, optimizer: false}
-    ckpt_layers: $ck
-    offload: {weights: 0.0, grads: 0.0, optimizer: $oo, activations: $oa}
-PLAN
+  "$root/scripts/single-gpu-plan.sh" 2 "$g" "$b" "$ck" "$oo" "$oa" > "$work/$name.yaml"
   predicted=$("$mistc" "$work/$model.mist" --cluster a100-40g --global-batch $((g * b)) \
     --plan "$work/$name.yaml" --emit=report | sed -n 's/^  peak \([0-9.]*\) MiB.*/\1/p')
   "$mistc" "$work/$model.mist" --cluster a100-40g --global-batch $((g * b)) \
