@@ -50,9 +50,10 @@ ScratchPlan planScratch(const LoweredStage &stage, const std::vector<bool> &scra
   const size_t n = stage.buffers.size();
   ScratchPlan plan;
   plan.offset.assign(n, -1);
+  plan.run.assign(n, -1);
   // conflicts[a] holds b when a and b are live at once in some run.
   std::vector<std::vector<int>> conflicts(n);
-  std::vector<bool> used(n, false);
+  std::vector<int> owner(n, -1); // the run kind using a buffer; -2: more than one
   for (int r = 0; r < 3; ++r) {
     if ((r == 0 && !first) || (r == 2 && !last))
       continue;
@@ -61,8 +62,10 @@ ScratchPlan planScratch(const LoweredStage &stage, const std::vector<bool> &scra
       std::map<int, Interval> live =
           forward ? liveness(region.forward, region.inputs, region.outputs, scratch)
                   : liveness(region.backward, region.gradInputs, region.gradOutputs, scratch);
+      const int kind = 2 * r + (forward ? 0 : 1);
       for (auto a = live.begin(); a != live.end(); ++a) {
-        used[size_t(a->first)] = true;
+        int &o = owner[size_t(a->first)];
+        o = o == -1 || o == kind ? kind : -2;
         for (auto b = std::next(a); b != live.end(); ++b)
           if (a->second.first <= b->second.last && b->second.first <= a->second.last) {
             conflicts[size_t(a->first)].push_back(b->first);
@@ -75,10 +78,11 @@ ScratchPlan planScratch(const LoweredStage &stage, const std::vector<bool> &scra
     const int64_t raw = stage.buffers[size_t(b)].elements() * 4; // fp32 and int32 alike
     return (raw + alignment - 1) / alignment * alignment;
   };
-  // Largest first, each at the lowest offset clear of its placed conflicts.
+  // Largest first, each at the lowest offset of its run's arena clear of its
+  // placed conflicts (which are in the same run by construction).
   std::vector<int> order;
   for (size_t b = 0; b < n; ++b)
-    if (used[b])
+    if (owner[b] >= 0)
       order.push_back(int(b));
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return bytesOf(a) > bytesOf(b); });
@@ -94,8 +98,10 @@ ScratchPlan planScratch(const LoweredStage &stage, const std::vector<bool> &scra
         break;
       at = std::max(at, end);
     }
+    const int r = owner[size_t(b)];
     plan.offset[size_t(b)] = at;
-    plan.bytes = std::max(plan.bytes, at + bytesOf(b));
+    plan.run[size_t(b)] = r;
+    plan.bytes[size_t(r)] = std::max(plan.bytes[size_t(r)], at + bytesOf(b));
   }
   return plan;
 }

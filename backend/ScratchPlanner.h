@@ -1,24 +1,32 @@
-//===- ScratchPlanner.h - One arena for a stage's transient buffers -------===//
+//===- ScratchPlanner.h - Arenas for a stage's transient buffers ----------===//
 /// \file
 /// A stage's scratch buffers (the forward's intermediates that no backward
-/// reads, and the activation gradients) live only while the region that
-/// uses them runs. The emitter gives each an offset in one arena such that
-/// two buffers that are live at the same time in some region run never
-/// overlap; the trainer reserves the arena once (runtime/trainer/
-/// StageMemory.h). So the trainer's transient memory is one region's live
-/// set, as the performance model counts it, not the sum of all buffers.
+/// reads, and the activation gradients) live only while the region run
+/// that uses them goes on. Each run kind (the forward and the backward of
+/// pre, the layer and post) gets one arena, which the trainer holds only
+/// during such a run (runtime/trainer/StageMemory.h); the emitter gives
+/// each buffer an offset in its run's arena such that two buffers live at
+/// the same time never overlap. So the trainer's transient
+/// memory is the running region's live set, as the performance model
+/// counts it phase by phase, not the sum of all buffers.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "backend/Lowering.h"
+#include <array>
 #include <cstdint>
 #include <vector>
 
 namespace mist {
 
 struct ScratchPlan {
-  std::vector<int64_t> offset; ///< bytes into the arena, per buffer; -1: not scratch
-  int64_t bytes = 0;           ///< the arena's size
+  /// Per buffer: the run whose arena holds it (2 x region + 1 for a
+  /// backward: 0 pre forward, 1 pre backward, 2 layer forward, ... 5 post
+  /// backward) and the offset in bytes; -1 for a buffer that is not
+  /// scratch, or that two kinds of run use (it gets memory of its own).
+  std::vector<int> run;
+  std::vector<int64_t> offset;
+  std::array<int64_t, 6> bytes{}; ///< each run kind's arena
 };
 
 /// Buffer liveness is by op position within each region run: the forward

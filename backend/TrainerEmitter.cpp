@@ -4,6 +4,7 @@
 #include "backend/ScratchPlanner.h"
 
 #include "backend/Schedule.h"
+#include <algorithm>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -571,18 +572,19 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         scratch[size_t(g)] = false;
     }
     const ScratchPlan arena = planScratch(st, scratch, first, last);
-    os << fmt::format("  s.scratchBytes = {}; // one arena for the buffers with an offset\n",
-                      arena.bytes);
+    os << fmt::format("  s.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
+                      fmt::join(arena.bytes, ", "));
     os << "  s.buffers = {\n";
     for (size_t b = 0; b < st.buffers.size(); ++b) {
       const LoweredBuffer &buf = st.buffers[b];
       const bool used = use.buffers.count(int(b)) > 0;
-      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}, {}, {}}}, // {}{}\n", buf.name,
-                        used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float",
+      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}, {}, {}, {}}}, // {}{}\n",
+                        buf.name, used ? buf.elements() : 0,
+                        buf.dtype == DType::I32 ? "Ids" : "Float",
                         boolean(e.layerOwned.count(int(b))),
                         boolean(used && use.forward.count(int(b))),
-                        boolean(used && use.saved.count(int(b))), arena.offset[b], b,
-                        used ? "" : " (not on this stage)");
+                        boolean(used && use.saved.count(int(b))), arena.run[b], arena.offset[b],
+                        b, used ? "" : " (not on this stage)");
     }
     os << "  };\n  s.params = {\n";
     const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
@@ -620,6 +622,17 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     io("layerGradIn", layer.gradInputs.at(0), true);
     io("layerGradOut", layer.gradOutputs.at(0), true);
     io("preGradIn", pre.gradInputs.at(0), first);
+    if (last) { // post's saved activations that no pre backward reads: freed after post's backward
+      std::vector<int64_t> freed;
+      for (int b : use.saved)
+        if (!e.layerOwned.count(b) && !scratch[size_t(b)] && !(first && reads(pre, b)) &&
+            std::none_of(params.begin(), params.end(), [&](const StageParam &p) {
+              return p.buffer == b ||
+                     std::find(p.grads.begin(), p.grads.end(), int64_t(b)) != p.grads.end();
+            }))
+          freed.push_back(b);
+      os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", joined(freed));
+    }
     for (int r = 0; r < 3; ++r) {
       if ((r == 0 && !first) || (r == 2 && !last))
         continue;

@@ -65,6 +65,9 @@ public:
     reallocate(count);
     fillZero();
   }
+  /// n elements, contents undefined (for buffers that are written before
+  /// they are read: no fill pass over the memory).
+  void allocateUninitialized(size_t count) { reallocate(count); }
   /// n elements, the first min(n, size()) kept, the rest undefined.
   void resize(size_t count) {
     if (count == n)

@@ -36,6 +36,7 @@ void ActivationStash::begin(int mb) {
   freeSlots.pop_back();
   slotOf[mb] = slot;
   memory.bindSlot(slot);
+  memory.refillSlot(); // what the last backward from this slot freed
 }
 
 void ActivationStash::save(int mb) {

@@ -2,6 +2,8 @@
 #include "runtime/trainer/StageMemory.h"
 
 #include "runtime/comm/MpiCommunicator.h"
+#include <algorithm>
+#include <cstddef>
 
 namespace mist::rt {
 
@@ -27,8 +29,6 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
         spec.buffers[b].elements > 0)
       recomputedBuffers.push_back(int(b));
   parameters = makeArrays(BufferRole::Parameter, true);
-  if (spec.scratchBytes > 0)
-    scratchArena.assignZeros(size_t(spec.scratchBytes + 3) / 4);
   scratch = makeArrays(BufferRole::Scratch, true);
   bind(parameters, BufferRole::Parameter);
   bind(scratch, BufferRole::Scratch);
@@ -68,18 +68,11 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       if (!allocateRecomputed && recomputed[b] && int(f) - 1 >= firstCheckpointed)
         continue;
       if (role == BufferRole::Scratch && buf.scratchOffset >= 0) {
-        // A slice of the arena the emitter planned.
-        const size_t bytes = size_t(buf.elements) * 4;
-        if (size_t(buf.scratchOffset) + bytes > scratchArena.size() * sizeof(float))
+        // A slice of its region's arena, pointed at by enter().
+        if (buf.scratchRun < 0 || buf.scratchRun > 5 ||
+            buf.scratchOffset + buf.elements * 4 > spec.scratchBytes[size_t(buf.scratchRun)])
           abortJob(std::string("stage memory: buffer '") + buf.name +
-                   "' lies outside the scratch arena (train.cu and the runtime disagree)");
-        std::byte *at = reinterpret_cast<std::byte *>(scratchArena.data()) + buf.scratchOffset;
-        if (buf.kind == BufferKind::Ids)
-          a.ids[f][b] = DeviceArray<int32_t>::view(reinterpret_cast<int32_t *>(at),
-                                                   size_t(buf.elements));
-        else
-          a.floats[f][b] =
-              DeviceArray<float>::view(reinterpret_cast<float *>(at), size_t(buf.elements));
+                   "' lies outside its scratch arena (train.cu and the runtime disagree)");
         continue;
       }
       if (buf.kind == BufferKind::Ids)
@@ -108,7 +101,78 @@ size_t StageMemory::scratchBytes() const {
     for (size_t b = 0; b < spec.buffers.size(); ++b)
       if (spec.buffers[b].scratchOffset < 0)
         outside += (scratch.floats[f][b].size() + scratch.ids[f][b].size()) * 4;
-  return scratchArena.size() * sizeof(float) + outside;
+  return size_t(*std::max_element(spec.scratchBytes.begin(), spec.scratchBytes.end())) + outside;
+}
+
+void StageMemory::enter(RegionKind region, bool forward) {
+  const int r = 2 * int(region) + (forward ? 0 : 1);
+  DeviceArray<float> &arena = arenas[r];
+  arena.allocateUninitialized(size_t(spec.scratchBytes[size_t(r)] + 3) / 4);
+  std::byte *base = reinterpret_cast<std::byte *>(arena.data());
+  for (size_t b = 0; b < spec.buffers.size(); ++b) {
+    const BufferSpec &buf = spec.buffers[b];
+    if (roles[b] != BufferRole::Scratch || buf.scratchRun != r || buf.scratchOffset < 0)
+      continue;
+    std::byte *at = base + buf.scratchOffset;
+    const size_t owner = buf.layer ? 1 : 0; // layer scratch is shared: frame 1's arrays
+    if (buf.kind == BufferKind::Ids)
+      scratch.ids[owner][b] =
+          DeviceArray<int32_t>::view(reinterpret_cast<int32_t *>(at), size_t(buf.elements));
+    else
+      scratch.floats[owner][b] =
+          DeviceArray<float>::view(reinterpret_cast<float *>(at), size_t(buf.elements));
+  }
+}
+
+void StageMemory::leave(RegionKind region, bool forward) {
+  arenas[2 * int(region) + (forward ? 0 : 1)].clear();
+}
+
+void StageMemory::refillSlot() {
+  Arrays &a = slotArrays[size_t(boundSlot)];
+  const int firstCheckpointed = spec.layers - spec.ckptLayers;
+  std::vector<bool> recomputed(spec.buffers.size(), false);
+  for (int b : recomputedBuffers)
+    recomputed[size_t(b)] = true;
+  for (size_t f = 0; f < a.floats.size(); ++f)
+    for (size_t b = 0; b < spec.buffers.size(); ++b) {
+      const BufferSpec &buf = spec.buffers[b];
+      if (roles[b] != BufferRole::Saved || buf.elements <= 0 || buf.layer != (f > 0) ||
+          (recomputed[b] && int(f) - 1 >= firstCheckpointed))
+        continue;
+      if (buf.kind == BufferKind::Ids) {
+        if (a.ids[f][b].empty())
+          a.ids[f][b].allocateUninitialized(size_t(buf.elements));
+      } else if (a.floats[f][b].empty()) {
+        a.floats[f][b].allocateUninitialized(size_t(buf.elements));
+      }
+    }
+}
+
+void StageMemory::freeLayerSaved(int layer) {
+  Arrays &a = slotArrays[size_t(boundSlot)];
+  for (size_t b = 0; b < spec.buffers.size(); ++b)
+    if (roles[b] == BufferRole::Saved && spec.buffers[b].layer) {
+      a.floats[size_t(layer) + 1][b].clear();
+      a.ids[size_t(layer) + 1][b].clear();
+    }
+}
+
+void StageMemory::freeGlobalSaved(const std::vector<int> &buffers) {
+  Arrays &a = slotArrays[size_t(boundSlot)];
+  for (int b : buffers)
+    if (size_t(b) < spec.buffers.size() && roles[size_t(b)] == BufferRole::Saved &&
+        !spec.buffers[size_t(b)].layer) {
+      a.floats[0][size_t(b)].clear();
+      a.ids[0][size_t(b)].clear();
+    }
+}
+
+void StageMemory::freeGlobalSaved() {
+  std::vector<int> all;
+  for (size_t b = 0; b < spec.buffers.size(); ++b)
+    all.push_back(int(b));
+  freeGlobalSaved(all);
 }
 
 void StageMemory::bind(Arrays &arrays, BufferRole role) {
@@ -130,6 +194,7 @@ void StageMemory::bind(Arrays &arrays, BufferRole role) {
 void StageMemory::bindSlot(int slot) {
   if (slot < 0 || slot >= slots())
     abortJob("stage memory: no activation slot " + std::to_string(slot));
+  boundSlot = slot;
   bind(slotArrays[size_t(slot)], BufferRole::Saved);
 }
 

@@ -44,6 +44,22 @@ public:
   int slots() const { return int(slotArrays.size()); }
   /// Points every frame's activation buffers at slot `slot`'s arrays.
   void bindSlot(int slot);
+  /// Gives the bound slot memory again for every saved activation a
+  /// backward freed (but a checkpointed layer's recomputed buffers, which
+  /// its forward allocates): a forward is about to fill it.
+  void refillSlot();
+  /// Frees saved activations of the bound slot once the backward that
+  /// reads them is done: a layer's, the global ones post's backward alone
+  /// reads (StageSpec::freedAfterPostBackward), or all global ones.
+  void freeLayerSaved(int layer);
+  void freeGlobalSaved(const std::vector<int> &buffers);
+  void freeGlobalSaved();
+
+  /// A region's forward (or recompute) or backward run begins: its scratch
+  /// arena is allocated and the frames' scratch buffers point into it;
+  /// `leave` frees it once the run's outputs have been read.
+  void enter(RegionKind region, bool forward);
+  void leave(RegionKind region, bool forward);
   /// The float saved-activation arrays of a slot (every layer's and the global
   /// ones; a checkpointed layer's dropped buffers are empty between its
   /// forward and its recompute): what the stash offloads.
@@ -51,8 +67,8 @@ public:
   /// Bytes of one slot's activations as allocated at start (the buffers a
   /// checkpointed layer drops are not allocated until its forward runs).
   size_t slotBytes() const { return bytesPerSlot; }
-  /// Bytes of the scratch (the arena, plus any buffer without an offset),
-  /// and of the parameters and their gradient buffers.
+  /// Bytes of the scratch (the largest arena, plus any buffer without an
+  /// offset), and of the parameters and their gradient buffers.
   size_t scratchBytes() const;
   size_t parameterBytes() const { return bytesOf(parameters); }
 
@@ -77,8 +93,9 @@ private:
   /// post on one stage) shares the first one's array: the ops accumulate.
   std::vector<int> aliasOf;
   std::vector<int> recomputedBuffers;
-  Arrays parameters, scratch;
-  DeviceArray<float> scratchArena; ///< StageSpec::scratchBytes, sliced by scratchOffset
+  Arrays parameters, scratch; ///< scratch: views into the arenas, or own arrays
+  DeviceArray<float> arenas[6]; ///< per run kind (2 x region + backward), held during it
+  int boundSlot = 0;
   std::vector<Arrays> slotArrays;
   Frame globalFrame;
   std::vector<Frame> layerFrames;

@@ -30,7 +30,7 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
                          StageMemory &memory, ParameterStore &store, ActivationStash &stash,
                          Streams &streams, const BatchSampler *sampler)
     : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
-      global(memory.global()), layers(memory.layers()), store(store), stash(stash),
+      memory(memory), global(memory.global()), layers(memory.layers()), store(store), stash(stash),
       streams(streams),
       sampler(sampler), stageIndex(groups.layout().stage) {
   samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
@@ -156,17 +156,24 @@ void StageRunner::acquireWeights(RegionKind region, int layer) { store.acquire(r
 
 void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(region, layer); }
 
+// Each region run holds its scratch arena from just before the inputs are
+// written to just after the outputs are read (StageMemory::enter/leave).
+
 void StageRunner::forwardPre(int mb) {
+  memory.enter(RegionKind::Pre, true);
   run(stage.preForward, layers[0], "pre F" + std::to_string(mb));
   x = global.vec(stage.preOut);
+  memory.leave(RegionKind::Pre, true);
 }
 
 void StageRunner::forwardLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
   allocateReleased(frame);
+  memory.enter(RegionKind::Layer, true);
   frame.vec(stage.layerIn) = x;
   run(stage.layerForward, frame, layerName(layer) + " F" + std::to_string(mb));
   x = frame.vec(stage.layerOut);
+  memory.leave(RegionKind::Layer, true);
 }
 
 void StageRunner::dropRecomputable(int layer) {
@@ -175,11 +182,13 @@ void StageRunner::dropRecomputable(int layer) {
 }
 
 void StageRunner::forwardPost(int step, int mb) {
+  memory.enter(RegionKind::Post, true);
   global.vec(stage.postIn) = x;
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
   (void)step;
   // Kept on the device: reading it here would wait for the GPU every micro-batch.
   device::copy(mbLoss.data() + mb, global.at(stage.lossBuffer), sizeof(float));
+  memory.leave(RegionKind::Post, true);
 }
 
 void StageRunner::sendActivations(int mb) { send(x, mb, false); }
@@ -193,10 +202,13 @@ void StageRunner::unstashActivations(int mb) { stash.restore(mb); }
 void StageRunner::clearGradients() { store.clearGradBuffers(); }
 
 void StageRunner::backwardPost(int mb) {
+  memory.enter(RegionKind::Post, false);
   global.vec(stage.postGradIn).assignZeros(1);
   device::fill(global.at(stage.postGradIn), 1, 1.f); // d loss / d loss
   run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
   dx = global.vec(stage.postGradOut);
+  memory.leave(RegionKind::Post, false);
+  memory.freeGlobalSaved(stage.freedAfterPostBackward); // the logits, among others
 }
 
 void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
@@ -204,21 +216,27 @@ void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
 void StageRunner::recomputeLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
   allocateReleased(frame);
+  memory.enter(RegionKind::Layer, true);
   run(stage.layerForward, frame, layerName(layer) + " R" + std::to_string(mb));
+  memory.leave(RegionKind::Layer, true);
 }
 
 void StageRunner::backwardLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
+  memory.enter(RegionKind::Layer, false);
   frame.vec(stage.layerGradIn) = dx;
   run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
   dx = frame.vec(stage.layerGradOut);
-  if (layer >= stage.layers - stage.ckptLayers)
-    dropRecomputable(layer); // recomputed for this backward only
+  memory.leave(RegionKind::Layer, false);
+  memory.freeLayerSaved(layer); // read by this backward only
 }
 
 void StageRunner::backwardPre(int mb) {
+  memory.enter(RegionKind::Pre, false);
   global.vec(stage.preGradIn) = dx;
   run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
+  memory.leave(RegionKind::Pre, false);
+  memory.freeGlobalSaved(); // the last backward of the micro-batch
 }
 
 void StageRunner::sendGradients(int mb) { send(dx, mb, true); }

@@ -82,6 +82,7 @@ private:
   const StageSpec &stage;
   ProcessGroups &groups;
   TpContext &tp;
+  StageMemory &memory;
   Frame &global;
   std::vector<Frame> &layers;
   ParameterStore &store;

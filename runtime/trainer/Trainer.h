@@ -13,6 +13,7 @@
 #pragma once
 
 #include "runtime/device/DeviceArray.h"
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,8 +29,11 @@ struct BufferSpec {
   bool layer;   ///< owned by the repeated layer: one copy per layer
   bool forward; ///< read or written by the forward
   bool saved;   ///< of those, read by the backward: kept from a forward to its backward
-  /// Bytes into the stage's scratch arena (StageSpec::scratchBytes) where a
-  /// transient buffer lives, planned by liveness; -1: a buffer of its own.
+  /// The run (2 x region + 1 for a backward; regions 0 pre, 1 layer, 2
+  /// post) whose scratch arena holds this transient buffer
+  /// (StageSpec::scratchBytes), and the offset in bytes, planned by
+  /// liveness; -1: a buffer of its own.
+  int scratchRun = -1;
   int64_t scratchOffset = -1;
 };
 
@@ -100,7 +104,12 @@ struct StageSpec {
   int microBatch = 1;
   int dp = 1, tp = 1;         ///< ranks of the stage: dp x tp, tp innermost
   int ckptLayers = 0;         ///< the last ckptLayers layers keep only their input and recompute
-  int64_t scratchBytes = 0;   ///< the arena of the buffers with a scratchOffset
+  /// The scratch arenas of the forward and backward runs of pre, layer and
+  /// post (2 x region + 1 for a backward), each held while such a run goes on.
+  std::array<int64_t, 6> scratchBytes{};
+  /// Saved activations of the global frame that only post's backward reads:
+  /// freed after it (the others after pre's backward; a layer's after its own).
+  std::vector<int> freedAfterPostBackward;
   bool zeroOptimizer = false; ///< ZeRO-1: fp32 masters and Adam moments split over dp
   bool zeroGrads = false;     ///< ZeRO-2: gradient sums split over dp too
   bool zeroWeights = false;   ///< ZeRO-3: weights split over dp, gathered around each use
