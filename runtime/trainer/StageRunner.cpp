@@ -171,6 +171,7 @@ void StageRunner::forwardLayer(int layer, int mb) {
   allocateReleased(frame);
   memory.enter(RegionKind::Layer, true);
   frame.vec(stage.layerIn) = x;
+  x.clear(); // the carried copy is not kept through the run
   run(stage.layerForward, frame, layerName(layer) + " F" + std::to_string(mb));
   x = frame.vec(stage.layerOut);
   memory.leave(RegionKind::Layer, true);
@@ -184,6 +185,7 @@ void StageRunner::dropRecomputable(int layer) {
 void StageRunner::forwardPost(int step, int mb) {
   memory.enter(RegionKind::Post, true);
   global.vec(stage.postIn) = x;
+  x.clear();
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
   (void)step;
   // Kept on the device: reading it here would wait for the GPU every micro-batch.
@@ -191,7 +193,10 @@ void StageRunner::forwardPost(int step, int mb) {
   memory.leave(RegionKind::Post, true);
 }
 
-void StageRunner::sendActivations(int mb) { send(x, mb, false); }
+void StageRunner::sendActivations(int mb) {
+  send(x, mb, false);
+  x.clear(); // sent (postSend copies): not kept until the next forward
+}
 
 void StageRunner::beginForward(int mb) { stash.begin(mb); }
 
@@ -225,6 +230,7 @@ void StageRunner::backwardLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
   memory.enter(RegionKind::Layer, false);
   frame.vec(stage.layerGradIn) = dx;
+  dx.clear(); // the carried copy is not kept through the run
   run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
   dx = frame.vec(stage.layerGradOut);
   memory.leave(RegionKind::Layer, false);
@@ -234,12 +240,16 @@ void StageRunner::backwardLayer(int layer, int mb) {
 void StageRunner::backwardPre(int mb) {
   memory.enter(RegionKind::Pre, false);
   global.vec(stage.preGradIn) = dx;
+  dx.clear();
   run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
   memory.leave(RegionKind::Pre, false);
   memory.freeGlobalSaved(); // the last backward of the micro-batch
 }
 
-void StageRunner::sendGradients(int mb) { send(dx, mb, true); }
+void StageRunner::sendGradients(int mb) {
+  send(dx, mb, true);
+  dx.clear();
+}
 
 void StageRunner::foldGradients() { store.foldGradBuffers(); }
 
