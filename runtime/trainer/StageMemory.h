@@ -14,12 +14,14 @@
 ///   nothing is copied, and a checkpointed layer's slot keeps only its input
 ///   between the two;
 /// - scratch (the forward's intermediates that no backward reads, and the
-///   activation gradients): one set for the stage, shared by all layers,
-///   since layers run one after the other; the emitter plans where each
-///   lives in one arena by liveness (BufferSpec::scratchOffset), so the
-///   arena is one region's live set. So memory is what the
-///   performance model counts: states, the saved activations of the
-///   micro-batches in flight, and one layer's working set.
+///   activation gradients): the emitter places each in the arena of the
+///   run kind that uses it (forward or backward of pre, layer or post) by
+///   liveness (BufferSpec::scratchRun / scratchOffset), and an arena is held
+///   only while such a run goes on (enter / leave).
+/// Saved activations are freed once the backward reading them is done and
+/// refilled when the slot's next forward begins. So memory is what the
+/// performance model counts phase by phase: states, the saved activations
+/// of the micro-batches in flight, and the running region's working set.
 /// Slots are allocated when the trainer starts, so a plan whose activations
 /// do not fit stops at once with the sizes (device::allocate).
 //===----------------------------------------------------------------------===//
