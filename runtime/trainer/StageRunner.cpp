@@ -91,7 +91,14 @@ void StageRunner::loadData(int step, int mb) {
   const int dpRank = groups.layout().dpRank;
   const int64_t firstSample = int64_t(dpRank) * stage.microBatch;
   const size_t n = rowsIn.size();
-  std::vector<int32_t> tokens(n), targets(n);
+  // Pinned staging of this micro-batch's own, so the copies below need not
+  // be waited for: no other micro-batch of the step writes it, and the step
+  // ends with the device synchronized before the next one does.
+  if (staging.size() < size_t(spec.gradAccum))
+    staging.resize(size_t(spec.gradAccum));
+  HostArray<int32_t> &rows = staging[size_t(mb)];
+  rows.resize(2 * n);
+  int32_t *tokens = rows.data(), *targets = rows.data() + n;
   if (sampler) {
     if (auto bad = sampler->fillSamples(step - 1, mb, firstSample, stage.microBatch, rowsIn.data(),
                                         rowsOut.data()))
@@ -106,14 +113,14 @@ void StageRunner::loadData(int step, int mb) {
       const int64_t k = int64_t(step - 1) * spec.gradAccum * samplesPerMicroBatch +
                         int64_t(mb) * samplesPerMicroBatch + firstSample + b;
       const size_t at = size_t(b) * size_t(spec.seqLen);
-      syntheticSequence(k, spec.seqLen, spec.vocab, tokens.data() + at, targets.data() + at);
+      syntheticSequence(k, spec.seqLen, spec.vocab, tokens + at, targets + at);
     }
   }
-  // Uploaded on the compute stream, which then reads them.
+  // Copied on the compute stream, which then reads them.
   if (first)
-    global.idVec(stage.tokensBuffer).upload(tokens);
+    device::copy(global.ids(stage.tokensBuffer), tokens, n * sizeof(int32_t));
   if (last)
-    global.idVec(stage.targetsBuffer).upload(targets);
+    device::copy(global.ids(stage.targetsBuffer), targets, n * sizeof(int32_t));
 }
 
 void StageRunner::receive(DeviceArray<float> &into, int mb, bool gradients) {

@@ -94,6 +94,8 @@ private:
   std::vector<Transfer> recvForward, sendForward, recvBackward, sendBackward;
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward
   std::vector<uint32_t> rowsIn, rowsOut;
+  /// Per micro-batch of the step: its tokens, then its targets, in pinned memory.
+  std::vector<HostArray<int32_t>> staging;
   DeviceArray<float> x, dx;  ///< the activations and their gradient between steps
   DeviceArray<float> mbLoss; ///< the step's micro-batch losses, read by finishStep
   DeviceArray<int32_t> rowsInDevice, rowsOutDevice;
