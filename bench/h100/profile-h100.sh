@@ -12,7 +12,10 @@
 # Environment: BUILD (build-rt: the runtime-only build folder), SHAPES, BASE
 # (stdlib/clusters/h100-80g.yaml), OUT, PEAK_TFLOPS (989: H100 SXM dense bf16),
 # PEAK_MEM_GBS (3350: H100 SXM HBM3), REPEATS (20), RANKS (1; more runs mist-profile under
-# mpirun, one rank per GPU, and also measures NCCL collectives and p2p), JOBS (nproc).
+# mpirun, one rank per GPU, and also measures NCCL collectives and p2p), JOBS (nproc),
+# LINEAR (bf16: the GEMMs as a bf16 trainer runs them; tf32: as the fp32 GPU trainer does,
+# for predicting bench/h100/run-trainers.sh's plans: with OUT=...-tf32.yaml, give that file
+# to make-trainers.sh as its CLUSTER).
 # Exits 77 (the skipped code of ctest and the GPU tests) when there is no GPU.
 set -euo pipefail
 
@@ -27,6 +30,7 @@ PEAK_MEM_GBS="${PEAK_MEM_GBS:-3350}"
 REPEATS="${REPEATS:-20}"
 RANKS="${RANKS:-1}"
 JOBS="${JOBS:-$(nproc)}"
+LINEAR="${LINEAR:-bf16}"
 
 # A quick check before building; mist-profile itself exits 77 without a GPU as well.
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -48,7 +52,7 @@ cmake --build "$BUILD" --target mist-profile -j "$JOBS"
 
 args=(--shapes "$SHAPES" --base "$BASE" --name h100-80g-measured
       --peak-tflops "$PEAK_TFLOPS" --peak-mem-gbs "$PEAK_MEM_GBS" --repeats "$REPEATS"
-      --out "$OUT")
+      --linear-grad "$LINEAR" --out "$OUT")
 set +e
 if [ "$RANKS" -gt 1 ]; then
   mpirun -np "$RANKS" "$BUILD/bin/mist-profile" "${args[@]}"

@@ -134,6 +134,20 @@ private:
     // lm_head's table is [vocab, channels]: the GEMM is x [rows, C] * [C, V].
     const int64_t outF = lmHead ? ops[1][0] : ops[1][1];
     need((lmHead ? ops[1][1] : ops[1][0]) == in, "the weight does not match the input");
+    if (mode != LinearGradMode::Bf16Gemms) {
+      // The fp32 trainer's path: fp32 data through linearFwdCuda (tf32 or
+      // exact math, as the context says); the LM head's transposed table
+      // costs the same GEMM.
+      LinearArgs a{};
+      a.out = mem.floats(rows * outF);
+      a.inp = mem.floats(rows * in);
+      a.weight = mem.floats(in * outF);
+      a.bias = ops.size() == 3 ? mem.floats(outF) : nullptr;
+      a.rows = rows;
+      a.in = in;
+      a.outFeatures = outF;
+      return [=, this] { checkCublas(linearFwdCuda(a, s, &linear), "linearFwdCuda"); };
+    }
     __nv_bfloat16 *x = mem.bf16(rows * in), *w = mem.bf16(in * outF), *y = mem.bf16(rows * outF);
     __nv_bfloat16 *bias = ops.size() == 3 ? mem.bf16(outF) : nullptr;
     return [=, this] {

@@ -5,7 +5,9 @@
 /// shape, and times them (EventTimer: median of N after warm-up). Operand
 /// meanings follow docs/ir.md section 5 and runtime/ops/CpuOps.h:
 ///
-///   linear, lm_head          one bf16 GEMM (linearFwdBf16Cuda, bf16 out)
+///   linear, lm_head          by default one bf16 GEMM (linearFwdBf16Cuda, bf16
+///                            out); with LinearGradMode::Fp32 / Tf32
+///                            linearFwdCuda on fp32 data (the fp32 trainer's)
 ///   linear_grad, lm_head_grad  by default the backward's two GEMMs as bf16
 ///                            GEMMs of the same sizes (dx in bf16, dW in fp32)
 ///                            through linearFwdBf16Cuda, standing in for the

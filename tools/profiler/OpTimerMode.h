@@ -1,13 +1,15 @@
-//===- OpTimerMode.h - How the profiler times linear backward passes ------===//
+//===- OpTimerMode.h - How the profiler times the linear layers -----------===//
 #pragma once
 
 namespace mist::profiler {
 
-/// What `linear_grad` and `lm_head_grad` are timed as (tools/profiler/OpTimer.h).
+/// What `linear`, `lm_head` and their `_grad` ops are timed as
+/// (tools/profiler/OpTimer.h): as a bf16 trainer would run them, or as the
+/// fp32 GPU trainer does (fp32 data through linearFwdCuda / linearBwdCuda).
 enum class LinearGradMode {
-  Bf16Gemms, ///< the backward's two GEMMs as bf16 GEMMs (the default)
-  Tf32,      ///< linearBwdCuda on fp32 data with tf32 tensor cores
-  Fp32,      ///< linearBwdCuda on fp32 data, exact fp32
+  Bf16Gemms, ///< bf16 GEMMs, the backward's two as two bf16 GEMMs (the default)
+  Tf32,      ///< fp32 data with tf32 tensor cores (the GPU trainer's math)
+  Fp32,      ///< fp32 data, exact fp32
 };
 
 } // namespace mist::profiler

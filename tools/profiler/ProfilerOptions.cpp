@@ -23,8 +23,9 @@ there is no GPU.
                          (node shape, collectives not measured, p2p, host memory, datasheet peaks)
   --repeats N            measured runs per figure, the median counts (default 20)
   --warmup N             unmeasured runs before them (default 3)
-  --linear-grad MODE     how linear_grad / lm_head_grad are timed: bf16 (default: the
-                         backward's two GEMMs in bf16), tf32 or fp32 (linearBwdCuda)
+  --linear-grad MODE     how linear, lm_head and their _grad ops are timed: bf16 (default:
+                         bf16 GEMMs, the backward's two as two), or tf32 / fp32 (fp32 data
+                         through linearFwdCuda / linearBwdCuda, as the fp32 GPU trainer runs)
   --skip-ops a,b         ops not to time (the performance model uses the roofline)
   --no-interference      do not measure stream interference (keeps the base's table)
   --interference-ms MS   how long each set of concurrent streams runs (default 200)
