@@ -75,10 +75,10 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
         "saved activations {:.2f}, transient {:.2f}\n",
         small ? "MiB" : "GiB", m.weights / unit, m.grads / unit, m.optimizer / unit,
         m.buffers / unit, m.savedActivations / unit, m.transient / unit);
-    os << fmt::format("  peak {:.2f} {} (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
-                      m.peak() / unit, small ? "MiB" : "GiB", m.fwdPeak / unit, m.bwdPeak / unit,
-                      gib(cluster.usableBytes()),
-                      m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
+    os << fmt::format(
+        "  peak {:.2f} {} (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
+        m.peak() / unit, small ? "MiB" : "GiB", m.fwdPeak / unit, m.bwdPeak / unit,
+        gib(cluster.usableBytes()), m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
     if (m.host > 0) {
       double share = cluster.hostBytesPerGpu();
       os << (std::isfinite(share)

@@ -202,16 +202,18 @@ public:
       return true;
     case OpKind::CrossEntropy: {
       int64_t vocab = shape(o0).back();
-      out = fmt::format("C.crossEntropy({}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0),
-                        in(1), n(o0) / vocab, vocab,
-                        flag("vocab_parallel") ? "/*vocabParallel=*/true" : "/*vocabParallel=*/false");
+      out = fmt::format("C.crossEntropy({}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0), in(1),
+                        n(o0) / vocab, vocab,
+                        flag("vocab_parallel") ? "/*vocabParallel=*/true"
+                                               : "/*vocabParallel=*/false");
       return true;
     }
     case OpKind::CrossEntropyGrad: {
       int64_t vocab = shape(op.operands[1]).back();
-      out = fmt::format("C.crossEntropyGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), in(0),
-                        in(1), in(2), in(3), n(op.operands[1]) / vocab, vocab,
-                        flag("vocab_parallel") ? "/*vocabParallel=*/true" : "/*vocabParallel=*/false");
+      out = fmt::format("C.crossEntropyGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1),
+                        in(2), in(3), n(op.operands[1]) / vocab, vocab,
+                        flag("vocab_parallel") ? "/*vocabParallel=*/true"
+                                               : "/*vocabParallel=*/false");
       return true;
     }
     default:
@@ -508,8 +510,10 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
                     "{1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
                     src.sourceRoot, src.buildDir);
-  os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. -DMIST_RUNTIME_ONLY=ON):\n";
-  os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by -I above)\n";
+  os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. "
+        "-DMIST_RUNTIME_ONLY=ON):\n";
+  os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by "
+        "-I above)\n";
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
                     "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
                     "timeline.json]\n\n",
@@ -578,13 +582,12 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     for (size_t b = 0; b < st.buffers.size(); ++b) {
       const LoweredBuffer &buf = st.buffers[b];
       const bool used = use.buffers.count(int(b)) > 0;
-      os << fmt::format("      {{\"{}\", {}, BufferKind::{}, {}, {}, {}, {}, {}}}, // {}{}\n",
-                        buf.name, used ? buf.elements() : 0,
-                        buf.dtype == DType::I32 ? "Ids" : "Float",
-                        boolean(e.layerOwned.count(int(b))),
-                        boolean(used && use.forward.count(int(b))),
-                        boolean(used && use.saved.count(int(b))), arena.run[b], arena.offset[b],
-                        b, used ? "" : " (not on this stage)");
+      os << fmt::format(
+          "      {{\"{}\", {}, BufferKind::{}, {}, {}, {}, {}, {}}}, // {}{}\n", buf.name,
+          used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float",
+          boolean(e.layerOwned.count(int(b))), boolean(used && use.forward.count(int(b))),
+          boolean(used && use.saved.count(int(b))), arena.run[b], arena.offset[b], b,
+          used ? "" : " (not on this stage)");
     }
     os << "  };\n  s.params = {\n";
     const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),

@@ -52,7 +52,7 @@ double InterferenceTable::overlap(const double load[numStreams]) const {
 
 namespace {
 
-constexpr double adamBytesPerParam = 28;         // read master/m/v/grad, write master/m/v/weight
+constexpr double adamBytesPerParam = 28; // read master/m/v/grad, write master/m/v/weight
 
 double transferSeconds(double bytes, double gbs, double latencyUs) {
   return bytes > 0 && gbs > 0 ? bytes / (gbs * 1e9) + latencyUs * 1e-6 : 0;

@@ -150,8 +150,8 @@ void crossEntropyRowMax(float *rowMax, const float *logits, Index rows, Index vo
 void crossEntropyRowSums(float *sumExp, float *targetLogit, const float *logits,
                          const int32_t *targets, const float *rowMax, Index rows, Index vocab,
                          Index vocabStart) {
-  k::crossEntropySumRef({logits, targets, const_cast<float *>(rowMax), sumExp, targetLogit,
-                         nullptr, rows, vocab, vocabStart, rows});
+  k::crossEntropySumRef({logits, targets, const_cast<float *>(rowMax), sumExp, targetLogit, nullptr,
+                         rows, vocab, vocabStart, rows});
 }
 
 void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const float *sumExp,
@@ -160,10 +160,9 @@ void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const fl
     stats[2 * n] = rowMax[n];
     stats[2 * n + 1] = rowMax[n] + std::log(sumExp[n]);
   }
-  *loss = float(k::crossEntropyLossRef({nullptr, nullptr, const_cast<float *>(rowMax),
-                                        const_cast<float *>(sumExp),
-                                        const_cast<float *>(targetLogit), nullptr, rows, 0, 0,
-                                        rows}));
+  *loss = float(k::crossEntropyLossRef(
+      {nullptr, nullptr, const_cast<float *>(rowMax), const_cast<float *>(sumExp),
+       const_cast<float *>(targetLogit), nullptr, rows, 0, 0, rows}));
 }
 
 void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,

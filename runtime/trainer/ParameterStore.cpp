@@ -178,21 +178,21 @@ void ParameterStore::acquire(RegionKind region, int layer) {
                     (weightsSliced ? "all-gather weights " : "swap in weights ") +
                         regionName(region, layer),
                     [&] {
-                for (auto [p, l] : paramsOf(region, layer)) {
-                  State &s = state[p][l];
-                  if (s.resident)
-                    continue;
-                  DeviceArray<float> &w = weights(p, int(l));
-                  if (weightsSliced) {
-                    offload.swapIn(s.shard, s.shardHost);
-                    unsplit(w, s.shard, s.local);
-                    offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-                  } else {
-                    offload.swapIn(w, s.weightHost);
-                  }
-                  s.resident = true;
-                }
-              });
+                      for (auto [p, l] : paramsOf(region, layer)) {
+                        State &s = state[p][l];
+                        if (s.resident)
+                          continue;
+                        DeviceArray<float> &w = weights(p, int(l));
+                        if (weightsSliced) {
+                          offload.swapIn(s.shard, s.shardHost);
+                          unsplit(w, s.shard, s.local);
+                          offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
+                        } else {
+                          offload.swapIn(w, s.weightHost);
+                        }
+                        s.resident = true;
+                      }
+                    });
 }
 
 void ParameterStore::release(RegionKind region, int layer) {
@@ -246,32 +246,32 @@ void ParameterStore::clearGradBuffers() {
 }
 
 void ParameterStore::foldGradBuffers() {
-  streams.runFenced(
-      gradsSliced ? StreamKind::G2G : StreamKind::Compute,
-      gradsSliced ? "reduce-scatter gradients" : "accumulate gradients", [&] {
-        for (size_t p = 0; p < state.size(); ++p)
-          for (size_t l = 0; l < state[p].size(); ++l) {
-            State &s = state[p][l];
-            if (s.sumsInPlace)
-              continue;
-            // The micro-batch's gradient: the sum of the buffers contributing
-            // to the parameter (a tied weight has one per region reading it).
-            const bool scatter = gradsSliced && !tied(p);
-            DeviceArray<float> sum;
-            sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
-            for (const DeviceArray<float> *src : gradArrays(p, l))
-              device::accumulate(sum.data(), src->data(), std::min(s.local, src->size()));
-            if (scatter) { // summed over dp into this rank's slice at once
-              DeviceArray<float> part;
-              part.assignZeros(s.chunk);
-              groups.dp.reduceScatterSum(sum.data(), part.data(), s.chunk);
-              sum = std::move(part);
-            }
-            offload.swapIn(s.grad, s.gradHost);
-            device::accumulate(s.grad.data(), sum.data(), s.grad.size());
-            offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
-          }
-      });
+  streams.runFenced(gradsSliced ? StreamKind::G2G : StreamKind::Compute,
+                    gradsSliced ? "reduce-scatter gradients" : "accumulate gradients", [&] {
+                      for (size_t p = 0; p < state.size(); ++p)
+                        for (size_t l = 0; l < state[p].size(); ++l) {
+                          State &s = state[p][l];
+                          if (s.sumsInPlace)
+                            continue;
+                          // The micro-batch's gradient: the sum of the buffers contributing
+                          // to the parameter (a tied weight has one per region reading it).
+                          const bool scatter = gradsSliced && !tied(p);
+                          DeviceArray<float> sum;
+                          sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
+                          for (const DeviceArray<float> *src : gradArrays(p, l))
+                            device::accumulate(sum.data(), src->data(),
+                                               std::min(s.local, src->size()));
+                          if (scatter) { // summed over dp into this rank's slice at once
+                            DeviceArray<float> part;
+                            part.assignZeros(s.chunk);
+                            groups.dp.reduceScatterSum(sum.data(), part.data(), s.chunk);
+                            sum = std::move(part);
+                          }
+                          offload.swapIn(s.grad, s.gradHost);
+                          device::accumulate(s.grad.data(), sum.data(), s.grad.size());
+                          offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
+                        }
+                    });
 }
 
 void ParameterStore::reduceGradients() {
@@ -412,16 +412,14 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         next[i].assignZeros(s.chunk);
         updatedWeights = next[i].data();
       }
-      const ops::AdamWStep hyper{a.lr,          a.beta1,     a.beta2, a.eps,
-                                 a.weightDecay, a.gradScale, a.step};
+      const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step};
       const float *grad = gradSum(p, l).data();
       // The moments' device part and offloaded tail; the masters split the
       // same way unless they are the weights (then whole, stepped in place).
       const size_t head = s.m.size(), tail = s.mHost.size();
       float *tailMasters =
           s.masterIsWeights ? master.data() + head : stagedMaster.data() + stagedAt[i];
-      ops::adamW(master.data(), s.m.data(), s.v.data(), updatedWeights, grad, int64_t(head),
-                 hyper);
+      ops::adamW(master.data(), s.m.data(), s.v.data(), updatedWeights, grad, int64_t(head), hyper);
       if (tail > 0)
         ops::adamW(tailMasters, stagedM.data() + stagedAt[i], stagedV.data() + stagedAt[i],
                    updatedWeights + head, grad + head, int64_t(tail), hyper);
@@ -442,8 +440,8 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   const StreamKind writer = sliced ? StreamKind::G2G : StreamKind::Compute;
   if (!inPlace) {
     streams.wait(writer, streams.record(StreamKind::Compute));
-    streams.run(writer,
-                (sliced ? "all-gather updated weights " : "write updated weights ") + name, [&] {
+    streams.run(writer, (sliced ? "all-gather updated weights " : "write updated weights ") + name,
+                [&] {
                   for (size_t i = 0; i < members.size(); ++i) {
                     writeUpdatedWeights(members[i].first, members[i].second, next[i]);
                     // Freed on the stream that last reads it, so the device

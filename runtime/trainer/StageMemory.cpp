@@ -19,7 +19,8 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
     roles[size_t(ps.buffer)] = BufferRole::Parameter;
     for (int g : ps.grads) {
       roles[size_t(g)] = BufferRole::Parameter;
-      if (g != ps.grads[0] && spec.buffers[size_t(g)].layer == spec.buffers[size_t(ps.grads[0])].layer)
+      if (g != ps.grads[0] &&
+          spec.buffers[size_t(g)].layer == spec.buffers[size_t(ps.grads[0])].layer)
         aliasOf[size_t(g)] = ps.grads[0];
     }
   }

@@ -95,7 +95,7 @@ private:
   /// post on one stage) shares the first one's array: the ops accumulate.
   std::vector<int> aliasOf;
   std::vector<int> recomputedBuffers;
-  Arrays parameters, scratch; ///< scratch: views into the arenas, or own arrays
+  Arrays parameters, scratch;   ///< scratch: views into the arenas, or own arrays
   DeviceArray<float> arenas[6]; ///< per run kind (2 x region + backward), held during it
   int boundSlot = 0;
   std::vector<Arrays> slotArrays;

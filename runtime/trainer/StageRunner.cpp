@@ -31,8 +31,7 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
                          Streams &streams, const BatchSampler *sampler)
     : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
       memory(memory), global(memory.global()), layers(memory.layers()), store(store), stash(stash),
-      streams(streams),
-      sampler(sampler), stageIndex(groups.layout().stage) {
+      streams(streams), sampler(sampler), stageIndex(groups.layout().stage) {
   samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
   const RankLayout &layout = groups.layout();
   const int me = layout.myWorldRank, stages = int(spec.stages.size());
@@ -129,13 +128,14 @@ void StageRunner::receive(DeviceArray<float> &into, int mb, bool gradients) {
       size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
   into.assignZeros(perSample * size_t(stage.microBatch));
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
-  streams.runFenced(StreamKind::G2G,
-                    (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb), [&] {
-                for (const Transfer &t : gradients ? recvBackward : recvForward)
-                  groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
-                                         size_t(t.samples.size()) * perSample * sizeof(float),
-                                         t.from, tagOf(mb, gradients));
-              });
+  streams.runFenced(
+      StreamKind::G2G, (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb),
+      [&] {
+        for (const Transfer &t : gradients ? recvBackward : recvForward)
+          groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
+                                 size_t(t.samples.size()) * perSample * sizeof(float), t.from,
+                                 tagOf(mb, gradients));
+      });
 }
 
 void StageRunner::send(const DeviceArray<float> &from, int mb, bool gradients) {
@@ -143,14 +143,14 @@ void StageRunner::send(const DeviceArray<float> &from, int mb, bool gradients) {
   const size_t perSample = from.size() / size_t(stage.microBatch);
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
   // Fenced: the next micro-batch's regions rewrite the buffer being sent.
-  streams.runFenced(StreamKind::G2G,
-                    (gradients ? "send gradients " : "send activations ") + std::to_string(mb), [&] {
-                for (const Transfer &t : gradients ? sendBackward : sendForward)
-                  groups.pipeline().postSend(from.data() +
-                                                 size_t(t.samples.begin - first) * perSample,
-                                             size_t(t.samples.size()) * perSample * sizeof(float),
-                                             t.to, tagOf(mb, gradients));
-              });
+  streams.runFenced(
+      StreamKind::G2G, (gradients ? "send gradients " : "send activations ") + std::to_string(mb),
+      [&] {
+        for (const Transfer &t : gradients ? sendBackward : sendForward)
+          groups.pipeline().postSend(from.data() + size_t(t.samples.begin - first) * perSample,
+                                     size_t(t.samples.size()) * perSample * sizeof(float), t.to,
+                                     tagOf(mb, gradients));
+      });
 }
 
 std::string StageRunner::layerName(int layer) const {

@@ -17,8 +17,8 @@
 #include "runtime/comm/ProcessGroups.h"
 #include "runtime/data/BatchSampler.h"
 #include "runtime/trainer/ActivationStash.h"
-#include "runtime/trainer/StageMemory.h"
 #include "runtime/trainer/ParameterStore.h"
+#include "runtime/trainer/StageMemory.h"
 #include "runtime/trainer/TpContext.h"
 #include "runtime/trainer/TraceWriter.h"
 
@@ -38,7 +38,7 @@ public:
 
   // The steps of a micro-batch's forward, in the order the emitted
   // `sN_forward` calls them (layer indices are the stage's, from 0).
-  void beginForward(int mb); ///< the micro-batch's activations get a slot
+  void beginForward(int mb);       ///< the micro-batch's activations get a slot
   void loadData(int step, int mb); ///< tokens on the first stage, targets on the last
   void receiveActivations(int mb); ///< from the previous stage, re-sliced
   /// Waits for the region's last optimizer update, then makes its weights
@@ -47,7 +47,8 @@ public:
   void releaseWeights(RegionKind region, int layer);
   void forwardPre(int mb);
   void forwardLayer(int layer, int mb);
-  void dropRecomputable(int layer); ///< a checkpointed layer keeps only its input (also after its backward)
+  void dropRecomputable(
+      int layer); ///< a checkpointed layer keeps only its input (also after its backward)
   void forwardPost(int step, int mb); ///< the loss (checked by finishStep)
   void sendActivations(int mb);
   void stashActivations(int mb); ///< the slot keeps them (offloaded tail to host)

@@ -12,9 +12,8 @@ void TpContext::allReduce(float *out, const float *in, int64_t n) {
     tp->allReduceSum(out, size_t(n));
 }
 
-void TpContext::crossEntropy(float *loss, float *stats, const float *logits,
-                             const int32_t *targets, int64_t rows, int64_t vocab,
-                             bool vocabParallel) {
+void TpContext::crossEntropy(float *loss, float *stats, const float *logits, const int32_t *targets,
+                             int64_t rows, int64_t vocab, bool vocabParallel) {
   const bool split = vocabParallel && size() > 1;
   const size_t n = size_t(rows);
   if (rowMax.size() != n) {

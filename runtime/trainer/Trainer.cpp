@@ -151,8 +151,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     std::printf("mistrt: training %s (%s) for %d steps on %d rank%s (%s): %d micro-batches of "
                 "%lld sequences of %d tokens, lr %g\n",
                 spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
-                deviceName.c_str(),
-                spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum), spec.seqLen, lr);
+                deviceName.c_str(), spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum),
+                spec.seqLen, lr);
     if (spec.devicePeakTflops > 0)
       std::printf("mistrt: MFU is model FLOP/s per rank over the %g TFLOP/s peak of the %s the "
                   "plan was made for\n",

@@ -102,8 +102,8 @@ struct ScheduleEntry {
 struct StageSpec {
   int firstLayer = 0, layers = 1; ///< global index of the first layer, and the count
   int microBatch = 1;
-  int dp = 1, tp = 1;         ///< ranks of the stage: dp x tp, tp innermost
-  int ckptLayers = 0;         ///< the last ckptLayers layers keep only their input and recompute
+  int dp = 1, tp = 1; ///< ranks of the stage: dp x tp, tp innermost
+  int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
   /// The scratch arenas of the forward and backward runs of pre, layer and
   /// post (2 x region + 1 for a backward), each held while such a run goes on.
   std::array<int64_t, 6> scratchBytes{};

@@ -4,9 +4,9 @@
 /// hold matching q, k and v heads; sizes that tp does not divide are errors.
 //===----------------------------------------------------------------------===//
 #include "backend/Lowering.h"
+#include "TestUtil.h"
 #include "backend/ScratchPlanner.h"
 #include <map>
-#include "TestUtil.h"
 
 using namespace mist;
 using namespace mist::test;
@@ -198,8 +198,10 @@ TEST(ScratchPlanner, BuffersLiveAtOnceNeverOverlap) {
         for (auto &[b, ib] : live) {
           if (a >= b || ia.second < ib.first || ib.second < ia.first)
             continue;
-          const int64_t a0 = plan.offset[size_t(a)], a1 = a0 + st->buffers[size_t(a)].elements() * 4;
-          const int64_t b0 = plan.offset[size_t(b)], b1 = b0 + st->buffers[size_t(b)].elements() * 4;
+          const int64_t a0 = plan.offset[size_t(a)],
+                        a1 = a0 + st->buffers[size_t(a)].elements() * 4;
+          const int64_t b0 = plan.offset[size_t(b)],
+                        b1 = b0 + st->buffers[size_t(b)].elements() * 4;
           EXPECT_TRUE(a1 <= b0 || b1 <= a0)
               << st->buffers[size_t(a)].name << " and " << st->buffers[size_t(b)].name;
         }

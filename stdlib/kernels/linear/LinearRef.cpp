@@ -43,8 +43,8 @@ void lmHeadFwdRef(float *logits, const float *x, const float *table, Index rows,
     }
 }
 
-void lmHeadBwdRef(float *dx, float *dtable, const float *dlogits, const float *x, const float *table,
-                Index rows, Index channels, Index vocab) {
+void lmHeadBwdRef(float *dx, float *dtable, const float *dlogits, const float *x,
+                  const float *table, Index rows, Index channels, Index vocab) {
   for (Index n = 0; n < rows; ++n)
     for (Index c = 0; c < channels; ++c) {
       double acc = 0;
