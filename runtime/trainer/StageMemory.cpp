@@ -24,11 +24,14 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
         aliasOf[size_t(g)] = ps.grads[0];
     }
   }
+  recomputedMask.assign(spec.buffers.size(), false);
   for (size_t b = 0; b < spec.buffers.size(); ++b)
     if (spec.buffers[b].layer && roles[b] == BufferRole::Saved &&
         spec.buffers[b].kind == BufferKind::Float && int(b) != spec.layerIn &&
-        spec.buffers[b].elements > 0)
+        spec.buffers[b].elements > 0) {
       recomputedBuffers.push_back(int(b));
+      recomputedMask[b] = true;
+    }
   parameters = makeArrays(BufferRole::Parameter, true);
   scratch = makeArrays(BufferRole::Scratch, true);
   bind(parameters, BufferRole::Parameter);
@@ -52,10 +55,6 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
   const size_t frames = size_t(spec.layers) + 1;
   a.floats.resize(frames);
   a.ids.resize(frames);
-  const int firstCheckpointed = spec.layers - spec.ckptLayers;
-  std::vector<bool> recomputed(spec.buffers.size(), false);
-  for (int b : recomputedBuffers)
-    recomputed[size_t(b)] = true;
   for (size_t f = 0; f < frames; ++f) {
     a.floats[f].resize(spec.buffers.size());
     a.ids[f].resize(spec.buffers.size());
@@ -66,7 +65,7 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       const BufferSpec &buf = spec.buffers[b];
       if (roles[b] != role || buf.elements <= 0 || buf.layer != (f > 0) || aliasOf[b] >= 0)
         continue;
-      if (!allocateRecomputed && recomputed[b] && int(f) - 1 >= firstCheckpointed)
+      if (!allocateRecomputed && droppedBetweenPasses(f, b))
         continue;
       if (role == BufferRole::Scratch && buf.scratchOffset >= 0) {
         // A slice of its region's arena, pointed at by enter().
@@ -131,15 +130,11 @@ void StageMemory::leave(RegionKind region, bool forward) {
 
 void StageMemory::refillSlot() {
   Arrays &a = slotArrays[size_t(boundSlot)];
-  const int firstCheckpointed = spec.layers - spec.ckptLayers;
-  std::vector<bool> recomputed(spec.buffers.size(), false);
-  for (int b : recomputedBuffers)
-    recomputed[size_t(b)] = true;
   for (size_t f = 0; f < a.floats.size(); ++f)
     for (size_t b = 0; b < spec.buffers.size(); ++b) {
       const BufferSpec &buf = spec.buffers[b];
       if (roles[b] != BufferRole::Saved || buf.elements <= 0 || buf.layer != (f > 0) ||
-          (recomputed[b] && int(f) - 1 >= firstCheckpointed))
+          droppedBetweenPasses(f, b))
         continue;
       if (buf.kind == BufferKind::Ids) {
         if (a.ids[f][b].empty())
@@ -159,21 +154,22 @@ void StageMemory::freeLayerSaved(int layer) {
     }
 }
 
-void StageMemory::freeGlobalSaved(const std::vector<int> &buffers) {
+void StageMemory::freeGlobal(size_t b) {
+  if (b >= spec.buffers.size() || roles[b] != BufferRole::Saved || spec.buffers[b].layer)
+    return;
   Arrays &a = slotArrays[size_t(boundSlot)];
+  a.floats[0][b].clear();
+  a.ids[0][b].clear();
+}
+
+void StageMemory::freeGlobalSaved(const std::vector<int> &buffers) {
   for (int b : buffers)
-    if (size_t(b) < spec.buffers.size() && roles[size_t(b)] == BufferRole::Saved &&
-        !spec.buffers[size_t(b)].layer) {
-      a.floats[0][size_t(b)].clear();
-      a.ids[0][size_t(b)].clear();
-    }
+    freeGlobal(size_t(b));
 }
 
 void StageMemory::freeGlobalSaved() {
-  std::vector<int> all;
   for (size_t b = 0; b < spec.buffers.size(); ++b)
-    all.push_back(int(b));
-  freeGlobalSaved(all);
+    freeGlobal(b);
 }
 
 void StageMemory::bind(Arrays &arrays, BufferRole role) {

@@ -95,6 +95,13 @@ private:
   /// post on one stage) shares the first one's array: the ops accumulate.
   std::vector<int> aliasOf;
   std::vector<int> recomputedBuffers;
+  std::vector<bool> recomputedMask; ///< by buffer: in recomputedBuffers
+  /// Whether buffer b of frame f (0 global, 1 + l layer l) is one a
+  /// checkpointed layer drops between its forward and its recompute.
+  bool droppedBetweenPasses(size_t f, size_t b) const {
+    return recomputedMask[b] && int(f) - 1 >= spec.layers - spec.ckptLayers;
+  }
+  void freeGlobal(size_t b);    ///< a saved global buffer of the bound slot
   Arrays parameters, scratch;   ///< scratch: views into the arenas, or own arrays
   DeviceArray<float> arenas[6]; ///< per run kind (2 x region + backward), held during it
   int boundSlot = 0;
