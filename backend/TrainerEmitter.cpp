@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
 #include <set>
 
 using namespace mist;
@@ -221,17 +222,60 @@ public:
     }
   }
 
-  bool function(const std::string &name, const std::vector<LoweredOp> &ops,
-                DiagnosticEngine &diag) {
+  /// A region function. Each buffer of `releaseAfterLastRead` (saved
+  /// activations no later function reads) is freed right after the op that
+  /// reads it last, as the performance model's liveness assumes.
+  /// In a layer's forward, `recomputed` (the activations a checkpointed
+  /// layer's backward recomputes) are released after their last use only
+  /// when the frame says so (Frame::releaseIfRecomputed).
+  /// `allocatedAtWrite` (what the run hands to the next one, and what a
+  /// checkpointed layer drops) gets memory right before the op that writes
+  /// it, when it has none (Frame::allocate).
+  bool function(const std::string &name, const std::vector<LoweredOp> &ops, DiagnosticEngine &diag,
+                const std::set<int> &releaseAfterLastRead = {},
+                const std::set<int> &recomputed = {}, const std::set<int> &allocatedAtWrite = {}) {
+    std::map<int, size_t> lastRead, lastUse, firstWrite;
+    for (size_t i = ops.size(); i-- > 0;)
+      for (int b : ops[i].results)
+        if (allocatedAtWrite.count(b))
+          firstWrite[b] = i;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (int b : ops[i].operands) {
+        if (releaseAfterLastRead.count(b))
+          lastRead[b] = i;
+        if (recomputed.count(b))
+          lastUse[b] = i;
+      }
+      for (int b : ops[i].results)
+        if (recomputed.count(b))
+          lastUse[b] = i;
+    }
     os << fmt::format("void {}(Frame &G, Frame &L, TpContext &C) {{\n", name);
-    for (const LoweredOp &op : ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const LoweredOp &op = ops[i];
       std::string text;
       if (!call(op, text)) {
         diag.error(
             {}, fmt::format("the trainer cannot run '{}' on CPU ranks yet", opName(op.kind).str()));
         return false;
       }
+      for (auto [b, at] : firstWrite)
+        if (at == i)
+          os << fmt::format("  {}.allocate({}, {});\n", layerOwned.count(b) ? "L" : "G", b, n(b));
       os << "  // " << irLine(op) << "\n  " << text << "\n";
+      std::vector<std::string> released;
+      for (auto [b, at] : lastRead)
+        if (at == i)
+          released.push_back(fmt::format("{}.release({});", layerOwned.count(b) ? "L" : "G", b));
+      if (!released.empty())
+        os << "  " << fmt::format("{}", fmt::join(released, " ")) << " // last read\n";
+      std::vector<std::string> dropped;
+      for (auto [b, at] : lastUse)
+        if (at == i)
+          dropped.push_back(fmt::format("L.releaseIfRecomputed({});", b));
+      if (!dropped.empty())
+        os << "  " << fmt::format("{}", fmt::join(dropped, " "))
+           << " // last forward use; recomputed if checkpointed\n";
     }
     os << "  (void)G;\n  (void)L;\n  (void)C;\n}\n\n";
     return true;
@@ -317,6 +361,27 @@ std::vector<StageParam> stageParams(const LoweredStage &st, const StageUse &use)
     if (sp.buffer >= 0 && use.buffers.count(sp.buffer))
       out.push_back(std::move(sp)); // else another stage's
   }
+  return out;
+}
+
+/// Whether buffer `b` is a parameter of the stage or one of its gradients.
+bool isParameterBuffer(const std::vector<StageParam> &params, int b) {
+  return std::any_of(params.begin(), params.end(), [&](const StageParam &p) {
+    return p.buffer == b || std::find(p.grads.begin(), p.grads.end(), int64_t(b)) != p.grads.end();
+  });
+}
+
+/// What a checkpointed layer recomputes before its backward: its saved
+/// float activations but its input (kept) and its output (carried on);
+/// the same set as StageMemory::recomputed().
+std::set<int> recomputedByCheckpoint(const LoweredStage &st, const std::set<int> &layerSaved) {
+  const LoweredRegion &layer = st.region(RegionKind::Layer);
+  std::set<int> out;
+  for (int b : layerSaved)
+    if (st.buffers[size_t(b)].dtype != DType::I32 &&
+        std::find(layer.inputs.begin(), layer.inputs.end(), b) == layer.inputs.end() &&
+        std::find(layer.outputs.begin(), layer.outputs.end(), b) == layer.outputs.end())
+      out.insert(b);
   return out;
 }
 
@@ -535,13 +600,39 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     const std::string prefix = fmt::format("s{}_", i);
     os << fmt::format("// ======== stage {}: layers {}-{}, micro-batch {}, tp {} ========\n\n", i,
                       sp.firstLayer, sp.lastLayer, sp.microBatch, sp.tp);
+    const std::vector<StageParam> params = stageParams(st, use);
+    const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
+                        &post = st.region(RegionKind::Post);
+    // Saved activations by the backward that reads them last: a layer's
+    // own; the global ones pre's backward reads; the rest post's.
+    std::set<int> savedBy[3];
+    for (int b : use.saved) {
+      if (isParameterBuffer(params, b))
+        continue;
+      const int r = e.layerOwned.count(b) ? 1 : first && reads(pre, b) ? 0 : 2;
+      savedBy[r].insert(b);
+    }
+    // Each backward also frees the gradient handed to it once read (an
+    // array of its own: see the scratch planning below).
+    std::set<int> releasedBy[3] = {savedBy[0], savedBy[1], savedBy[2]};
+    releasedBy[1].insert(layer.gradInputs.begin(), layer.gradInputs.end());
+    if (first)
+      releasedBy[0].insert(pre.gradInputs.begin(), pre.gradInputs.end());
     for (int r = 0; r < 3; ++r) {
       if ((r == 0 && !first) || (r == 2 && !last))
         continue;
       const LoweredRegion &lr = st.regions[r];
       os << fmt::format("// ---- {} ----\n", regionName(lr.kind).str());
-      if (!e.function(prefix + names[r][0], lr.forward, diag) ||
-          !e.function(prefix + names[r][1], lr.backward, diag))
+      // Handed to the next run: allocated at write, moved out after the run.
+      std::set<int> fwdOut(lr.outputs.begin(), lr.outputs.end()),
+          bwdOut(lr.gradOutputs.begin(), lr.gradOutputs.end());
+      if (r == 2)
+        fwdOut.clear(); // the loss stays in post's frame
+      const std::set<int> recomputed =
+          r == 1 ? recomputedByCheckpoint(st, savedBy[1]) : std::set<int>{};
+      fwdOut.insert(recomputed.begin(), recomputed.end());
+      if (!e.function(prefix + names[r][0], lr.forward, diag, {}, recomputed, fwdOut) ||
+          !e.function(prefix + names[r][1], lr.backward, diag, releasedBy[r], {}, bwdOut))
         return false;
     }
     seqLen = st.buffers[st.moduleInputs[0]].shape[1];
@@ -566,7 +657,6 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         sp.offload.weights, sp.offload.grads, sp.offload.optimizer, sp.offload.activations);
     // Scratch: what is neither a parameter (or its gradient) nor kept from a
     // forward to its backward; it shares one arena, planned by liveness.
-    const std::vector<StageParam> params = stageParams(st, use);
     std::vector<bool> scratch(st.buffers.size(), false);
     for (size_t b = 0; b < st.buffers.size(); ++b)
       scratch[b] = use.buffers.count(int(b)) && !use.saved.count(int(b));
@@ -575,6 +665,13 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       for (int64_t g : p.grads)
         scratch[size_t(g)] = false;
     }
+    // What the runtime hands from one run to the next (the activation
+    // between regions, and its gradient) gets an array of its own, which it
+    // moves instead of copying out of an arena (StageRunner::handIn/handOut).
+    for (const std::vector<int> *carried : {&layer.outputs, &layer.gradInputs, &layer.gradOutputs,
+                                            &pre.outputs, &pre.gradInputs, &post.gradOutputs})
+      for (int b : *carried)
+        scratch[size_t(b)] = false;
     const ScratchPlan arena = planScratch(st, scratch, first, last);
     os << fmt::format("  s.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
                       fmt::join(arena.bytes, ", "));
@@ -590,8 +687,6 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
           used ? "" : " (not on this stage)");
     }
     os << "  };\n  s.params = {\n";
-    const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
-                        &post = st.region(RegionKind::Post);
     for (const StageParam &sp : params) {
       const ParamLayout &p = *sp.layout;
       const int buffer = sp.buffer;
@@ -626,14 +721,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     io("layerGradOut", layer.gradOutputs.at(0), true);
     io("preGradIn", pre.gradInputs.at(0), first);
     if (last) { // post's saved activations that no pre backward reads: freed after post's backward
-      std::vector<int64_t> freed;
-      for (int b : use.saved)
-        if (!e.layerOwned.count(b) && !scratch[size_t(b)] && !(first && reads(pre, b)) &&
-            std::none_of(params.begin(), params.end(), [&](const StageParam &p) {
-              return p.buffer == b ||
-                     std::find(p.grads.begin(), p.grads.end(), int64_t(b)) != p.grads.end();
-            }))
-          freed.push_back(b);
+      const std::vector<int64_t> freed(savedBy[2].begin(), savedBy[2].end());
       os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", joined(freed));
     }
     for (int r = 0; r < 3; ++r) {

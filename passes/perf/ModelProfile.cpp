@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 using namespace mist;
 
@@ -25,6 +26,17 @@ std::vector<Poly> pruneDominated(std::vector<Poly> cands) {
       kept.push_back(cands[i]);
   }
   return kept;
+}
+
+/// max(A) + max(B) as candidates: every a + b, the dominated ones dropped.
+std::vector<Poly> sumsOfPairs(const std::vector<Poly> &a, const std::vector<Poly> &b) {
+  if (b.empty())
+    return a;
+  std::vector<Poly> sums;
+  for (const Poly &x : a)
+    for (const Poly &y : b)
+      sums.push_back(x + y);
+  return pruneDominated(std::move(sums));
 }
 
 class RegionBuilder {
@@ -149,22 +161,47 @@ private:
     for (const Value *v : order)
       size[v] = bytes(v);
 
-    std::vector<Poly> fwdFull, fwdCkpt, bwd;
+    // The trainer places a run's transients (what the forward computes and
+    // no backward reads; what the backward computes but the gradient it
+    // hands on) in one arena held for the whole run, sized by the run's
+    // largest live set of them (runtime/trainer/StageMemory.h). The rest
+    // (saved activations, the inputs and outputs runs hand on) is live
+    // from its definition to its last use. So a run's peak is the largest
+    // live set of the rest plus its arena.
+    std::set<const Value *> handedOn;
+    for (const std::vector<Value *> *values : {&r.fwd.yields, &r.bwd->yields})
+      handedOn.insert(values->begin(), values->end());
+    for (auto &a : r.bwd->args)
+      handedOn.insert(a.get());
+    auto inArena = [&](const Value *v) {
+      if (handedOn.count(v) || def[v] < 0)
+        return false;
+      return def[v] < F ? lastUse[v] < F : true;
+    };
+    std::vector<Poly> fwdFull, fwdCkpt, bwd, fwdArena, bwdArena;
     for (int i = 0; i < F + B; ++i) {
-      Poly full, ckpt;
+      Poly full, ckpt, arena;
       for (const Value *v : order) {
+        const bool transient = inArena(v);
         if (def[v] <= i && i <= lastUse[v])
-          full = full + size[v];
-        if (i < F && def[v] <= i && i <= lastFwdUse[v])
+          (transient ? arena : full) = (transient ? arena : full) + size[v];
+        if (i < F && !transient && def[v] <= i && i <= lastFwdUse[v])
           ckpt = ckpt + size[v];
       }
       if (i < F) {
         fwdFull.push_back(full);
         fwdCkpt.push_back(ckpt);
+        fwdArena.push_back(arena);
       } else {
         bwd.push_back(full);
+        bwdArena.push_back(arena);
       }
     }
+    fwdArena = pruneDominated(fwdArena);
+    bwdArena = pruneDominated(bwdArena);
+    fwdFull = sumsOfPairs(pruneDominated(fwdFull), fwdArena);
+    fwdCkpt = sumsOfPairs(pruneDominated(fwdCkpt), fwdArena);
+    bwd = sumsOfPairs(pruneDominated(bwd), bwdArena);
     for (const Value *v : order) {
       if (def[v] < F && lastUse[v] >= F)
         p.savedFull = p.savedFull + size[v];

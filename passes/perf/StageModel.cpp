@@ -175,14 +175,18 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   m.grads = wb * P / shardG * (1 - o.grads);
   m.optimizer = sb * P / shardO * (1 - o.optimizer);
   // Sharded or offloaded layers are gathered into a double buffer (the
-  // layer in use and the one being prefetched); offloaded optimizer state is
-  // staged one layer at a time for its step.
+  // layer in use and the one being prefetched); the offloaded part of the
+  // optimizer state is staged one parameter group (a layer, pre or post) at
+  // a time for its step, in a buffer the size of the largest.
   if (k.zero.weights || o.weights > 0)
     m.buffers += 2 * wb * L.params;
   if (k.zero.grads || o.grads > 0)
     m.buffers += 2 * wb * L.params;
-  if (o.optimizer > 0)
-    m.buffers += sb * L.params / shardO;
+  if (o.optimizer > 0) {
+    double largestGroup = std::max({k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0,
+                                    k.last ? n.post.params : 0.0});
+    m.buffers += o.optimizer * sb * largestGroup / shardO;
+  }
   m.host = wb * P / shardW * o.weights + wb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
   return m;
 }

@@ -53,6 +53,8 @@ public:
   T *data() { return ptr; }
   const T *data() const { return ptr; }
   size_t size() const { return n; }
+  /// Whether this is a view of memory another array owns.
+  bool isView() const { return !owner; }
   bool empty() const { return n == 0; }
   void swap(DeviceArray &other) noexcept {
     std::swap(ptr, other.ptr);

@@ -17,4 +17,17 @@ DeviceArray<int32_t> &Frame::idVec(int i) {
   return *ints[size_t(i)];
 }
 
+void Frame::allocate(int i, int64_t n) {
+  DeviceArray<float> &a = vec(i);
+  if (a.empty())
+    a.allocateUninitialized(size_t(n));
+}
+
+void Frame::release(int i) {
+  if (floats[size_t(i)])
+    floats[size_t(i)]->clear();
+  if (ints[size_t(i)])
+    ints[size_t(i)]->clear();
+}
+
 } // namespace mist::rt

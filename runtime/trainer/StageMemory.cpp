@@ -67,6 +67,10 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
         continue;
       if (!allocateRecomputed && droppedBetweenPasses(f, b))
         continue;
+      // What runs hand on gets memory when a run writes it or the carried
+      // array moves in (Frame::allocate in train.cu, StageRunner::handIn).
+      if (role == BufferRole::Scratch && handedOn(int(b)))
+        continue;
       if (role == BufferRole::Scratch && buf.scratchOffset >= 0) {
         // A slice of its region's arena, pointed at by enter().
         if (buf.scratchRun < 0 || buf.scratchRun > 5 ||
@@ -82,6 +86,14 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
     }
   }
   return a;
+}
+
+bool StageMemory::handedOn(int b) const {
+  for (int carried : {spec.preOut, spec.preGradIn, spec.layerOut, spec.layerGradIn,
+                      spec.layerGradOut, spec.postGradOut})
+    if (b == carried)
+      return true;
+  return false;
 }
 
 size_t StageMemory::bytesOf(const Arrays &arrays) {

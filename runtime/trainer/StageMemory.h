@@ -17,9 +17,16 @@
 ///   activation gradients): the emitter places each in the arena of the
 ///   run kind that uses it (forward or backward of pre, layer or post) by
 ///   liveness (BufferSpec::scratchRun / scratchOffset), and an arena is held
-///   only while such a run goes on (enter / leave).
-/// Saved activations are freed once the backward reading them is done and
-/// refilled when the slot's next forward begins. So memory is what the
+///   only while such a run goes on (enter / leave);
+/// - handed on (the activation a run passes to the next, and the gradient):
+///   allocated by the run right before the op writing it, then moved from
+///   run to run by the runner (StageRunner::handIn / handOut): nothing here
+///   holds it.
+/// Saved activations are freed right after the backward op that reads them
+/// last (Frame::release in train.cu; freeLayerSaved and freeGlobalSaved
+/// catch the rest) and refilled when the slot's next forward begins; a
+/// checkpointed layer's dropped ones are allocated as its forward or
+/// recompute writes them (Frame::allocate). So memory is what the
 /// performance model counts phase by phase: states, the saved activations
 /// of the micro-batches in flight, and the running region's working set.
 /// Slots are allocated when the trainer starts, so a plan whose activations
@@ -87,6 +94,9 @@ private:
   };
   Arrays makeArrays(BufferRole role, bool allocateRecomputed);
   static size_t bytesOf(const Arrays &arrays);
+  /// Whether buffer b is what a run hands to the next (an activation or
+  /// gradient between regions): the runner moves it, nothing holds it.
+  bool handedOn(int b) const;
   void bind(Arrays &arrays, BufferRole role);
 
   const StageSpec &spec;

@@ -75,10 +75,24 @@ void StageRunner::run(RegionFn fn, Frame &layer, const std::string &name) {
   streams.run(StreamKind::Compute, name, [&] { fn(global, layer, tp); });
 }
 
-void StageRunner::allocateReleased(Frame &layer) {
-  for (int i : released)
-    if (layer.vec(i).empty())
-      layer.vec(i).assignZeros(size_t(stage.buffers[size_t(i)].elements));
+// The activation (or gradient) a run hands to the next moves from buffer to
+// buffer: the carried array is swapped in, and the run's output out, so no
+// copy of it ever coexists with the arenas. A buffer that is a view of an
+// arena (a region input the emitter placed in one) is copied into instead.
+void StageRunner::handIn(DeviceArray<float> &input, DeviceArray<float> &carried) {
+  if (input.isView())
+    input = carried;
+  else
+    input.swap(carried);
+  carried.clear();
+}
+
+void StageRunner::handOut(DeviceArray<float> &output, DeviceArray<float> &carried) {
+  carried.clear();
+  if (output.isView())
+    carried = output;
+  else
+    carried.swap(output);
 }
 
 // The rows of this dp rank: samples [dpRank b, (dpRank + 1) b) of the
@@ -163,24 +177,24 @@ void StageRunner::acquireWeights(RegionKind region, int layer) { store.acquire(r
 
 void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(region, layer); }
 
-// Each region run holds its scratch arena from just before the inputs are
-// written to just after the outputs are read (StageMemory::enter/leave).
+// Each region run holds its scratch arena from just after its input moves in
+// to just after its output moves out (StageMemory::enter/leave).
 
 void StageRunner::forwardPre(int mb) {
   memory.enter(RegionKind::Pre, true);
   run(stage.preForward, layers[0], "pre F" + std::to_string(mb));
-  x = global.vec(stage.preOut);
+  handOut(global.vec(stage.preOut), x);
   memory.leave(RegionKind::Pre, true);
 }
 
 void StageRunner::forwardLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
-  allocateReleased(frame);
+  handIn(frame.vec(stage.layerIn), x);
   memory.enter(RegionKind::Layer, true);
-  frame.vec(stage.layerIn) = x;
-  x.clear(); // the carried copy is not kept through the run
+  frame.dropRecomputed = layer >= stage.layers - stage.ckptLayers;
   run(stage.layerForward, frame, layerName(layer) + " F" + std::to_string(mb));
-  x = frame.vec(stage.layerOut);
+  frame.dropRecomputed = false;
+  handOut(frame.vec(stage.layerOut), x);
   memory.leave(RegionKind::Layer, true);
 }
 
@@ -190,9 +204,8 @@ void StageRunner::dropRecomputable(int layer) {
 }
 
 void StageRunner::forwardPost(int step, int mb) {
+  handIn(global.vec(stage.postIn), x);
   memory.enter(RegionKind::Post, true);
-  global.vec(stage.postIn) = x;
-  x.clear();
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
   (void)step;
   // Kept on the device: reading it here would wait for the GPU every micro-batch.
@@ -218,7 +231,7 @@ void StageRunner::backwardPost(int mb) {
   global.vec(stage.postGradIn).assignZeros(1);
   device::fill(global.at(stage.postGradIn), 1, 1.f); // d loss / d loss
   run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
-  dx = global.vec(stage.postGradOut);
+  handOut(global.vec(stage.postGradOut), dx);
   memory.leave(RegionKind::Post, false);
   memory.freeGlobalSaved(stage.freedAfterPostBackward); // the logits, among others
 }
@@ -227,27 +240,26 @@ void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
 
 void StageRunner::recomputeLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
-  allocateReleased(frame);
   memory.enter(RegionKind::Layer, true);
   run(stage.layerForward, frame, layerName(layer) + " R" + std::to_string(mb));
+  if (!frame.vec(stage.layerOut).isView())
+    frame.vec(stage.layerOut).clear(); // the next layer has its input already
   memory.leave(RegionKind::Layer, true);
 }
 
 void StageRunner::backwardLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
+  handIn(frame.vec(stage.layerGradIn), dx);
   memory.enter(RegionKind::Layer, false);
-  frame.vec(stage.layerGradIn) = dx;
-  dx.clear(); // the carried copy is not kept through the run
   run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
-  dx = frame.vec(stage.layerGradOut);
+  handOut(frame.vec(stage.layerGradOut), dx);
   memory.leave(RegionKind::Layer, false);
   memory.freeLayerSaved(layer); // read by this backward only
 }
 
 void StageRunner::backwardPre(int mb) {
+  handIn(global.vec(stage.preGradIn), dx);
   memory.enter(RegionKind::Pre, false);
-  global.vec(stage.preGradIn) = dx;
-  dx.clear();
   run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
   memory.leave(RegionKind::Pre, false);
   memory.freeGlobalSaved(); // the last backward of the micro-batch

@@ -75,7 +75,11 @@ public:
 private:
   void run(RegionFn fn, Frame &layer, const std::string &name);
   std::string layerName(int layer) const;
-  void allocateReleased(Frame &layer);
+  /// Moves `carried` into a run's input buffer, and a run's output into
+  /// `carried` (StageRunner.cpp). The run allocates that output
+  /// (Frame::allocate in train.cu).
+  static void handIn(DeviceArray<float> &input, DeviceArray<float> &carried);
+  static void handOut(DeviceArray<float> &output, DeviceArray<float> &carried);
   void receive(DeviceArray<float> &into, int mb, bool gradients);
   void send(const DeviceArray<float> &from, int mb, bool gradients);
 

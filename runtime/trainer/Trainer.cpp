@@ -198,7 +198,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       const double flopsPerRank =
           spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
       std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
-                  "%.1f MiB peak",
+                  "%.2f MiB peak",
                   step, loss, norm, stepLr,
                   double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
                   flopsPerRank / 1e12, double(device::peakBytes()) / (1 << 20));

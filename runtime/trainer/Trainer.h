@@ -73,6 +73,21 @@ public:
   DeviceArray<int32_t> &idVec(int i);
   void bind(int i, DeviceArray<float> *array) { floats[size_t(i)] = array; }
   void bindIds(int i, DeviceArray<int32_t> *array) { ints[size_t(i)] = array; }
+  /// Frees a saved activation after its last read in a backward (the
+  /// emitter places these calls); its slot gets memory again when the next
+  /// forward into it begins (StageMemory::refillSlot).
+  void release(int i);
+  /// Gives buffer i memory for n elements if it has none: a buffer one run
+  /// hands to the next, allocated right before the op that writes it.
+  void allocate(int i, int64_t n);
+  /// In the first forward of a checkpointed layer, frees buffer i after its
+  /// last forward read: the backward recomputes it (StageRunner marks that
+  /// forward with dropRecomputed); otherwise does nothing.
+  void releaseIfRecomputed(int i) {
+    if (dropRecomputed)
+      release(i);
+  }
+  bool dropRecomputed = false;
 
 private:
   std::vector<DeviceArray<float> *> floats;
