@@ -88,15 +88,21 @@ public:
 private:
   void parseDevice(const YAML::Node &n, llvm::SMLoc at) {
     DeviceProfile &d = c.device;
-    static const llvm::StringRef keys[] = {
-        "name",           "memory_gib",        "usable_fraction",
-        "peak_tflops",    "matmul_efficiency", "mem_bandwidth_gbs",
-        "mem_efficiency", "measured"};
+    static const llvm::StringRef keys[] = {"name",
+                                           "memory_gib",
+                                           "usable_fraction",
+                                           "peak_tflops",
+                                           "tf32_peak_tflops",
+                                           "matmul_efficiency",
+                                           "mem_bandwidth_gbs",
+                                           "mem_efficiency",
+                                           "measured"};
     YamlMap m(r, n, "device", keys, at);
     m.getString("name", d.name, Need::Required);
     m.getReal("memory_gib", d.memoryGiB, Need::Required, Range::Positive);
     m.getReal("usable_fraction", d.usableFraction, Need::Optional, Range::Fraction);
     m.getReal("peak_tflops", d.peakTflops, Need::Required, Range::Positive);
+    m.getReal("tf32_peak_tflops", d.tf32PeakTflops, Need::Optional, Range::Positive);
     m.getReal("matmul_efficiency", d.matmulEfficiency, Need::Optional, Range::Fraction);
     m.getReal("mem_bandwidth_gbs", d.memBandwidthGBs, Need::Required, Range::Positive);
     m.getReal("mem_efficiency", d.memEfficiency, Need::Optional, Range::Fraction);

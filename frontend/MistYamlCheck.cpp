@@ -44,6 +44,8 @@ void writeCluster(const Cluster &c, llvm::raw_ostream &os) {
   os << "  memory_gib: " << formatReal(d.memoryGiB) << "\n";
   os << "  usable_fraction: " << formatReal(d.usableFraction) << "\n";
   os << "  peak_tflops: " << formatReal(d.peakTflops) << "\n";
+  if (d.tf32PeakTflops > 0)
+    os << "  tf32_peak_tflops: " << formatReal(d.tf32PeakTflops) << "\n";
   os << "  matmul_efficiency: " << formatReal(d.matmulEfficiency) << "\n";
   os << "  mem_bandwidth_gbs: " << formatReal(d.memBandwidthGBs) << "\n";
   os << "  mem_efficiency: " << formatReal(d.memEfficiency) << "\n";

@@ -37,10 +37,19 @@ struct MeasuredOp {
 };
 
 struct DeviceProfile {
-  std::string name;               ///< e.g. "NVIDIA H100 80GB HBM3"
-  double memoryGiB = 0;           ///< device memory
-  double usableFraction = 0.92;   ///< part of it a plan may use (runtime, fragmentation)
-  double peakTflops = 0;          ///< dense bf16 tensor-core peak
+  std::string name;             ///< e.g. "NVIDIA H100 80GB HBM3"
+  double memoryGiB = 0;         ///< device memory
+  double usableFraction = 0.92; ///< part of it a plan may use (runtime, fragmentation)
+  double peakTflops = 0;        ///< dense bf16 tensor-core peak
+  /// Dense TF32 tensor-core peak: the rate of the GEMMs of fp32 training
+  /// (`dtype = f32`), which the trainer runs as TF32; 0 means half the bf16
+  /// peak, the ratio of A100, H100 and L4.
+  double tf32PeakTflops = 0;
+  double matmulPeakTflops(bool fp32Training) const {
+    if (!fp32Training)
+      return peakTflops;
+    return tf32PeakTflops > 0 ? tf32PeakTflops : peakTflops / 2;
+  }
   double matmulEfficiency = 0.75; ///< roofline fallback: achieved / peak for matmuls
   double memBandwidthGBs = 0;     ///< device memory bandwidth
   double memEfficiency = 0.8;     ///< achieved / peak for memory-bound ops

@@ -248,10 +248,10 @@ std::optional<double> measuredTime(const OpProfile &op, int b, int tp, const Clu
   return std::nullopt;
 }
 
-void opTimes(const std::vector<OpProfile> &ops, int b, int tp, const Cluster &c, double &compute,
-             double &tpComm) {
+void opTimes(const std::vector<OpProfile> &ops, int b, int tp, const Cluster &c, bool fp32Training,
+             double &compute, double &tpComm) {
   const DeviceProfile &d = c.device;
-  double flopRate = d.peakTflops * 1e12 * d.matmulEfficiency;
+  double flopRate = d.matmulPeakTflops(fp32Training) * 1e12 * d.matmulEfficiency;
   double byteRate = d.memBandwidthGBs * 1e9 * d.memEfficiency;
   for (const OpProfile &op : ops) {
     if (op.tpCollective) {
@@ -317,8 +317,8 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   n.params = p.params.eval(b, tp);
   n.paramBytes = paramBytes;
   n.stateBytes = stateBytes;
-  opTimes(p.fwd, b, tp, c, n.fwdCompute, n.tpFwd);
-  opTimes(p.bwd, b, tp, c, n.bwdCompute, n.tpBwd);
+  opTimes(p.fwd, b, tp, c, fp32Training, n.fwdCompute, n.tpFwd);
+  opTimes(p.bwd, b, tp, c, fp32Training, n.bwdCompute, n.tpBwd);
   n.savedFull = p.savedFull.eval(b, tp);
   n.savedCkpt = p.savedCkpt.eval(b, tp);
   n.fwdPeakFull = maxOf(p.fwdPeakFull, b, tp);
@@ -341,6 +341,7 @@ std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngin
   mp.modelName = m.name;
   const double master = dtypeBytes(m.train.masterDtype);
   mp.paramBytes = dtypeBytes(m.train.dtype);
+  mp.fp32Training = m.train.dtype == DType::F32;
   mp.stateBytes = 2 * master + (m.train.dtype == m.train.masterDtype ? 0 : master);
   auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
   const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);

@@ -77,6 +77,9 @@ public:
 
   std::string modelName;
   double paramBytes = 2, stateBytes = 12; ///< from the train section's dtypes (RegionNumbers)
+  /// `dtype = f32`: its GEMMs run as TF32, so the roofline prices them at
+  /// the TF32 peak (DeviceProfile::matmulPeakTflops).
+  bool fp32Training = false;
   int numLayers = 0;
   int64_t seqLen = 0;
   int64_t globalBatch = 0;

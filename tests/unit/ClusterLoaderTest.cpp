@@ -82,6 +82,9 @@ TEST(ClusterLoader, BaseClusterLoadsWithDefaults) {
   EXPECT_DOUBLE_EQ(c.device.usableFraction, 0.92);
   EXPECT_DOUBLE_EQ(c.device.matmulEfficiency, 0.75);
   EXPECT_DOUBLE_EQ(c.device.memEfficiency, 0.8);
+  // No TF32 peak given: fp32 training's GEMMs run at half the bf16 peak.
+  EXPECT_DOUBLE_EQ(c.device.matmulPeakTflops(false), 100);
+  EXPECT_DOUBLE_EQ(c.device.matmulPeakTflops(true), 50);
   ASSERT_EQ(c.collectives.size(), 3u);
   EXPECT_DOUBLE_EQ(c.collectives[1].latencyUs, 0);
   EXPECT_DOUBLE_EQ(c.p2pLatencyUs, 0);
@@ -116,6 +119,7 @@ TEST(ClusterLoader, PresetFigures) {
   ASSERT_TRUE(h100->cluster) << h100->errors();
   EXPECT_DOUBLE_EQ(h100->cluster->device.peakTflops, 989);
   EXPECT_DOUBLE_EQ(h100->cluster->device.matmulEfficiency, 0.70);
+  EXPECT_DOUBLE_EQ(h100->cluster->device.matmulPeakTflops(true), 495);
   EXPECT_DOUBLE_EQ(h100->cluster->h2dGBs, 54.9);
   EXPECT_DOUBLE_EQ(h100->cluster->d2hGBs, 51.2);
   auto a100 = loadPreset("a100-40g");
@@ -213,6 +217,9 @@ TEST(ClusterLoader, RejectsBadFiles) {
               "unknown key 'peak_tflop' in 'device'; did you mean 'peak_tflops'?");
   expectError(replaced(baseCluster, "  peak_tflops: 100", "  peak_tflop: 100"), "6:3",
               "missing key 'peak_tflops' in 'device'");
+  expectError(
+      replaced(baseCluster, "  peak_tflops: 100", "  peak_tflops: 100\n  tf32_peak_tflops: 0"),
+      "9:21", "'tf32_peak_tflops' must be positive");
   expectError(replaced(baseCluster, "memory_gib: 16", "memory_gib: -16"), "7:15",
               "'memory_gib' must be positive");
   expectError(replaced(baseCluster, "memory_gib: 16", "memory_gib: lots"), "7:15",

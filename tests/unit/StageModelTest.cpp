@@ -223,6 +223,33 @@ TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
   EXPECT_DOUBLE_EQ(mf.optimizer, mb.optimizer * 8 / 12);
 }
 
+TEST(StageTime, Fp32TrainingPricesMatmulsAtTheTf32Peak) {
+  // The trainer runs fp32 training's GEMMs as TF32: the roofline prices
+  // their FLOPs at the TF32 peak (half the bf16 peak unless the cluster
+  // says), and bf16 training at the bf16 peak whatever the TF32 figure.
+  auto source = [](const char *dtype) {
+    return std::string("import \"gpt\"\nmodel m = gpt(vocab = 1024, hidden = 1024, layers = 2, "
+                       "heads = 8)\ntrain {\n  global_batch = 16\n  seq_len = 1024\n") +
+           dtype + "  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)\n}\n";
+  };
+  auto bf16 = compile(source("")), fp32 = compile(source("  dtype = f32\n"));
+  ASSERT_TRUE(bf16->module) << bf16->diagText;
+  ASSERT_TRUE(fp32->module) << fp32->diagText;
+  auto mpBf16 = ModelProfile::build(*bf16->module, bf16->diag);
+  auto mpFp32 = ModelProfile::build(*fp32->module, fp32->diag);
+  ASSERT_TRUE(mpBf16 && mpFp32);
+  Cluster halfRate = handCluster(), fullRate = handCluster();
+  fullRate.device.tf32PeakTflops = fullRate.device.peakTflops;
+  auto layerTime = [](const ModelProfile &mp, const Cluster &c) {
+    RegionNumbers n = mp.evaluate(RegionKind::Layer, 2, 1, c);
+    return n.fwdCompute + n.bwdCompute;
+  };
+  EXPECT_DOUBLE_EQ(layerTime(*mpBf16, halfRate), layerTime(*mpBf16, fullRate));
+  // The layer's large GEMMs are compute-bound: at half the rate they take
+  // about twice as long, so the layer takes well over 1.5 times as long.
+  EXPECT_GT(layerTime(*mpFp32, halfRate), 1.5 * layerTime(*mpFp32, fullRate));
+}
+
 TEST(StageMemory, ActivationsOfInFlightMicroBatches) {
   Cluster c = handCluster();
   InterferenceTable it(c);

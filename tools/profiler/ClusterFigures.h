@@ -47,6 +47,7 @@ struct ClusterFigures {
   double memoryGiB = 0;
   double usableFraction = 0.92;
   double peakTflops = 0;
+  double tf32PeakTflops = 0; ///< 0: not given (the loader takes half of peakTflops)
   double matmulEfficiency = 0.75;
   double memBandwidthGBs = 0;
   double memEfficiency = 0.8;

@@ -92,12 +92,13 @@ void read(const YamlNode &root, ClusterFigures &c) {
 
   const YamlNode &d = required(root, "device", "cluster");
   expectKeys(d, "device",
-             {"name", "memory_gib", "usable_fraction", "peak_tflops", "matmul_efficiency",
-              "mem_bandwidth_gbs", "mem_efficiency", "measured"});
+             {"name", "memory_gib", "usable_fraction", "peak_tflops", "tf32_peak_tflops",
+              "matmul_efficiency", "mem_bandwidth_gbs", "mem_efficiency", "measured"});
   c.deviceName = string(required(d, "name", "device"), "device.name");
   c.memoryGiB = real(required(d, "memory_gib", "device"), "memory_gib");
   optionalReal(d, "usable_fraction", c.usableFraction);
   c.peakTflops = real(required(d, "peak_tflops", "device"), "peak_tflops");
+  optionalReal(d, "tf32_peak_tflops", c.tf32PeakTflops);
   optionalReal(d, "matmul_efficiency", c.matmulEfficiency);
   c.memBandwidthGBs = real(required(d, "mem_bandwidth_gbs", "device"), "mem_bandwidth_gbs");
   optionalReal(d, "mem_efficiency", c.memEfficiency);

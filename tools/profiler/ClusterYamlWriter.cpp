@@ -71,6 +71,7 @@ std::vector<std::string> checkClusterFigures(const ClusterFigures &c) {
   positive(c.memoryGiB, "device.memory_gib");
   fraction(c.usableFraction, "device.usable_fraction");
   positive(c.peakTflops, "device.peak_tflops");
+  nonNegative(c.tf32PeakTflops, "device.tf32_peak_tflops");
   fraction(c.matmulEfficiency, "device.matmul_efficiency");
   positive(c.memBandwidthGBs, "device.mem_bandwidth_gbs");
   fraction(c.memEfficiency, "device.mem_efficiency");
@@ -142,6 +143,8 @@ void writeClusterYaml(const ClusterFigures &c, const std::vector<std::string> &c
   os << "  memory_gib: " << yamlNumber(c.memoryGiB) << "\n";
   os << "  usable_fraction: " << yamlNumber(c.usableFraction) << "\n";
   os << "  peak_tflops: " << yamlNumber(c.peakTflops) << "\n";
+  if (c.tf32PeakTflops > 0)
+    os << "  tf32_peak_tflops: " << yamlNumber(c.tf32PeakTflops) << "\n";
   os << "  matmul_efficiency: " << yamlNumber(c.matmulEfficiency) << "\n";
   os << "  mem_bandwidth_gbs: " << yamlNumber(c.memBandwidthGBs) << "\n";
   os << "  mem_efficiency: " << yamlNumber(c.memEfficiency) << "\n";
