@@ -1,6 +1,8 @@
 //===- BatchSampler.cpp - The same global batches under every plan --------===//
 #include "runtime/data/BatchSampler.h"
 
+#include <algorithm>
+
 namespace mist::rt {
 
 std::optional<BatchSampler> BatchSampler::create(const TokenFile &tokens, const BatchShape &shape,
@@ -56,11 +58,13 @@ std::optional<std::string> BatchSampler::fillSamples(int64_t step, int microBatc
            std::to_string(firstSample + count) + ") are out of range for a micro-batch of " +
            std::to_string(samplesPerMicroBatch);
   const int64_t T = batchShape.seqLen;
+  std::vector<uint32_t> window(size_t(T) + 1); // a sequence and its next token
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = microBatch * samplesPerMicroBatch + firstSample + i;
-    const int64_t start = sequenceStart(step, k);
-    tokens->copy(start, T, inputs + i * T);
-    tokens->copy(start + 1, T, targets + i * T);
+    if (auto error = tokens->read(sequenceStart(step, k), T + 1, window.data()))
+      return error;
+    std::copy(window.begin(), window.end() - 1, inputs + i * T);
+    std::copy(window.begin() + 1, window.end(), targets + i * T);
   }
   return std::nullopt;
 }

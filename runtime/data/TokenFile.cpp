@@ -1,11 +1,11 @@
 //===- TokenFile.cpp - Token files in llm.c's format ----------------------===//
 #include "runtime/data/TokenFile.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <limits>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <utility>
@@ -61,16 +61,14 @@ const char *tokenTypeName(int version) { return version == 1 ? "uint16" : "uint3
 } // namespace
 
 std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  TokenFile file;
+  file.filePath = path;
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = file.fd;
   if (fd < 0) {
     error = "cannot open token file " + path + ": " + systemError();
     return std::nullopt;
   }
-  // The descriptor is only needed until the file is mapped.
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
 
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -123,18 +121,8 @@ std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &e
     return std::nullopt;
   }
 
-  void *mapping = ::mmap(nullptr, size_t(fileBytes), PROT_READ, MAP_PRIVATE, fd, 0);
-  if (mapping == MAP_FAILED) {
-    error = "cannot map token file " + path + ": " + systemError();
-    return std::nullopt;
-  }
-  TokenFile file;
-  file.filePath = path;
   file.fileVersion = version;
   file.count = count;
-  file.mapping = mapping;
-  file.mappingBytes = size_t(fileBytes);
-  file.tokens = static_cast<const unsigned char *>(mapping) + kTokenFileHeaderBytes;
   return file;
 }
 
@@ -142,34 +130,55 @@ TokenFile::TokenFile(TokenFile &&other) noexcept { *this = std::move(other); }
 
 TokenFile &TokenFile::operator=(TokenFile &&other) noexcept {
   if (this != &other) {
-    if (mapping)
-      ::munmap(mapping, mappingBytes);
+    if (fd >= 0)
+      ::close(fd);
     filePath = std::move(other.filePath);
     fileVersion = std::exchange(other.fileVersion, 0);
     count = std::exchange(other.count, 0);
-    mapping = std::exchange(other.mapping, nullptr);
-    mappingBytes = std::exchange(other.mappingBytes, 0);
-    tokens = std::exchange(other.tokens, nullptr);
+    fd = std::exchange(other.fd, -1);
   }
   return *this;
 }
 
 TokenFile::~TokenFile() {
-  if (mapping)
-    ::munmap(mapping, mappingBytes);
+  if (fd >= 0)
+    ::close(fd);
 }
 
-void TokenFile::copy(int64_t begin, int64_t n, uint32_t *out) const {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = (*this)[begin + i];
+std::optional<std::string> TokenFile::read(int64_t begin, int64_t n, uint32_t *out) const {
+  if (begin < 0 || n < 0 || begin + n > count)
+    return filePath + ": tokens [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
+           ") are outside the file's " + std::to_string(count);
+  const int bytes = tokenBytes();
+  std::vector<unsigned char> raw(size_t(n) * size_t(bytes));
+  if (!readExactly(fd, raw.data(), raw.size(), off_t(kTokenFileHeaderBytes + begin * bytes)))
+    return "cannot read tokens [" + std::to_string(begin) + ", " + std::to_string(begin + n) +
+           ") of " + filePath + ": " +
+           (errno ? systemError()
+                  : std::string("the file is shorter than when it was opened (it changed while "
+                                "training)"));
+  const unsigned char *p = raw.data();
+  for (int64_t i = 0; i < n; ++i, p += bytes) {
+    uint32_t t = uint32_t(p[0]) | uint32_t(p[1]) << 8;
+    if (bytes == 4)
+      t |= uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+    out[i] = t;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> TokenFile::checkVocabulary(uint32_t vocabulary) const {
-  for (int64_t i = 0; i < count; ++i) {
-    uint32_t t = (*this)[i];
-    if (t >= vocabulary)
-      return filePath + ": token " + std::to_string(t) + " at position " + std::to_string(i) +
-             " is outside the model's vocabulary of " + std::to_string(vocabulary);
+  constexpr int64_t kChunk = int64_t(1) << 20;
+  std::vector<uint32_t> tokens(size_t(std::min(count, kChunk)));
+  for (int64_t begin = 0; begin < count; begin += kChunk) {
+    const int64_t n = std::min(kChunk, count - begin);
+    if (auto error = read(begin, n, tokens.data()))
+      return error;
+    for (int64_t i = 0; i < n; ++i)
+      if (tokens[size_t(i)] >= vocabulary)
+        return filePath + ": token " + std::to_string(tokens[size_t(i)]) + " at position " +
+               std::to_string(begin + i) + " is outside the model's vocabulary of " +
+               std::to_string(vocabulary);
   }
   return std::nullopt;
 }

@@ -6,9 +6,12 @@
 /// header is unused (zero). This is the format of llm.c's data scripts for
 /// GPT-2 (version 1); version 2 is the same header with 4-byte tokens.
 ///
-/// TokenFile memory-maps the file read-only, so a data set of billions of
-/// tokens costs no memory up front and pages are shared between the ranks of
-/// a node. Every inconsistency is reported when the file is opened.
+/// TokenFile keeps the file open and reads the tokens a batch needs when it
+/// needs them (pread), so a data set of billions of tokens costs no memory
+/// up front and the ranks of a node share the page cache. It does not map
+/// the file: a mapped file that shrinks while training (rewritten, or cut
+/// short) would end the job with SIGBUS; a read reports it instead. Every
+/// inconsistency in the file is reported when it is opened.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -43,21 +46,14 @@ public:
   int tokenBytes() const { return fileVersion == 1 ? 2 : 4; }
   int64_t size() const { return count; }
 
-  /// Token `i` (0 <= i < size(); not checked: the sampler's hot path).
-  uint32_t operator[](int64_t i) const {
-    const unsigned char *p = tokens + i * tokenBytes();
-    uint32_t t = uint32_t(p[0]) | uint32_t(p[1]) << 8;
-    if (fileVersion == 2)
-      t |= uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
-    return t;
-  }
-
-  /// Tokens [begin, begin + n) into `out` (the range must be inside the file).
-  void copy(int64_t begin, int64_t n, uint32_t *out) const;
+  /// Tokens [begin, begin + n) into `out` (the range must be inside the
+  /// file). Returns the error (the file changed since it was opened, or an
+  /// I/O error), or nullopt.
+  std::optional<std::string> read(int64_t begin, int64_t n, uint32_t *out) const;
 
   /// nullopt when every token is below `vocabulary`; otherwise the first
   /// token outside it, its position and the file (an embedding lookup with
-  /// it would read out of bounds). Reads the whole file.
+  /// it would read out of bounds), or a read error. Reads the whole file.
   std::optional<std::string> checkVocabulary(uint32_t vocabulary) const;
 
 private:
@@ -66,9 +62,7 @@ private:
   std::string filePath;
   int fileVersion = 0;
   int64_t count = 0;
-  void *mapping = nullptr; ///< the whole file, from mmap
-  size_t mappingBytes = 0;
-  const unsigned char *tokens = nullptr; ///< first token, inside the mapping
+  int fd = -1; ///< open from open() to the destructor
 };
 
 /// Writes `tokens` as a token file of `version` (1: uint16, 2: uint32) for

@@ -1,8 +1,10 @@
 //===- TokenFileTest.cpp - llm.c token files: round trip and every error --===//
 #include "runtime/data/TokenFile.h"
+#include "runtime/data/BatchSampler.h"
 #include "tests/runtime/data/TempDirectory.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 using namespace mist::rt;
 using mist::rt::testing::readBytes;
@@ -40,11 +42,13 @@ TEST(TokenFile, RoundTripVersion1) {
   EXPECT_EQ(file->version(), 1);
   EXPECT_EQ(file->tokenBytes(), 2);
   ASSERT_EQ(file->size(), int64_t(tokens.size()));
-  for (size_t i = 0; i < tokens.size(); ++i)
-    EXPECT_EQ((*file)[int64_t(i)], tokens[i]) << "token " << i;
+  std::vector<uint32_t> all(tokens.size());
+  EXPECT_EQ(file->read(0, file->size(), all.data()), std::nullopt);
+  EXPECT_EQ(all, tokens);
   std::vector<uint32_t> middle(3);
-  file->copy(3, 3, middle.data());
+  EXPECT_EQ(file->read(3, 3, middle.data()), std::nullopt);
   EXPECT_EQ(middle, (std::vector<uint32_t>{255, 256, 50256}));
+  EXPECT_EQ(file->read(6, 3, middle.data()), path + ": tokens [6, 9) are outside the file's 8");
 }
 
 TEST(TokenFile, RoundTripVersion2) {
@@ -59,8 +63,9 @@ TEST(TokenFile, RoundTripVersion2) {
   EXPECT_EQ(file->version(), 2);
   EXPECT_EQ(file->tokenBytes(), 4);
   ASSERT_EQ(file->size(), int64_t(tokens.size()));
-  for (size_t i = 0; i < tokens.size(); ++i)
-    EXPECT_EQ((*file)[int64_t(i)], tokens[i]) << "token " << i;
+  std::vector<uint32_t> all(tokens.size());
+  EXPECT_EQ(file->read(0, file->size(), all.data()), std::nullopt);
+  EXPECT_EQ(all, tokens);
 }
 
 // The exact bytes llm.c's data scripts write: 256 little-endian int32 with
@@ -86,9 +91,12 @@ TEST(TokenFile, MovedFileStaysReadable) {
   ASSERT_TRUE(file) << error;
   TokenFile moved = std::move(*file);
   EXPECT_EQ(moved.size(), 3);
-  EXPECT_EQ(moved[2], 7u);
+  uint32_t token = 0;
+  EXPECT_EQ(moved.read(2, 1, &token), std::nullopt);
+  EXPECT_EQ(token, 7u);
   TokenFile assigned = std::move(moved);
-  EXPECT_EQ(assigned[0], 5u);
+  EXPECT_EQ(assigned.read(0, 1, &token), std::nullopt);
+  EXPECT_EQ(token, 5u);
   EXPECT_EQ(assigned.path(), path);
 }
 
@@ -170,6 +178,30 @@ TEST(TokenFile, TruncatedFile) {
   writeBytes(path, bytes);
   EXPECT_EQ(openError(path), path + ": file size is 1041 bytes, but the header's 10 uint16 tokens "
                                     "need 1044 (1024-byte header + 10 * 2): the file is truncated");
+}
+
+// A file cut short while a trainer reads it (rewritten by a data script,
+// say) is a reported error, not a SIGBUS as with a mapped file.
+TEST(TokenFile, FileCutShortAfterOpeningIsAnError) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("shrinking.bin");
+  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(100, 7), 1), std::nullopt);
+  std::string error;
+  std::optional<TokenFile> file = TokenFile::open(path, error);
+  ASSERT_TRUE(file) << error;
+  ASSERT_EQ(::truncate(path.c_str(), 1024 + 2 * 50), 0);
+  std::vector<uint32_t> out(10);
+  EXPECT_EQ(file->read(0, 10, out.data()), std::nullopt); // still there
+  EXPECT_EQ(file->read(90, 10, out.data()),
+            "cannot read tokens [90, 100) of " + path +
+                ": the file is shorter than when it was opened (it changed while training)");
+  EXPECT_NE(file->checkVocabulary(256), std::nullopt);
+  std::optional<BatchSampler> sampler = BatchSampler::create(*file, {1, 2, 1, 30}, error);
+  ASSERT_TRUE(sampler) << error;
+  std::optional<MicroBatch> batch;
+  for (int step = 0; step < 4 && error.empty(); ++step)
+    batch = sampler->sample(step, 0, 0, error);
+  EXPECT_NE(error.find("it changed while training"), std::string::npos) << error;
 }
 
 TEST(TokenFile, SizeMismatchWithTrailingBytes) {
