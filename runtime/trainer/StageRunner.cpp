@@ -3,6 +3,7 @@
 
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/trainer/Hash.h"
+#include <algorithm>
 #include <cmath>
 
 namespace mist::rt {
@@ -117,6 +118,13 @@ void StageRunner::loadData(int step, int mb) {
                                         rowsOut.data()))
       abortJob(*bad);
     for (size_t i = 0; i < n; ++i) {
+      // Checked at open too; again here, since the file may change while
+      // training, and a token past the vocabulary would index out of bounds.
+      if (rowsIn[i] >= uint32_t(spec.vocab) || rowsOut[i] >= uint32_t(spec.vocab))
+        abortJob("step " + std::to_string(step) + ", micro-batch " + std::to_string(mb) +
+                 ": token " + std::to_string(std::max(rowsIn[i], rowsOut[i])) +
+                 " is outside the model's vocabulary of " + std::to_string(spec.vocab) +
+                 " (the token file changed while training?)");
       tokens[i] = int32_t(rowsIn[i]);
       targets[i] = int32_t(rowsOut[i]);
     }
