@@ -1,9 +1,12 @@
 //===- AtomicFile.cpp - Replace a file all at once or not at all ----------===//
 #include "runtime/checkpoint/AtomicFile.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <unistd.h>
 
 namespace mist::rt {
@@ -108,6 +111,33 @@ std::optional<std::string> AtomicFileWriter::commit() {
     return targetPath +
            " was written, but syncing its directory failed: " + std::strerror(syncErrno);
   return std::nullopt;
+}
+
+std::vector<std::string> removeInterruptedWrites(const std::string &path, std::string &error) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  const std::string folder = directoryOf(path);
+  const std::string prefix =
+      path.substr(path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/') + 1) +
+      ".tmp.";
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const std::string pid = name.size() > prefix.size() && name.rfind(prefix, 0) == 0
+                                ? name.substr(prefix.size())
+                                : std::string();
+    if (pid.empty() ||
+        !std::all_of(pid.begin(), pid.end(), [](unsigned char c) { return std::isdigit(c); }))
+      continue;
+    std::error_code removeError;
+    if (fs::remove(it->path(), removeError))
+      removed.push_back(it->path().string());
+    else if (removeError && error.empty())
+      error = "cannot remove " + it->path().string() + ": " + removeError.message();
+  }
+  if (ec && error.empty())
+    error = "cannot list " + folder + ": " + ec.message();
+  return removed;
 }
 
 } // namespace mist::rt

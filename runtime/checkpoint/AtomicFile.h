@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace mist::rt {
 
@@ -47,5 +48,12 @@ private:
   std::string tempPath;
   int fd = -1;
 };
+
+/// Removes the temporary files that writers for `path` killed before commit
+/// or discard left behind (`<path>.tmp.<digits>`; a killed process cleans
+/// nothing up). Call it only when no writer for `path` runs. Returns the
+/// paths removed; `error` names a folder or file that could not be read or
+/// removed (empty if none).
+std::vector<std::string> removeInterruptedWrites(const std::string &path, std::string &error);
 
 } // namespace mist::rt

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/trainer/Trainer.h"
 
+#include "runtime/checkpoint/AtomicFile.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/device/Device.h"
 #include "runtime/device/DeviceCommunicator.h"
@@ -96,6 +97,14 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     std::filesystem::create_directories(o.ckptDir, ec);
     if (ec)
       abortJob("cannot create the checkpoint folder " + o.ckptDir + ": " + ec.message());
+  }
+  if (!o.ckptDir.empty() && worldRank == 0) {
+    // Only rank 0 writes checkpoints, and none is being written yet.
+    std::string why;
+    for (const std::string &stale : removeInterruptedWrites(o.ckptDir + "/latest.safetensors", why))
+      std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
+    if (!why.empty())
+      std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
   }
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
