@@ -317,6 +317,7 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   n.params = p.params.eval(b, tp);
   n.paramBytes = paramBytes;
   n.stateBytes = stateBytes;
+  n.mastersAreWeights = mastersAreWeights;
   opTimes(p.fwd, b, tp, c, fp32Training, n.fwdCompute, n.tpFwd);
   opTimes(p.bwd, b, tp, c, fp32Training, n.bwdCompute, n.tpBwd);
   n.savedFull = p.savedFull.eval(b, tp);
@@ -342,6 +343,7 @@ std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngin
   const double master = dtypeBytes(m.train.masterDtype);
   mp.paramBytes = dtypeBytes(m.train.dtype);
   mp.fp32Training = m.train.dtype == DType::F32;
+  mp.mastersAreWeights = m.train.dtype == m.train.masterDtype;
   mp.stateBytes = 2 * master + (m.train.dtype == m.train.masterDtype ? 0 : master);
   auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
   const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);

@@ -47,6 +47,9 @@ struct RegionNumbers {
   /// master dtype, plus master weights unless they are the weights (fp32
   /// training). bf16 with fp32 masters: 2 and 12; fp32: 4 and 8.
   double paramBytes = 2, stateBytes = 12;
+  /// The weights are the masters (training in the master dtype, fp32): no
+  /// separate copy while they stay whole (see optimizerBytesPerParam).
+  bool mastersAreWeights = false;
   double fwdCompute = 0, bwdCompute = 0; ///< kernels, without tp collectives
   double tpFwd = 0, tpBwd = 0;           ///< tp collectives, on the critical path
   double savedFull = 0, savedCkpt = 0;
@@ -80,6 +83,7 @@ public:
   /// `dtype = f32`: its GEMMs run as TF32, so the roofline prices them at
   /// the TF32 peak (DeviceProfile::matmulPeakTflops).
   bool fp32Training = false;
+  bool mastersAreWeights = false; ///< RegionNumbers::mastersAreWeights
   int numLayers = 0;
   int64_t seqLen = 0;
   int64_t globalBatch = 0;

@@ -58,6 +58,16 @@ double transferSeconds(double bytes, double gbs, double latencyUs) {
   return bytes > 0 && gbs > 0 ? bytes / (gbs * 1e9) + latencyUs * 1e-6 : 0;
 }
 
+/// Optimizer state bytes per parameter: Adam's moments, plus masters unless
+/// the weights are the masters. Those stay the masters only while whole on
+/// the rank: once ZeRO slices the optimizer state or the weights are
+/// offloaded, the trainer keeps master slices beside them.
+double optimizerBytesPerParam(const StageKnobs &k, const RegionNumbers &L) {
+  const bool separateMasters =
+      L.mastersAreWeights && ((k.zero.optimizer && k.dp > 1) || k.offload.weights > 0);
+  return L.stateBytes + (separateMasters ? L.paramBytes : 0);
+}
+
 enum class Phase { FwdStable, FwdFirst, BwdStable, BwdLast };
 
 /// Loads of one layer in one phase; `ckpt` layers recompute their forward.
@@ -66,7 +76,8 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
          shardO = k.zero.optimizer ? k.dp : 1;
-  double W = L.paramBytes * L.params, Gr = L.paramBytes * L.params, O = L.stateBytes * L.params;
+  double W = L.paramBytes * L.params, Gr = L.paramBytes * L.params,
+         O = optimizerBytesPerParam(k, L) * L.params;
   double saved = ckpt ? L.savedCkpt : L.savedFull;
   bool fwd = ph == Phase::FwdStable || ph == Phase::FwdFirst;
   PhaseLoad p;
@@ -170,7 +181,7 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
          shardO = k.zero.optimizer ? k.dp : 1;
   double P = k.layers * L.params + (k.first ? n.pre.params : 0) + (k.last ? n.post.params : 0);
   MemoryBreakdown m;
-  const double wb = L.paramBytes, sb = L.stateBytes; // per parameter (ModelProfile.h)
+  const double wb = L.paramBytes, sb = optimizerBytesPerParam(k, L); // per parameter
   m.weights = wb * P / shardW * (1 - o.weights);
   m.grads = wb * P / shardG * (1 - o.grads);
   m.optimizer = sb * P / shardO * (1 - o.optimizer);

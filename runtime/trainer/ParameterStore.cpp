@@ -26,7 +26,10 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
       // fp32 weights that stay whole on this rank are their own masters
       // (only the moments are then offloaded with the optimizer state).
       s.masterIsWeights = !sliced && spec.offloadWeights <= 0;
-      s.sumsInPlace = !sliced && gradArrays(p, size_t(&s - state[p].data())).size() == 1 &&
+      // Gradients that stay whole until the step (no ZeRO-2) and have one
+      // buffer are summed over the micro-batches in that buffer; ZeRO-1 then
+      // reduce-scatters it into the rank's slice (reduceGradients).
+      s.sumsInPlace = !gradsSliced && gradArrays(p, size_t(&s - state[p].data())).size() == 1 &&
                       spec.offloadGrads <= 0 && !tied(p);
     }
   }
@@ -43,7 +46,8 @@ DeviceArray<float> &ParameterStore::gradBuffer(int buffer, int layer) {
 
 DeviceArray<float> &ParameterStore::gradSum(size_t p, size_t copy) {
   State &s = state[p][copy];
-  return s.sumsInPlace ? gradBuffer(spec.params[p].grads[0], int(copy)) : s.grad;
+  // Summed in place: the buffer, until ZeRO-1 reduce-scatters it into s.grad.
+  return s.sumsInPlace && s.grad.empty() ? gradBuffer(spec.params[p].grads[0], int(copy)) : s.grad;
 }
 
 std::vector<DeviceArray<float> *> ParameterStore::gradArrays(size_t p, size_t copy) {
@@ -284,11 +288,16 @@ void ParameterStore::reduceGradients() {
         } else if (gradsSliced) {
           // already summed into the slice, micro-batch by micro-batch
         } else if (sliced) {
+          const DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
           DeviceArray<float> padded, part;
-          padded.assignZeros(s.chunk * size_t(dp));
-          device::copy(padded.data(), s.grad.data(), s.grad.size() * sizeof(float));
+          const float *whole = sum.data();
+          if (sum.size() != s.chunk * size_t(dp)) { // the last slice is zero-padded
+            padded.assignZeros(s.chunk * size_t(dp));
+            device::copy(padded.data(), sum.data(), sum.size() * sizeof(float));
+            whole = padded.data();
+          }
           part.assignZeros(s.chunk);
-          groups.dp.reduceScatterSum(padded.data(), part.data(), s.chunk);
+          groups.dp.reduceScatterSum(whole, part.data(), s.chunk);
           s.grad = std::move(part);
         } else if (dp > 1) {
           DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));

@@ -106,7 +106,7 @@ private:
     size_t chunk = 0; ///< elements of one dp slice (ZeRO), else local
     bool resident = true;
     bool masterIsWeights = false; ///< fp32 training without ZeRO or offload: one copy
-    bool sumsInPlace = false;     ///< the step's gradient sum is the gradient buffer itself
+    bool sumsInPlace = false;     ///< the micro-batches sum into the gradient buffer itself
     bool stepPending = false;     ///< gradients summed this step, optimizer not run yet
     DeviceArray<float> master, m, v, grad, shard; ///< shard: ZeRO-3 weight slice
     HostArray<float> masterHost, mHost, vHost, gradHost, shardHost, weightHost;
