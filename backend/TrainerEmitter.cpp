@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace mist;
@@ -435,9 +436,25 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
                                  : sp.offload.weights > 0
                                      ? fmt::format("d2h: swap {} out", percent(sp.offload.weights))
                                      : "nothing to move";
-  auto around = [&](const char *region, int layer, const std::string &call,
-                    const std::string &why) {
+  // Weights that move between uses (ZeRO-3, weight offload) are brought in
+  // for the next region while this one computes: `ahead` names it, and it is
+  // prefetched right before this region's call.
+  const bool movesWeights = zero3 || sp.offload.weights > 0;
+  struct Region {
+    std::string kind;
+    int layer;
+  };
+  auto prefetch = [&](const std::optional<Region> &ahead) {
+    if (movesWeights && ahead)
+      step(os, fmt::format("r.prefetchWeights(RegionKind::{}, {});", ahead->kind, ahead->layer),
+           zero3 ? "the next region's gather runs beside this one"
+                 : "the next region's swap-in "
+                   "runs beside this one");
+  };
+  auto around = [&](const char *region, int layer, const std::string &call, const std::string &why,
+                    const std::optional<Region> &ahead) {
     step(os, fmt::format("r.acquireWeights(RegionKind::{}, {});", region, layer), acquireWhy);
+    prefetch(ahead);
     step(os, call, why);
     step(os, fmt::format("r.releaseWeights(RegionKind::{}, {});", region, layer), releaseWhy);
   };
@@ -451,20 +468,27 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
          first && last ? "tokens and targets"
          : first       ? "tokens"
                        : "targets");
+  const std::optional<Region> firstLayer =
+      sp.layers() > 0 ? std::optional<Region>(Region{"Layer", 0}) : std::nullopt;
   if (first)
-    around("Pre", 0, "r.forwardPre(mb);", "embeddings");
+    around("Pre", 0, "r.forwardPre(mb);", "embeddings", firstLayer);
   else
     step(os, "r.receiveActivations(mb);",
          fmt::format("g2g: from stage {} ({}){}", i - 1, split(plan.stages[i - 1]),
                      plan.stages[i - 1].dp == sp.dp ? "" : ", re-sliced"));
   for (int l = 0; l < sp.layers(); ++l) {
+    std::optional<Region> ahead;
+    if (l + 1 < sp.layers())
+      ahead = Region{"Layer", l + 1};
+    else if (last)
+      ahead = Region{"Post", 0};
     around("Layer", l, fmt::format("r.forwardLayer({}, mb);", l),
-           fmt::format("layer {}", sp.firstLayer + l));
+           fmt::format("layer {}", sp.firstLayer + l), ahead);
     if (l >= firstCheckpointed)
       step(os, fmt::format("r.dropRecomputable({});", l), "checkpointed: keep only its input");
   }
   if (last)
-    around("Post", 0, "r.forwardPost(step, mb);", "final norm, LM head, loss");
+    around("Post", 0, "r.forwardPost(step, mb);", "final norm, LM head, loss", std::nullopt);
   else
     step(os, "r.sendActivations(mb);",
          fmt::format("g2g: to stage {} ({})", i + 1, split(plan.stages[i + 1])));
@@ -479,12 +503,18 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
   step(os, "r.unstashActivations(mb);",
        sp.offload.activations > 0 ? "h2d: the offloaded part comes back" : "");
   step(os, "r.clearGradients();");
+  const std::optional<Region> lastLayer =
+      sp.layers() > 0 ? std::optional<Region>(Region{"Layer", sp.layers() - 1}) : std::nullopt;
   if (last)
-    around("Post", 0, "r.backwardPost(mb);", "d loss / d x");
+    around("Post", 0, "r.backwardPost(mb);", "d loss / d x", lastLayer);
   else
     step(os, "r.receiveGradients(mb);", fmt::format("g2g: from stage {}", i + 1));
   for (int l = sp.layers() - 1; l >= 0; --l) {
     step(os, fmt::format("r.acquireWeights(RegionKind::Layer, {});", l), acquireWhy);
+    if (l > 0)
+      prefetch(Region{"Layer", l - 1});
+    else if (first)
+      prefetch(Region{"Pre", 0});
     if (l >= firstCheckpointed)
       step(os, fmt::format("r.recomputeLayer({}, mb);", l), "checkpointed: forward again");
     step(os, fmt::format("r.backwardLayer({}, mb);", l),
@@ -492,7 +522,7 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
     step(os, fmt::format("r.releaseWeights(RegionKind::Layer, {});", l), releaseWhy);
   }
   if (first)
-    around("Pre", 0, "r.backwardPre(mb);", "embedding gradients");
+    around("Pre", 0, "r.backwardPre(mb);", "embedding gradients", std::nullopt);
   else
     step(os, "r.sendGradients(mb);", fmt::format("g2g: to stage {}", i - 1));
   step(os, "r.foldGradients();",

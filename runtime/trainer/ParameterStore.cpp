@@ -12,6 +12,7 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
     : spec(stage), global(global), layers(layers), groups(groups), offload(offload),
       streams(streams), tpRank(groups.tp.rank()), dpRank(groups.dp.rank()), tp(groups.tp.size()),
       dp(groups.dp.size()) {
+  prefetched.assign(size_t(spec.layers) + 2, Event{});
   sliced = spec.zeroOptimizer && dp > 1;
   gradsSliced = sliced && spec.zeroGrads;
   weightsSliced = gradsSliced && spec.zeroWeights;
@@ -169,38 +170,67 @@ std::string ParameterStore::regionName(RegionKind region, int layer) const {
                                      : std::string("post");
 }
 
+int ParameterStore::groupOfRegion(RegionKind region, int layer) const {
+  return region == RegionKind::Layer ? layer : region == RegionKind::Pre ? -1 : spec.layers;
+}
+
+bool ParameterStore::movesWeights() const { return weightsSliced || spec.offloadWeights > 0; }
+
+std::string ParameterStore::bringName(RegionKind region, int layer) const {
+  return (weightsSliced ? "all-gather weights " : "swap in weights ") + regionName(region, layer);
+}
+
+void ParameterStore::bring(RegionKind region, int layer) {
+  for (auto [p, l] : paramsOf(region, layer)) {
+    State &s = state[p][l];
+    if (s.resident)
+      continue;
+    DeviceArray<float> &w = weights(p, int(l));
+    if (weightsSliced) {
+      offload.swapIn(s.shard, s.shardHost);
+      unsplit(w, s.shard, s.local);
+      offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
+    } else {
+      offload.swapIn(w, s.weightHost);
+    }
+    s.resident = true;
+  }
+}
+
+// Issued before the compute of the region ahead of this one is enqueued, so
+// the gather or copy runs beside it; the stream waits for the compute work
+// enqueued so far (which released these weights last) and for the group's
+// last update, and acquire makes compute wait for the event it records.
+void ParameterStore::prefetch(RegionKind region, int layer) {
+  if (!movesWeights())
+    return;
+  const size_t g = size_t(groupOfRegion(region, layer) + 1);
+  const StreamKind mover = weightsSliced ? StreamKind::G2G : StreamKind::H2D;
+  streams.wait(mover, streams.record(StreamKind::Compute));
+  if (g < updated.size() && updated[g].recorded())
+    streams.wait(mover, updated[g]);
+  streams.run(mover, bringName(region, layer), [&] { bring(region, layer); });
+  prefetched[g] = streams.record(mover);
+}
+
 void ParameterStore::acquire(RegionKind region, int layer) {
   // The region's weights as the last optimizer step left them.
-  const int group = region == RegionKind::Layer ? layer
-                    : region == RegionKind::Pre ? -1
-                                                : spec.layers;
-  if (size_t(group + 1) < updated.size() && updated[size_t(group + 1)].recorded())
-    streams.wait(StreamKind::Compute, updated[size_t(group + 1)]);
-  if (!weightsSliced && spec.offloadWeights <= 0)
-    return; // weights stay where they are
-  streams.runFenced(weightsSliced ? StreamKind::G2G : StreamKind::H2D,
-                    (weightsSliced ? "all-gather weights " : "swap in weights ") +
-                        regionName(region, layer),
-                    [&] {
-                      for (auto [p, l] : paramsOf(region, layer)) {
-                        State &s = state[p][l];
-                        if (s.resident)
-                          continue;
-                        DeviceArray<float> &w = weights(p, int(l));
-                        if (weightsSliced) {
-                          offload.swapIn(s.shard, s.shardHost);
-                          unsplit(w, s.shard, s.local);
-                          offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-                        } else {
-                          offload.swapIn(w, s.weightHost);
-                        }
-                        s.resident = true;
-                      }
-                    });
+  const size_t g = size_t(groupOfRegion(region, layer) + 1);
+  if (g < updated.size() && updated[g].recorded())
+    streams.wait(StreamKind::Compute, updated[g]);
+  if (!movesWeights())
+    return;                       // weights stay where they are
+  if (prefetched[g].recorded()) { // brought in beside the previous region
+    streams.wait(StreamKind::Compute, prefetched[g]);
+    prefetched[g] = Event{};
+    return;
+  }
+  streams.runFenced(weightsSliced ? StreamKind::G2G : StreamKind::H2D, bringName(region, layer),
+                    [&] { bring(region, layer); });
 }
 
 void ParameterStore::release(RegionKind region, int layer) {
-  if (!weightsSliced && spec.offloadWeights <= 0)
+  if (!movesWeights())
     return; // weights stay where they are
   auto drop = [&] {
     for (auto [p, l] : paramsOf(region, layer)) {
@@ -260,15 +290,23 @@ void ParameterStore::foldGradBuffers() {
                           // The micro-batch's gradient: the sum of the buffers contributing
                           // to the parameter (a tied weight has one per region reading it).
                           const bool scatter = gradsSliced && !tied(p);
+                          const std::vector<DeviceArray<float> *> sources = gradArrays(p, l);
+                          // One buffer that splits evenly over dp is scattered as it
+                          // is; otherwise the buffers are summed (zero-padded) first.
+                          const bool direct = scatter && sources.size() == 1 &&
+                                              sources[0]->size() == s.chunk * size_t(dp);
                           DeviceArray<float> sum;
-                          sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
-                          for (const DeviceArray<float> *src : gradArrays(p, l))
-                            device::accumulate(sum.data(), src->data(),
-                                               std::min(s.local, src->size()));
+                          if (!direct) {
+                            sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
+                            for (const DeviceArray<float> *src : sources)
+                              device::accumulate(sum.data(), src->data(),
+                                                 std::min(s.local, src->size()));
+                          }
                           if (scatter) { // summed over dp into this rank's slice at once
                             DeviceArray<float> part;
                             part.assignZeros(s.chunk);
-                            groups.dp.reduceScatterSum(sum.data(), part.data(), s.chunk);
+                            groups.dp.reduceScatterSum(direct ? sources[0]->data() : sum.data(),
+                                                       part.data(), s.chunk);
                             sum = std::move(part);
                           }
                           offload.swapIn(s.grad, s.gradHost);

@@ -65,6 +65,11 @@ public:
 
   /// Makes the weights of `region` (layer `layer`) present in the frames
   /// (ZeRO-3 all-gather, swap-in of the offloaded tail), and drops them.
+  /// `prefetch` starts bringing them in on the g2g (h2d) stream while the
+  /// region before runs; the `acquire` that follows then only waits for it.
+  /// So at most two regions' weights are present: the double buffer the
+  /// performance model counts.
+  void prefetch(RegionKind region, int layer);
   void acquire(RegionKind region, int layer);
   void release(RegionKind region, int layer);
 
@@ -128,6 +133,12 @@ private:
   void unsplit(DeviceArray<float> &into, const DeviceArray<float> &slice, size_t n);
   std::vector<float> gatherOverTp(size_t p, const DeviceArray<float> &local);
   int groupOf(size_t p, size_t copy) const;
+  /// The optimizer group of a region: -1 pre, a layer, or `layers` post.
+  int groupOfRegion(RegionKind region, int layer) const;
+  /// Whether weights move between uses (ZeRO-3 slices, weight offload).
+  bool movesWeights() const;
+  void bring(RegionKind region, int layer); ///< gathers or swaps them in now
+  std::string bringName(RegionKind region, int layer) const;
   void writeUpdatedWeights(size_t p, size_t copy, DeviceArray<float> &next);
   void sumTiedOverStages(size_t p, State &s);
   void swapOutOptimizer(State &s);
@@ -143,6 +154,7 @@ private:
   bool sliced, gradsSliced, weightsSliced;
   std::vector<std::vector<State>> state; ///< [param][layer copy]
   std::vector<Event> updated;            ///< per group (index group + 1): its last update
+  std::vector<Event> prefetched;         ///< per group (index group + 1): its weights brought in
   DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
   /// The offloaded tails of one group's optimizer state (masters, m, v),
   /// stepped here: the device part is stepped in place.

@@ -181,6 +181,8 @@ std::string StageRunner::layerName(int layer) const {
 
 void StageRunner::receiveActivations(int mb) { receive(x, mb, false); }
 
+void StageRunner::prefetchWeights(RegionKind region, int layer) { store.prefetch(region, layer); }
+
 void StageRunner::acquireWeights(RegionKind region, int layer) { store.acquire(region, layer); }
 
 void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(region, layer); }

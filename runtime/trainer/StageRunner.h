@@ -45,6 +45,9 @@ public:
   /// present (ZeRO-3 all-gather, swap-in of the offloaded part).
   void acquireWeights(RegionKind region, int layer);
   void releaseWeights(RegionKind region, int layer);
+  /// Starts bringing in the next region's weights beside this one's compute
+  /// (ParameterStore::prefetch); its acquireWeights then waits for them.
+  void prefetchWeights(RegionKind region, int layer);
   void forwardPre(int mb);
   void forwardLayer(int layer, int mb);
   void dropRecomputable(
