@@ -34,6 +34,12 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
                       spec.offloadGrads <= 0 && !tied(p);
     }
   }
+  // ZeRO-2 gradient buffers exist only around the backward writing them.
+  for (size_t p = 0; p < state.size(); ++p)
+    if (foldedPerRegion(p))
+      for (size_t l = 0; l < state[p].size(); ++l)
+        for (int g : spec.params[p].grads)
+          gradBuffer(g, int(l)).clear();
 }
 
 DeviceArray<float> &ParameterStore::weights(size_t p, int layer) {
@@ -272,47 +278,84 @@ void ParameterStore::clearGradBuffers() {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l)
       for (int g : spec.params[p].grads) {
-        if (state[p][l].sumsInPlace)
-          continue; // the micro-batches accumulate into the step's sum
+        if (state[p][l].sumsInPlace || foldedPerRegion(p))
+          continue; // the step's sum itself, or allocated zeroed by its region
         DeviceArray<float> &buf = gradBuffer(g, int(l));
         device::fill(buf.data(), buf.size(), 0.f);
       }
+}
+
+bool ParameterStore::foldedPerRegion(size_t p) const { return gradsSliced && !tied(p); }
+
+RegionKind ParameterStore::lastBackwardOf(const ParamSpec &ps) const {
+  return uses(ps, RegionKind::Pre)     ? RegionKind::Pre
+         : uses(ps, RegionKind::Layer) ? RegionKind::Layer
+                                       : RegionKind::Post;
+}
+
+void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
+  for (auto [p, l] : paramsOf(region, layer))
+    if (foldedPerRegion(p))
+      for (int g : spec.params[p].grads) {
+        DeviceArray<float> &buf = gradBuffer(g, int(l));
+        if (buf.empty()) // buffers of one parameter may share an array
+          buf.assignZeros(size_t(spec.buffers[size_t(g)].elements));
+      }
+}
+
+void ParameterStore::foldRegionGradients(RegionKind region, int layer) {
+  std::vector<std::pair<size_t, size_t>> folded;
+  for (auto [p, l] : paramsOf(region, layer))
+    if (foldedPerRegion(p) && lastBackwardOf(spec.params[p]) == region)
+      folded.push_back({p, l});
+  if (folded.empty())
+    return;
+  // After the backward that wrote them, beside the next region's compute
+  // (which allocates its own buffers); the step's reduceGradients fence
+  // makes the optimizer wait for every fold.
+  streams.wait(StreamKind::G2G, streams.record(StreamKind::Compute));
+  streams.run(StreamKind::G2G, "reduce-scatter gradients " + regionName(region, layer), [&] {
+    for (auto [p, l] : folded) {
+      foldInto(p, l);
+      for (int g : spec.params[p].grads)
+        gradBuffer(g, int(l)).clear(); // allocated again by the next micro-batch's backward
+    }
+  });
+}
+
+void ParameterStore::foldInto(size_t p, size_t l) {
+  State &s = state[p][l];
+  // The micro-batch's gradient: the sum of the buffers contributing to the
+  // parameter (a tied weight has one per region reading it).
+  const bool scatter = gradsSliced && !tied(p);
+  const std::vector<DeviceArray<float> *> sources = gradArrays(p, l);
+  // One buffer that splits evenly over dp is scattered as it is; otherwise
+  // the buffers are summed (zero-padded) first.
+  const bool direct = scatter && sources.size() == 1 && sources[0]->size() == s.chunk * size_t(dp);
+  DeviceArray<float> sum;
+  if (!direct) {
+    sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
+    for (const DeviceArray<float> *src : sources)
+      device::accumulate(sum.data(), src->data(), std::min(s.local, src->size()));
+  }
+  if (scatter) { // summed over dp into this rank's slice at once
+    DeviceArray<float> part;
+    part.assignZeros(s.chunk);
+    groups.dp.reduceScatterSum(direct ? sources[0]->data() : sum.data(), part.data(), s.chunk);
+    sum = std::move(part);
+  }
+  offload.swapIn(s.grad, s.gradHost);
+  device::accumulate(s.grad.data(), sum.data(), s.grad.size());
+  offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
 }
 
 void ParameterStore::foldGradBuffers() {
   streams.runFenced(gradsSliced ? StreamKind::G2G : StreamKind::Compute,
                     gradsSliced ? "reduce-scatter gradients" : "accumulate gradients", [&] {
                       for (size_t p = 0; p < state.size(); ++p)
-                        for (size_t l = 0; l < state[p].size(); ++l) {
-                          State &s = state[p][l];
-                          if (s.sumsInPlace)
-                            continue;
-                          // The micro-batch's gradient: the sum of the buffers contributing
-                          // to the parameter (a tied weight has one per region reading it).
-                          const bool scatter = gradsSliced && !tied(p);
-                          const std::vector<DeviceArray<float> *> sources = gradArrays(p, l);
-                          // One buffer that splits evenly over dp is scattered as it
-                          // is; otherwise the buffers are summed (zero-padded) first.
-                          const bool direct = scatter && sources.size() == 1 &&
-                                              sources[0]->size() == s.chunk * size_t(dp);
-                          DeviceArray<float> sum;
-                          if (!direct) {
-                            sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
-                            for (const DeviceArray<float> *src : sources)
-                              device::accumulate(sum.data(), src->data(),
-                                                 std::min(s.local, src->size()));
-                          }
-                          if (scatter) { // summed over dp into this rank's slice at once
-                            DeviceArray<float> part;
-                            part.assignZeros(s.chunk);
-                            groups.dp.reduceScatterSum(direct ? sources[0]->data() : sum.data(),
-                                                       part.data(), s.chunk);
-                            sum = std::move(part);
-                          }
-                          offload.swapIn(s.grad, s.gradHost);
-                          device::accumulate(s.grad.data(), sum.data(), s.grad.size());
-                          offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
-                        }
+                        for (size_t l = 0; l < state[p].size(); ++l)
+                          if (!state[p][l].sumsInPlace && !foldedPerRegion(p))
+                            foldInto(p, l);
                     });
 }
 

@@ -79,6 +79,12 @@ public:
   /// them before a micro-batch's backward, fold them into the sums after.
   void clearGradBuffers();
   void foldGradBuffers();
+  /// Around one region's backward under ZeRO-2: its gradient buffers get
+  /// zeroed memory before, and the parameters it reads last are
+  /// reduce-scattered into their slices after and their buffers freed, so
+  /// full gradients exist for about one region at a time.
+  void prepareGradBuffers(RegionKind region, int layer);
+  void foldRegionGradients(RegionKind region, int layer);
   /// After the last micro-batch: sums over dp (or the slice's), and over the
   /// two stages of a tied weight.
   void reduceGradients();
@@ -127,6 +133,13 @@ private:
   /// (param, copy) of every parameter `region` (layer `layer`) reads.
   std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;
   std::string regionName(RegionKind region, int layer) const;
+  /// ZeRO-2 gradients that are reduce-scattered region by region, right
+  /// after the backward of the last region reading the parameter (pre's for
+  /// a weight pre and post share), their buffers freed until the next
+  /// micro-batch's backward: only the tied embedding of a pipeline is not.
+  bool foldedPerRegion(size_t p) const;
+  RegionKind lastBackwardOf(const ParamSpec &ps) const;
+  void foldInto(size_t p, size_t copy); ///< one micro-batch's gradient into the step's sum
   bool tied(size_t p) const { return spec.params[p].tiedAcrossStages && groups.tied; }
   DeviceArray<float> slice(const DeviceArray<float> &local, size_t chunk) const;
   /// `into` (n elements) = this tp rank's whole tensor from the dp ranks' slices.

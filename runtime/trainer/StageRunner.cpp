@@ -238,12 +238,14 @@ void StageRunner::clearGradients() { store.clearGradBuffers(); }
 
 void StageRunner::backwardPost(int mb) {
   memory.enter(RegionKind::Post, false);
+  store.prepareGradBuffers(RegionKind::Post, 0);
   global.vec(stage.postGradIn).assignZeros(1);
   device::fill(global.at(stage.postGradIn), 1, 1.f); // d loss / d loss
   run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
   handOut(global.vec(stage.postGradOut), dx);
   memory.leave(RegionKind::Post, false);
   memory.freeGlobalSaved(stage.freedAfterPostBackward); // the logits, among others
+  store.foldRegionGradients(RegionKind::Post, 0);
 }
 
 void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
@@ -260,19 +262,23 @@ void StageRunner::recomputeLayer(int layer, int mb) {
 void StageRunner::backwardLayer(int layer, int mb) {
   Frame &frame = layers[size_t(layer)];
   handIn(frame.vec(stage.layerGradIn), dx);
+  store.prepareGradBuffers(RegionKind::Layer, layer);
   memory.enter(RegionKind::Layer, false);
   run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
   handOut(frame.vec(stage.layerGradOut), dx);
   memory.leave(RegionKind::Layer, false);
   memory.freeLayerSaved(layer); // read by this backward only
+  store.foldRegionGradients(RegionKind::Layer, layer);
 }
 
 void StageRunner::backwardPre(int mb) {
   handIn(global.vec(stage.preGradIn), dx);
+  store.prepareGradBuffers(RegionKind::Pre, 0);
   memory.enter(RegionKind::Pre, false);
   run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
   memory.leave(RegionKind::Pre, false);
   memory.freeGlobalSaved(); // the last backward of the micro-batch
+  store.foldRegionGradients(RegionKind::Pre, 0);
 }
 
 void StageRunner::sendGradients(int mb) {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The memory model against the trainer: runs bench/memory/cpu-memory.sh (9
-# single-rank fp32 plans: micro-batch, G, checkpointing, optimizer and
-# activation offload) and fails when the peak the runtime allocated differs
-# from mistc's prediction by more than TOLERANCE (a fraction, default 0.01).
-# Allocation sizes on CPU ranks are deterministic, so this is exact work,
-# not a timing.
+# The memory model against the trainer: runs bench/memory/cpu-memory.sh (15
+# fp32 plans: micro-batch, G, checkpointing, optimizer and activation
+# offload on one rank; dp with each ZeRO stage, tp and a pipeline on
+# several) and checks each row as its `check` says: `exact` rows within
+# TOLERANCE (a fraction, default 0.01) of the prediction, `bound` rows at
+# most the prediction, `3%` rows within 3%. Allocation sizes on CPU ranks
+# are deterministic, so this is exact work, not a timing.
 #   memory-matches-model.sh MISTC BUILD WORK [TOLERANCE]
 set -euo pipefail
 [[ $# -ge 3 ]] || { echo "usage: memory-matches-model.sh MISTC BUILD WORK [TOLERANCE]" >&2; exit 2; }
@@ -16,16 +17,18 @@ python3 - "$work/memory.json" "$tolerance" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 tolerance = float(sys.argv[2])
-assert len(rows) == 9, f"expected 9 plans, got {len(rows)}"
+assert len(rows) == 15, f"expected 15 plans, got {len(rows)}"
 bad = []
 for r in rows:
-    error = (r["measured_peak_mib"] - r["predicted_peak_mib"]) / r["measured_peak_mib"]
-    if abs(error) > tolerance:
-        bad.append(f'{r["plan"]}: predicted {r["predicted_peak_mib"]} MiB, '
-                   f'measured {r["measured_peak_mib"]} MiB ({error:+.2%})')
+    predicted, measured = r["predicted_peak_mib"], r["measured_peak_mib"]
+    error = (measured - predicted) / measured
+    ok = {"exact": abs(error) <= tolerance, "3%": abs(error) <= 0.03,
+          "bound": measured <= predicted * (1 + tolerance)}[r["check"]]
+    if not ok:
+        bad.append(f'{r["plan"]} ({r["check"]}): predicted {predicted} MiB, '
+                   f'measured {measured} MiB ({error:+.2%})')
 if bad:
-    print("the trainer's peak memory is off the model by more than "
-          f"{tolerance:.0%}:\n  " + "\n  ".join(bad))
+    print("the trainer's peak memory is off the model:\n  " + "\n  ".join(bad))
     sys.exit(1)
-print(f"all {len(rows)} plans within {tolerance:.0%} of the predicted peak")
+print(f"all {len(rows)} plans as the model predicts (exact rows within {tolerance:.0%})")
 PY
