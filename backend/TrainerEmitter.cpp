@@ -526,7 +526,9 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
   else
     step(os, "r.sendGradients(mb);", fmt::format("g2g: to stage {}", i - 1));
   step(os, "r.foldGradients();",
-       (zero2 ? fmt::format("g2g: reduce-scatter into this rank's ZeRO-2 slice over dp {}", sp.dp)
+       (zero2 ? fmt::format("ZeRO-2: each region's gradients were reduce-scattered over dp {} "
+                           "after its backward (g2g); the rest here",
+                           sp.dp)
               : std::string("add into the step's gradient sums")) +
            (sp.offload.grads > 0
                 ? fmt::format(" ({} of them in host memory)", percent(sp.offload.grads))

@@ -41,19 +41,20 @@ struct DeviceProfile {
   double memoryGiB = 0;         ///< device memory
   double usableFraction = 0.92; ///< part of it a plan may use (runtime, fragmentation)
   double peakTflops = 0;        ///< dense bf16 tensor-core peak
+  double matmulEfficiency = 0.75; ///< roofline fallback: achieved / peak for matmuls
+  double memBandwidthGBs = 0;     ///< device memory bandwidth
+  double memEfficiency = 0.8;     ///< achieved / peak for memory-bound ops
+  std::vector<MeasuredOp> measured;
   /// Dense TF32 tensor-core peak: the rate of the GEMMs of fp32 training
   /// (`dtype = f32`), which the trainer runs as TF32; 0 means half the bf16
   /// peak, the ratio of A100, H100 and L4.
+  /// (Last, so that brace initializers of the fields above stay valid.)
   double tf32PeakTflops = 0;
   double matmulPeakTflops(bool fp32Training) const {
     if (!fp32Training)
       return peakTflops;
     return tf32PeakTflops > 0 ? tf32PeakTflops : peakTflops / 2;
   }
-  double matmulEfficiency = 0.75; ///< roofline fallback: achieved / peak for matmuls
-  double memBandwidthGBs = 0;     ///< device memory bandwidth
-  double memEfficiency = 0.8;     ///< achieved / peak for memory-bound ops
-  std::vector<MeasuredOp> measured;
 };
 
 /// Bandwidth of a collective over a group laid out as `nodes` x `gpusPerNode`.

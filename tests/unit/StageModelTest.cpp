@@ -6,6 +6,8 @@
 #include "TestUtil.h"
 #include "passes/perf/Evaluator.h"
 
+#include <optional>
+
 using namespace mist;
 using namespace mist::test;
 
@@ -183,21 +185,37 @@ TEST(StageMemory, ZeroLevelsAndOffload) {
   EXPECT_DOUBLE_EQ(off.buffers, 2 * 2e6 + 2 * 2e6 + 0.75 * 12 * 1e6 / 4);
 }
 
+/// A GPT trained in bf16 and in fp32 (`gpt(...)` arguments, sequence
+/// length), compiled and profiled.
+struct DtypePair {
+  std::unique_ptr<Compiled> bf16Module, fp32Module;
+  std::optional<ModelProfile> bf16, fp32;
+};
+DtypePair profileBothDtypes(const std::string &gptArgs, int seqLen) {
+  auto source = [&](const char *dtype) {
+    return "import \"gpt\"\nmodel m = gpt(" + gptArgs +
+           ")\ntrain {\n  global_batch = 16\n  seq_len = " + std::to_string(seqLen) + "\n" + dtype +
+           "  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)\n}\n";
+  };
+  DtypePair d;
+  d.bf16Module = compile(source(""));
+  d.fp32Module = compile(source("  dtype = f32\n"));
+  EXPECT_TRUE(d.bf16Module->module) << d.bf16Module->diagText;
+  EXPECT_TRUE(d.fp32Module->module) << d.fp32Module->diagText;
+  if (d.bf16Module->module && d.fp32Module->module) {
+    d.bf16 = ModelProfile::build(*d.bf16Module->module, d.bf16Module->diag);
+    d.fp32 = ModelProfile::build(*d.fp32Module->module, d.fp32Module->diag);
+  }
+  return d;
+}
+
 TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
   // bf16 weights and gradients with fp32 masters and moments: 2 + 2 + 12
   // bytes; fp32 training keeps no separate masters: 4 + 4 + 8 bytes, and
   // activations twice as large.
-  auto source = [](const char *dtype) {
-    return std::string("import \"gpt\"\nmodel tiny = gpt(vocab = 256, hidden = 64, layers = 2, "
-                       "heads = 4)\ntrain {\n  global_batch = 16\n  seq_len = 64\n") +
-           dtype + "  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)\n}\n";
-  };
-  auto bf16 = compile(source("")), fp32 = compile(source("  dtype = f32\n"));
-  ASSERT_TRUE(bf16->module) << bf16->diagText;
-  ASSERT_TRUE(fp32->module) << fp32->diagText;
-  auto mpBf16 = ModelProfile::build(*bf16->module, bf16->diag);
-  auto mpFp32 = ModelProfile::build(*fp32->module, fp32->diag);
-  ASSERT_TRUE(mpBf16 && mpFp32);
+  DtypePair d = profileBothDtypes("vocab = 256, hidden = 64, layers = 2, heads = 4", 64);
+  ASSERT_TRUE(d.bf16 && d.fp32);
+  const ModelProfile *mpBf16 = &*d.bf16, *mpFp32 = &*d.fp32;
   Cluster c = handCluster();
   RegionNumbers a = mpBf16->evaluate(RegionKind::Layer, 2, 1, c),
                 b = mpFp32->evaluate(RegionKind::Layer, 2, 1, c);
@@ -227,17 +245,9 @@ TEST(StageTime, Fp32TrainingPricesMatmulsAtTheTf32Peak) {
   // The trainer runs fp32 training's GEMMs as TF32: the roofline prices
   // their FLOPs at the TF32 peak (half the bf16 peak unless the cluster
   // says), and bf16 training at the bf16 peak whatever the TF32 figure.
-  auto source = [](const char *dtype) {
-    return std::string("import \"gpt\"\nmodel m = gpt(vocab = 1024, hidden = 1024, layers = 2, "
-                       "heads = 8)\ntrain {\n  global_batch = 16\n  seq_len = 1024\n") +
-           dtype + "  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)\n}\n";
-  };
-  auto bf16 = compile(source("")), fp32 = compile(source("  dtype = f32\n"));
-  ASSERT_TRUE(bf16->module) << bf16->diagText;
-  ASSERT_TRUE(fp32->module) << fp32->diagText;
-  auto mpBf16 = ModelProfile::build(*bf16->module, bf16->diag);
-  auto mpFp32 = ModelProfile::build(*fp32->module, fp32->diag);
-  ASSERT_TRUE(mpBf16 && mpFp32);
+  DtypePair d = profileBothDtypes("vocab = 1024, hidden = 1024, layers = 2, heads = 8", 1024);
+  ASSERT_TRUE(d.bf16 && d.fp32);
+  const ModelProfile *mpBf16 = &*d.bf16, *mpFp32 = &*d.fp32;
   Cluster halfRate = handCluster(), fullRate = handCluster();
   fullRate.device.tf32PeakTflops = fullRate.device.peakTflops;
   auto layerTime = [](const ModelProfile &mp, const Cluster &c) {
