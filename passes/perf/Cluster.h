@@ -37,10 +37,10 @@ struct MeasuredOp {
 };
 
 struct DeviceProfile {
-  std::string name;             ///< e.g. "NVIDIA H100 80GB HBM3"
-  double memoryGiB = 0;         ///< device memory
-  double usableFraction = 0.92; ///< part of it a plan may use (runtime, fragmentation)
-  double peakTflops = 0;        ///< dense bf16 tensor-core peak
+  std::string name;               ///< e.g. "NVIDIA H100 80GB HBM3"
+  double memoryGiB = 0;           ///< device memory
+  double usableFraction = 0.92;   ///< part of it a plan may use (runtime, fragmentation)
+  double peakTflops = 0;          ///< dense bf16 tensor-core peak
   double matmulEfficiency = 0.75; ///< roofline fallback: achieved / peak for matmuls
   double memBandwidthGBs = 0;     ///< device memory bandwidth
   double memEfficiency = 0.8;     ///< achieved / peak for memory-bound ops
