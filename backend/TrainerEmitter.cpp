@@ -527,8 +527,8 @@ void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
     step(os, "r.sendGradients(mb);", fmt::format("g2g: to stage {}", i - 1));
   step(os, "r.foldGradients();",
        (zero2 ? fmt::format("ZeRO-2: each region's gradients were reduce-scattered over dp {} "
-                           "after its backward (g2g); the rest here",
-                           sp.dp)
+                            "after its backward (g2g); the rest here",
+                            sp.dp)
               : std::string("add into the step's gradient sums")) +
            (sp.offload.grads > 0
                 ? fmt::format(" ({} of them in host memory)", percent(sp.offload.grads))
