@@ -611,10 +611,11 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         "-DMIST_RUNTIME_ONLY=ON):\n";
   os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by "
         "-I above)\n";
-  os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
-                    "[--data tokens.bin] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
-                    "timeline.json]\n\n",
-                    ranks);
+  os << fmt::format(
+      "// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
+      "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
+      "timeline.json]\n\n",
+      ranks);
   os << "#include \"runtime/ops/Ops.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
         "#include \"runtime/trainer/TpContext.h\"\n"
         "#include \"runtime/trainer/Trainer.h\"\n\n";

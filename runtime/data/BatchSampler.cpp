@@ -1,6 +1,8 @@
 //===- BatchSampler.cpp - The same global batches under every plan --------===//
 #include "runtime/data/BatchSampler.h"
 
+#include "runtime/trainer/Hash.h" // header only: the counter hash
+
 #include <algorithm>
 
 namespace mist::rt {
@@ -34,7 +36,34 @@ std::optional<BatchSampler> BatchSampler::create(const TokenFile &tokens, const 
   return BatchSampler(tokens, shape);
 }
 
+int64_t BatchSampler::shuffledWindow(int64_t pass, int64_t index, int64_t windows) const {
+  // A 4-round Feistel network permutes [0, 4^h) (h bits per half, 4^h >= W);
+  // cycle walking (apply it again until the value is below W) restricts the
+  // permutation to [0, W) and takes under 4 tries on average.
+  int halfBits = 1;
+  while ((int64_t(1) << (2 * halfBits)) < windows)
+    ++halfBits;
+  const uint64_t mask = (uint64_t(1) << halfBits) - 1;
+  const uint64_t key = splitmix64(*shuffleSeed ^ splitmix64(uint64_t(pass)));
+  uint64_t x = uint64_t(index);
+  do {
+    uint64_t left = x >> halfBits, right = x & mask;
+    for (uint64_t round = 0; round < 4; ++round) {
+      const uint64_t next = left ^ (splitmix64(key + round * 0x632be59bd9b4e019ull + right) & mask);
+      left = right;
+      right = next;
+    }
+    x = left << halfBits | right;
+  } while (x >= uint64_t(windows));
+  return int64_t(x);
+}
+
 int64_t BatchSampler::sequenceStart(int64_t step, int64_t k) const {
+  if (shuffleSeed) {
+    const int64_t T = batchShape.seqLen, windows = (tokens->size() - 1) / T;
+    const int64_t j = step * batchShape.globalBatch() + k;
+    return shuffledWindow(j / windows, j % windows, windows) * T;
+  }
   // (j * T) mod M with j = s * B + k, computed from residues: M = N - T is
   // below 2^31 (the header's count is an int32), so every product of two
   // residues fits in int64 whatever the step.

@@ -22,6 +22,13 @@
 /// [m * R * b, (m + 1) * R * b) of the step, and dp rank r holds its samples
 /// [r * b, (r + 1) * b), the split runtime/comm/RankLayout.h uses to re-slice
 /// micro-batches between stages of different dp.
+///
+/// Shuffled (BatchSampler::shuffle, the trainer's --shuffle): the file is cut
+/// into W = floor((N - 1) / T) windows of T + 1 tokens starting at multiples
+/// of T, and global sequence j is window perm_p(j mod W) of pass p = j / W,
+/// where perm_p is a pseudo-random permutation of [0, W) keyed by the seed
+/// and p (a Feistel network over the next power of four, walked until it
+/// lands below W). Every pass reads each window once, in a new order.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -58,6 +65,11 @@ public:
 
   const BatchShape &shape() const { return batchShape; }
 
+  /// Reads the windows in a shuffled order instead (see "Shuffled" above):
+  /// a pure function of `seed` and the sequence index, so still the same
+  /// data under every plan, and the same again when a run resumes.
+  void shuffle(uint64_t seed) { shuffleSeed = seed; }
+
   /// The token offset where sequence k of step s starts (the rule above).
   int64_t sequenceStart(int64_t step, int64_t k) const;
 
@@ -87,8 +99,12 @@ private:
   BatchSampler(const TokenFile &tokens, const BatchShape &shape)
       : tokens(&tokens), batchShape(shape) {}
 
+  /// Window `index` of pass `pass` over the W windows, shuffled.
+  int64_t shuffledWindow(int64_t pass, int64_t index, int64_t windows) const;
+
   const TokenFile *tokens;
   BatchShape batchShape;
+  std::optional<uint64_t> shuffleSeed;
 };
 
 } // namespace mist::rt

@@ -8,11 +8,12 @@
 namespace mist::rt {
 
 void usage(const std::string &why) {
-  std::fprintf(stderr,
-               "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
-               "[--data FILE | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
-               "[--stop-after N] [--trace FILE]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
+      "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
+      "[--stop-after N] [--trace FILE]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -50,6 +51,8 @@ Options parseOptions(int argc, char **argv) {
       o.trace = value();
     else if (a == "--data")
       o.data = value();
+    else if (a == "--shuffle")
+      o.shuffle = true;
     else if (a == "--ckpt-dir")
       o.ckptDir = value();
     else if (a == "--ckpt-every")
@@ -63,6 +66,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (o.resume && o.ckptDir.empty())
     usage("--resume needs --ckpt-dir");
+  if (o.shuffle && o.data.empty())
+    usage("--shuffle needs --data (synthetic data has no order to shuffle)");
   return o;
 }
 

@@ -9,9 +9,10 @@ namespace mist::rt {
 struct Options {
   int steps = 10, logEvery = 1;
   uint64_t seed = 1234;
-  float lr = -1;     ///< < 0: the model's
-  std::string trace; ///< write the last step's measured timeline here
-  std::string data;  ///< token file; empty: synthetic data
+  float lr = -1;        ///< < 0: the model's
+  std::string trace;    ///< write the last step's measured timeline here
+  std::string data;     ///< token file; empty: synthetic data
+  bool shuffle = false; ///< read the token file's windows in a seeded shuffled order
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;
@@ -19,7 +20,8 @@ struct Options {
 };
 
 /// Parses --steps N, --lr X, --seed N, --log-every N, --data FILE (an
-/// llm.c-style token file) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
+/// llm.c-style token file; --shuffle reads its windows in an order drawn
+/// from --seed) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
 /// --resume, --stop-after N and --trace FILE. A bad flag prints the usage
 /// and exits with status 2.
 Options parseOptions(int argc, char **argv);

@@ -121,6 +121,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         error);
     if (!sampler)
       abortJob(error);
+    if (o.shuffle)
+      sampler->shuffle(o.seed);
   }
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
@@ -162,6 +164,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                 spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
                 deviceName.c_str(), spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum),
                 spec.seqLen, lr);
+    if (!o.data.empty())
+      std::printf("mistrt: data %s, %s\n", o.data.c_str(),
+                  o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
+                            : "read in file order");
     if (spec.devicePeakTflops > 0)
       std::printf("mistrt: MFU is model FLOP/s per rank over the %g TFLOP/s peak of the %s the "
                   "plan was made for\n",

@@ -119,6 +119,57 @@ TEST(BatchSampler, GlobalBatchIsTheSameForEverySplit) {
   }
 }
 
+// Shuffled: every pass over the W windows reads each once (inputs start at
+// multiples of T, targets follow), each pass in a new order, the order set
+// by the seed alone, and every split of the global batch reads the same.
+TEST(BatchSampler, ShuffledPassesArePermutationsOfTheWindows) {
+  TempDirectory tmp;
+  TokenFile file = countingFile(tmp, 997);
+  const int T = 7;
+  const int64_t windows = (997 - 1) / T; // 142
+  auto shuffled = [&](BatchShape shape, uint64_t seed) {
+    BatchSampler s = makeSampler(file, shape);
+    s.shuffle(seed);
+    return s;
+  };
+  const BatchSampler sampler = shuffled({1, 2, 1, T}, 42); // B = 2: 71 steps a pass
+  std::vector<std::vector<int64_t>> passes(3);
+  for (int64_t step = 0; step < 3 * windows / 2; ++step)
+    for (int64_t k = 0; k < 2; ++k) {
+      const int64_t start = sampler.sequenceStart(step, k);
+      ASSERT_EQ(start % T, 0);
+      passes[size_t((step * 2 + k) / windows)].push_back(start / T);
+    }
+  for (const std::vector<int64_t> &pass : passes) {
+    std::vector<int64_t> sorted = pass;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<int64_t> all(static_cast<size_t>(windows), 0);
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(sorted, all);
+  }
+  EXPECT_NE(passes[0], passes[1]);
+  std::vector<int64_t> inOrder(static_cast<size_t>(windows), 0);
+  std::iota(inOrder.begin(), inOrder.end(), 0);
+  EXPECT_NE(passes[0], inOrder);
+  // The tokens: inputs [start, start + T), targets one further.
+  std::vector<Sequence> batch = globalBatch(sampler, 3);
+  ASSERT_EQ(batch.size(), 2u);
+  const uint32_t start = uint32_t(sampler.sequenceStart(3, 1));
+  for (int i = 0; i < T; ++i) {
+    EXPECT_EQ(batch[1].first[size_t(i)], start + uint32_t(i));
+    EXPECT_EQ(batch[1].second[size_t(i)], start + uint32_t(i) + 1);
+  }
+  // Another seed, another order; the same seed under another split, the
+  // same global batch.
+  EXPECT_NE(shuffled({1, 2, 1, T}, 43).sequenceStart(0, 0) * windows +
+                shuffled({1, 2, 1, T}, 43).sequenceStart(0, 1),
+            sampler.sequenceStart(0, 0) * windows + sampler.sequenceStart(0, 1));
+  const BatchSampler reference = shuffled({1, 24, 1, T}, 42);
+  for (BatchShape shape : {BatchShape{2, 3, 4, T}, BatchShape{4, 1, 6, T}, BatchShape{24, 1, 1, T}})
+    for (int64_t step : {0, 5, 99})
+      EXPECT_EQ(globalBatch(shuffled(shape, 42), step), globalBatch(reference, step));
+}
+
 TEST(BatchSampler, StagesOfOtherDpReadTheSameSamples) {
   // A micro-batch of R * b = 8 samples: a stage of dp 4 (b = 2) and one of
   // dp 2 (b = 4) read their parts with fillSamples; each equals the
