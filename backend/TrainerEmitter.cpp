@@ -575,6 +575,17 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         diag.error(op->loc, "the trainer does not run dropout with p > 0 yet");
         return false;
       }
+  // The runtime stores and computes in fp32 only (TF32 GEMMs); a plan priced
+  // for 2-byte weights and activations would need about twice the memory it
+  // was proven to fit in, so say so rather than run it silently.
+  const bool fp32StandIn = m.train.dtype != DType::F32;
+  if (fp32StandIn)
+    diag.warning({}, fmt::format("the trainer runs in fp32 (TF32 GEMMs) only: this plan was "
+                                 "priced for dtype = {}, so its predicted memory and time do not "
+                                 "apply to the trainer (weights, gradients and activations take "
+                                 "twice the bytes); put `dtype = f32` in the train section to plan "
+                                 "for what the trainer runs",
+                                 dtypeName(m.train.dtype).str()));
   std::vector<LoweredStage> lowered;
   for (const StagePlan &sp : plan.stages) {
     auto st = lowerForStage(m, sp.microBatch, sp.tp, diag);
@@ -599,6 +610,10 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                       sp.zero.weights ? "w" : "-", sp.offload.weights, sp.offload.grads,
                       sp.offload.optimizer, sp.offload.activations);
   }
+  if (fp32StandIn)
+    os << fmt::format("// Precision: fp32 (TF32 GEMMs), not the plan's {}: see the warning mistc "
+                      "printed; the plan's memory and time figures do not apply.\n",
+                      dtypeName(m.train.dtype).str());
   os << "// Build for CPU ranks:\n";
   os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
