@@ -3,7 +3,7 @@
 
     scripts/make-tokens.py --out data/licenses.bin [PATH ...]
 
-Every byte is a token (vocabulary 256), written as a version 1 token file:
+Every byte is a token (vocabulary 256), written as an llm.c GPT-2 token file:
 256 little-endian int32 of header (magic 20240520, version 1, token count,
 zeros), then the tokens as little-endian uint16 (runtime/data/TokenFile.h,
 docs/runtime.md). PATHs are files or folders (searched recursively); the

@@ -56,9 +56,37 @@ bool writeAll(int fd, const unsigned char *data, size_t n) {
   return true;
 }
 
-const char *tokenTypeName(int version) { return version == 1 ? "uint16" : "uint32"; }
+constexpr TokenFormat kFormats[] = {TokenFormat::Gpt2, TokenFormat::Llama3, TokenFormat::Uint32};
+
+const char *tokenTypeName(int tokenBytes) { return tokenBytes == 2 ? "uint16" : "uint32"; }
+
+/// What the known headers are, for a message about one that is not.
+std::string knownHeaders() {
+  std::string s;
+  for (TokenFormat f : kFormats) {
+    const TokenFormatInfo &i = tokenFormatInfo(f);
+    s += std::string(s.empty() ? "" : ", ") + std::to_string(i.magic) + " version " +
+         std::to_string(i.version) + " (" + i.name + ")";
+  }
+  return s;
+}
 
 } // namespace
+
+const TokenFormatInfo &tokenFormatInfo(TokenFormat format) {
+  static const TokenFormatInfo gpt2{20240520, 1, 2, "llm.c GPT-2, uint16 tokens"};
+  static const TokenFormatInfo llama3{20240801, 7, 4, "llm.c LLaMA-3, uint32 tokens"};
+  static const TokenFormatInfo uint32{20240520, 2, 4, "uint32 tokens"};
+  switch (format) {
+  case TokenFormat::Gpt2:
+    return gpt2;
+  case TokenFormat::Llama3:
+    return llama3;
+  case TokenFormat::Uint32:
+    break;
+  }
+  return uint32;
+}
 
 std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &error) {
   TokenFile file;
@@ -95,14 +123,22 @@ std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &e
   const int32_t magic = readInt32LE(header);
   const int32_t version = readInt32LE(header + 4);
   const int32_t count = readInt32LE(header + 8);
-  if (magic != kTokenFileMagic) {
-    error = path + ": bad magic number " + std::to_string(magic) + " (expected " +
-            std::to_string(kTokenFileMagic) + "): not a token file";
+  bool magicKnown = false;
+  std::optional<TokenFormat> format;
+  for (TokenFormat f : kFormats) {
+    const TokenFormatInfo &i = tokenFormatInfo(f);
+    magicKnown |= i.magic == magic;
+    if (i.magic == magic && i.version == version)
+      format = f;
+  }
+  if (!magicKnown) {
+    error = path + ": bad magic number " + std::to_string(magic) +
+            ": not a token file (known headers: magic " + knownHeaders() + ")";
     return std::nullopt;
   }
-  if (version != 1 && version != 2) {
-    error = path + ": unknown token file version " + std::to_string(version) +
-            " (1: uint16 tokens, 2: uint32 tokens)";
+  if (!format) {
+    error = path + ": unknown token file version " + std::to_string(version) + " for magic " +
+            std::to_string(magic) + " (known headers: magic " + knownHeaders() + ")";
     return std::nullopt;
   }
   if (count < 2) {
@@ -110,18 +146,18 @@ std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &e
             ", but a token file needs at least 2 (an input and its target)";
     return std::nullopt;
   }
-  const int tokenBytes = version == 1 ? 2 : 4;
+  const int tokenBytes = tokenFormatInfo(*format).tokenBytes;
   const int64_t expectedBytes = kTokenFileHeaderBytes + int64_t(count) * tokenBytes;
   if (fileBytes != expectedBytes) {
     error = path + ": file size is " + std::to_string(fileBytes) + " bytes, but the header's " +
-            std::to_string(count) + " " + tokenTypeName(version) + " tokens need " +
+            std::to_string(count) + " " + tokenTypeName(tokenBytes) + " tokens need " +
             std::to_string(expectedBytes) + " (" + std::to_string(kTokenFileHeaderBytes) +
             "-byte header + " + std::to_string(count) + " * " + std::to_string(tokenBytes) + ")" +
             (fileBytes < expectedBytes ? ": the file is truncated" : ": trailing bytes");
     return std::nullopt;
   }
 
-  file.fileVersion = version;
+  file.fileFormat = *format;
   file.count = count;
   return file;
 }
@@ -133,7 +169,7 @@ TokenFile &TokenFile::operator=(TokenFile &&other) noexcept {
     if (fd >= 0)
       ::close(fd);
     filePath = std::move(other.filePath);
-    fileVersion = std::exchange(other.fileVersion, 0);
+    fileFormat = other.fileFormat;
     count = std::exchange(other.count, 0);
     fd = std::exchange(other.fd, -1);
   }
@@ -184,27 +220,25 @@ std::optional<std::string> TokenFile::checkVocabulary(uint32_t vocabulary) const
 }
 
 std::optional<std::string> writeTokenFile(const std::string &path,
-                                          const std::vector<uint32_t> &tokens, int version) {
-  if (version != 1 && version != 2)
-    return path + ": unknown token file version " + std::to_string(version) +
-           " (1: uint16 tokens, 2: uint32 tokens)";
+                                          const std::vector<uint32_t> &tokens, TokenFormat format) {
+  const TokenFormatInfo &info = tokenFormatInfo(format);
   if (tokens.size() < 2)
     return path + ": token count " + std::to_string(tokens.size()) +
            ", but a token file needs at least 2";
   if (tokens.size() > size_t(std::numeric_limits<int32_t>::max()))
     return path + ": " + std::to_string(tokens.size()) +
            " tokens do not fit the header's int32 count";
-  const int tokenBytes = version == 1 ? 2 : 4;
+  const int tokenBytes = info.tokenBytes;
   std::vector<unsigned char> bytes(size_t(kTokenFileHeaderBytes) + tokens.size() * tokenBytes);
-  writeInt32LE(bytes.data(), kTokenFileMagic);
-  writeInt32LE(bytes.data() + 4, version);
+  writeInt32LE(bytes.data(), info.magic);
+  writeInt32LE(bytes.data() + 4, info.version);
   writeInt32LE(bytes.data() + 8, int32_t(tokens.size()));
   unsigned char *p = bytes.data() + kTokenFileHeaderBytes;
   for (size_t i = 0; i < tokens.size(); ++i, p += tokenBytes) {
     uint32_t t = tokens[i];
-    if (version == 1 && t > 0xFFFF)
+    if (tokenBytes == 2 && t > 0xFFFF)
       return path + ": token " + std::to_string(t) + " at position " + std::to_string(i) +
-             " does not fit version 1's uint16 tokens (use version 2)";
+             " does not fit GPT-2's uint16 tokens (write a LLaMA-3 file)";
     for (int b = 0; b < tokenBytes; ++b)
       p[b] = static_cast<unsigned char>(t >> (8 * b));
   }

@@ -1,10 +1,12 @@
 //===- TokenFile.h - Token files in llm.c's format ------------------------===//
 /// \file
 /// A token file is a header of 256 little-endian int32 followed by the
-/// tokens: header[0] is the magic 20240520, header[1] the version (1: uint16
-/// tokens, 2: uint32 tokens), header[2] the number of tokens; the rest of the
-/// header is unused (zero). This is the format of llm.c's data scripts for
-/// GPT-2 (version 1); version 2 is the same header with 4-byte tokens.
+/// tokens: header[0] is a magic number, header[1] a version, header[2] the
+/// number of tokens; the rest of the header is unused (zero). The pair
+/// (magic, version) names the token type (TokenFormat): llm.c's data
+/// scripts write GPT-2 files (20240520, 1: uint16) and LLaMA-3 files
+/// (20240801, 7: uint32); (20240520, 2) is this project's uint32 variant of
+/// the GPT-2 header, which earlier mistc versions wrote.
 ///
 /// TokenFile keeps the file open and reads the tokens a batch needs when it
 /// needs them (pread), so a data set of billions of tokens costs no memory
@@ -23,14 +25,26 @@
 
 namespace mist::rt {
 
-inline constexpr int32_t kTokenFileMagic = 20240520;
 inline constexpr int kTokenFileHeaderInts = 256;
 inline constexpr int64_t kTokenFileHeaderBytes = kTokenFileHeaderInts * 4;
 
+/// The headers a token file may have.
+enum class TokenFormat {
+  Gpt2,   ///< llm.c's GPT-2 files: magic 20240520, version 1, uint16 tokens
+  Llama3, ///< llm.c's LLaMA-3 files: magic 20240801, version 7, uint32 tokens
+  Uint32, ///< magic 20240520, version 2, uint32 tokens (earlier mistc versions)
+};
+struct TokenFormatInfo {
+  int32_t magic, version;
+  int tokenBytes;
+  const char *name; ///< for messages and logs
+};
+const TokenFormatInfo &tokenFormatInfo(TokenFormat format);
+
 class TokenFile {
 public:
-  /// Maps `path` and checks it: the header is complete, the magic and
-  /// version are known, the token count is at least 2 and the file size is
+  /// Opens `path` and checks it: the header is complete, the (magic,
+  /// version) pair is a TokenFormat, the token count is at least 2 and the file size is
   /// exactly header + count * tokenBytes. Otherwise nullopt, and `error`
   /// names the file and what is wrong.
   static std::optional<TokenFile> open(const std::string &path, std::string &error);
@@ -42,8 +56,8 @@ public:
   ~TokenFile();
 
   const std::string &path() const { return filePath; }
-  int version() const { return fileVersion; }
-  int tokenBytes() const { return fileVersion == 1 ? 2 : 4; }
+  TokenFormat format() const { return fileFormat; }
+  int tokenBytes() const { return tokenFormatInfo(fileFormat).tokenBytes; }
   int64_t size() const { return count; }
 
   /// Tokens [begin, begin + n) into `out` (the range must be inside the
@@ -60,16 +74,15 @@ private:
   TokenFile() = default;
 
   std::string filePath;
-  int fileVersion = 0;
+  TokenFormat fileFormat = TokenFormat::Gpt2;
   int64_t count = 0;
   int fd = -1; ///< open from open() to the destructor
 };
 
-/// Writes `tokens` as a token file of `version` (1: uint16, 2: uint32) for
-/// tests and tools. Returns the error (a token too large for version 1, a
-/// count below 2 or above what the int32 header holds, an unknown version,
-/// an I/O failure), or nullopt.
+/// Writes `tokens` as a token file of `format` for tests and tools. Returns
+/// the error (a token too large for GPT-2's uint16, a count below 2 or above
+/// what the int32 header holds, an I/O failure), or nullopt.
 std::optional<std::string> writeTokenFile(const std::string &path,
-                                          const std::vector<uint32_t> &tokens, int version);
+                                          const std::vector<uint32_t> &tokens, TokenFormat format);
 
 } // namespace mist::rt

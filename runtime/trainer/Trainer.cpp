@@ -164,8 +164,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                 spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
                 deviceName.c_str(), spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum),
                 spec.seqLen, lr);
-    if (!o.data.empty())
-      std::printf("mistrt: data %s, %s\n", o.data.c_str(),
+    if (tokenFile)
+      std::printf("mistrt: data %s (%s, %lld tokens), %s\n", o.data.c_str(),
+                  tokenFormatInfo(tokenFile->format()).name, (long long)tokenFile->size(),
                   o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
                             : "read in file order");
     if (spec.devicePeakTflops > 0)

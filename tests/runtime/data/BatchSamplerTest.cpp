@@ -21,7 +21,7 @@ TokenFile countingFile(const TempDirectory &tmp, int64_t count) {
   std::vector<uint32_t> tokens(static_cast<size_t>(count));
   std::iota(tokens.begin(), tokens.end(), 0u);
   const std::string path = tmp.path("counting.bin");
-  EXPECT_EQ(writeTokenFile(path, tokens, 2), std::nullopt);
+  EXPECT_EQ(writeTokenFile(path, tokens, TokenFormat::Llama3), std::nullopt);
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(path, error);
   if (!file)

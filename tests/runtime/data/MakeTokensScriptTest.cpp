@@ -30,7 +30,7 @@ TEST(MakeTokensScript, WritesWhatTokenFileReads) {
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(out, error);
   ASSERT_TRUE(file) << error;
-  EXPECT_EQ(file->version(), 1);
+  EXPECT_EQ(file->format(), TokenFormat::Gpt2);
   const std::vector<uint32_t> expected = {'a', 0xFF, 0x00, 'B', '\n', 'c'};
   ASSERT_EQ(file->size(), int64_t(expected.size()));
   std::vector<uint32_t> all(expected.size());

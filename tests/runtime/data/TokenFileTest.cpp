@@ -29,17 +29,17 @@ void setInt32(std::vector<unsigned char> &bytes, size_t offset, int32_t v) {
 
 } // namespace
 
-TEST(TokenFile, RoundTripVersion1) {
+TEST(TokenFile, RoundTripGpt2) {
   TempDirectory tmp;
   const std::string path = tmp.path("tokens.bin");
   std::vector<uint32_t> tokens = {0, 1, 2, 255, 256, 50256, 65535, 7};
-  ASSERT_EQ(writeTokenFile(path, tokens, 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, tokens, TokenFormat::Gpt2), std::nullopt);
   EXPECT_EQ(readBytes(path).size(), 1024u + tokens.size() * 2);
 
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(path, error);
   ASSERT_TRUE(file) << error;
-  EXPECT_EQ(file->version(), 1);
+  EXPECT_EQ(file->format(), TokenFormat::Gpt2);
   EXPECT_EQ(file->tokenBytes(), 2);
   ASSERT_EQ(file->size(), int64_t(tokens.size()));
   std::vector<uint32_t> all(tokens.size());
@@ -51,29 +51,56 @@ TEST(TokenFile, RoundTripVersion1) {
   EXPECT_EQ(file->read(6, 3, middle.data()), path + ": tokens [6, 9) are outside the file's 8");
 }
 
-TEST(TokenFile, RoundTripVersion2) {
+/// Both uint32 headers: llm.c's LLaMA-3 files, and the GPT-2 header's
+/// version 2 that earlier mistc versions wrote.
+TEST(TokenFile, RoundTripUint32Formats) {
+  for (TokenFormat format : {TokenFormat::Llama3, TokenFormat::Uint32}) {
+    TempDirectory tmp;
+    const std::string path = tmp.path("tokens32.bin");
+    std::vector<uint32_t> tokens = {0, 65536, 128255, 4294967295u, 1};
+    ASSERT_EQ(writeTokenFile(path, tokens, format), std::nullopt);
+    EXPECT_EQ(readBytes(path).size(), 1024u + tokens.size() * 4);
+    std::string error;
+    std::optional<TokenFile> file = TokenFile::open(path, error);
+    ASSERT_TRUE(file) << error;
+    EXPECT_EQ(file->format(), format);
+    EXPECT_EQ(file->tokenBytes(), 4);
+    ASSERT_EQ(file->size(), int64_t(tokens.size()));
+    std::vector<uint32_t> all(tokens.size());
+    EXPECT_EQ(file->read(0, file->size(), all.data()), std::nullopt);
+    EXPECT_EQ(all, tokens);
+  }
+}
+
+/// The header of a LLaMA-3 file as llm.c's data scripts write it, byte by
+/// byte: magic 20240801, version 7, the count, then uint32 tokens.
+TEST(TokenFile, ReadsLlmcLlama3HeaderBytes) {
   TempDirectory tmp;
-  const std::string path = tmp.path("tokens32.bin");
-  std::vector<uint32_t> tokens = {0, 65536, 128255, 4294967295u, 1};
-  ASSERT_EQ(writeTokenFile(path, tokens, 2), std::nullopt);
-  EXPECT_EQ(readBytes(path).size(), 1024u + tokens.size() * 4);
+  const std::string path = tmp.path("llama3.bin");
+  std::vector<unsigned char> bytes(1024 + 3 * 4, 0);
+  setInt32(bytes, 0, 20240801);
+  setInt32(bytes, 4, 7);
+  setInt32(bytes, 8, 3);
+  setInt32(bytes, 1024, 128000); // <|begin_of_text|>
+  setInt32(bytes, 1028, 9906);
+  setInt32(bytes, 1032, 128001);
+  writeBytes(path, bytes);
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(path, error);
   ASSERT_TRUE(file) << error;
-  EXPECT_EQ(file->version(), 2);
-  EXPECT_EQ(file->tokenBytes(), 4);
-  ASSERT_EQ(file->size(), int64_t(tokens.size()));
-  std::vector<uint32_t> all(tokens.size());
-  EXPECT_EQ(file->read(0, file->size(), all.data()), std::nullopt);
-  EXPECT_EQ(all, tokens);
+  EXPECT_EQ(file->format(), TokenFormat::Llama3);
+  std::vector<uint32_t> all(3);
+  EXPECT_EQ(file->read(0, 3, all.data()), std::nullopt);
+  EXPECT_EQ(all, (std::vector<uint32_t>{128000, 9906, 128001}));
+  EXPECT_EQ(file->checkVocabulary(128256), std::nullopt);
+  EXPECT_EQ(file->checkVocabulary(128001),
+            path + ": token 128001 at position 2 is outside the model's vocabulary of 128001");
 }
 
-// The exact bytes llm.c's data scripts write: 256 little-endian int32 with
-// magic, version and count, then little-endian uint16 tokens.
 TEST(TokenFile, LayoutIsLlmCs) {
   TempDirectory tmp;
   const std::string path = tmp.path("layout.bin");
-  ASSERT_EQ(writeTokenFile(path, {1, 258, 0xABCD}, 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, {1, 258, 0xABCD}, TokenFormat::Gpt2), std::nullopt);
   std::vector<unsigned char> expected(1024 + 6, 0);
   const unsigned char start[] = {0x88, 0xD8, 0x34, 0x01, 1, 0, 0, 0, 3, 0, 0, 0};
   std::copy(std::begin(start), std::end(start), expected.begin());
@@ -85,7 +112,7 @@ TEST(TokenFile, LayoutIsLlmCs) {
 TEST(TokenFile, MovedFileStaysReadable) {
   TempDirectory tmp;
   const std::string path = tmp.path("tokens.bin");
-  ASSERT_EQ(writeTokenFile(path, {5, 6, 7}, 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, {5, 6, 7}, TokenFormat::Gpt2), std::nullopt);
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(path, error);
   ASSERT_TRUE(file) << error;
@@ -103,7 +130,7 @@ TEST(TokenFile, MovedFileStaysReadable) {
 TEST(TokenFile, CheckVocabulary) {
   TempDirectory tmp;
   const std::string path = tmp.path("tokens.bin");
-  ASSERT_EQ(writeTokenFile(path, {3, 9, 50257, 4}, 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, {3, 9, 50257, 4}, TokenFormat::Gpt2), std::nullopt);
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(path, error);
   ASSERT_TRUE(file) << error;
@@ -135,30 +162,34 @@ TEST(TokenFile, ShorterThanTheHeader) {
 TEST(TokenFile, BadMagic) {
   TempDirectory tmp;
   const std::string path = tmp.path("magic.bin");
-  ASSERT_EQ(writeTokenFile(path, {1, 2, 3}, 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, {1, 2, 3}, TokenFormat::Gpt2), std::nullopt);
   std::vector<unsigned char> bytes = readBytes(path);
-  setInt32(bytes, 0, 20240801); // llm.c's Llama 3 magic, a different layout
+  setInt32(bytes, 0, 20240522);
   writeBytes(path, bytes);
   EXPECT_EQ(openError(path),
-            path + ": bad magic number 20240801 (expected 20240520): not a token file");
+            path + ": bad magic number 20240522: not a token file " +
+                "(known headers: magic 20240520 version 1 (llm.c GPT-2, uint16 tokens), 20240801 "
+                "version 7 (llm.c LLaMA-3, uint32 tokens), 20240520 version 2 (uint32 tokens))");
 }
 
 TEST(TokenFile, BadVersion) {
   TempDirectory tmp;
   const std::string path = tmp.path("version.bin");
-  ASSERT_EQ(writeTokenFile(path, {1, 2, 3}, 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, {1, 2, 3}, TokenFormat::Gpt2), std::nullopt);
   std::vector<unsigned char> bytes = readBytes(path);
-  setInt32(bytes, 4, 3);
+  setInt32(bytes, 4, 7); // LLaMA-3's version under GPT-2's magic
   writeBytes(path, bytes);
   EXPECT_EQ(openError(path),
-            path + ": unknown token file version 3 (1: uint16 tokens, 2: uint32 tokens)");
+            path + ": unknown token file version 7 for magic 20240520 " +
+                "(known headers: magic 20240520 version 1 (llm.c GPT-2, uint16 tokens), 20240801 "
+                "version 7 (llm.c LLaMA-3, uint32 tokens), 20240520 version 2 (uint32 tokens))");
 }
 
 TEST(TokenFile, TooFewTokens) {
   TempDirectory tmp;
   const std::string path = tmp.path("one.bin");
   std::vector<unsigned char> bytes(1024 + 2, 0);
-  setInt32(bytes, 0, kTokenFileMagic);
+  setInt32(bytes, 0, tokenFormatInfo(TokenFormat::Gpt2).magic);
   setInt32(bytes, 4, 1);
   setInt32(bytes, 8, 1);
   writeBytes(path, bytes);
@@ -172,7 +203,7 @@ TEST(TokenFile, TooFewTokens) {
 TEST(TokenFile, TruncatedFile) {
   TempDirectory tmp;
   const std::string path = tmp.path("truncated.bin");
-  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(10, 42), 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(10, 42), TokenFormat::Gpt2), std::nullopt);
   std::vector<unsigned char> bytes = readBytes(path);
   bytes.resize(bytes.size() - 3);
   writeBytes(path, bytes);
@@ -185,7 +216,7 @@ TEST(TokenFile, TruncatedFile) {
 TEST(TokenFile, FileCutShortAfterOpeningIsAnError) {
   TempDirectory tmp;
   const std::string path = tmp.path("shrinking.bin");
-  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(100, 7), 1), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(100, 7), TokenFormat::Gpt2), std::nullopt);
   std::string error;
   std::optional<TokenFile> file = TokenFile::open(path, error);
   ASSERT_TRUE(file) << error;
@@ -207,7 +238,7 @@ TEST(TokenFile, FileCutShortAfterOpeningIsAnError) {
 TEST(TokenFile, SizeMismatchWithTrailingBytes) {
   TempDirectory tmp;
   const std::string path = tmp.path("long.bin");
-  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(10, 42), 2), std::nullopt);
+  ASSERT_EQ(writeTokenFile(path, std::vector<uint32_t>(10, 42), TokenFormat::Uint32), std::nullopt);
   std::vector<unsigned char> bytes = readBytes(path);
   bytes.push_back(0);
   writeBytes(path, bytes);
@@ -218,14 +249,12 @@ TEST(TokenFile, SizeMismatchWithTrailingBytes) {
 TEST(TokenFile, WriterRejectsWhatTheReaderWould) {
   TempDirectory tmp;
   const std::string path = tmp.path("w.bin");
-  EXPECT_EQ(writeTokenFile(path, {1, 70000}, 1),
-            path + ": token 70000 at position 1 does not fit version 1's uint16 tokens "
-                   "(use version 2)");
-  EXPECT_EQ(writeTokenFile(path, {1}, 1),
+  EXPECT_EQ(writeTokenFile(path, {1, 70000}, TokenFormat::Gpt2),
+            path + ": token 70000 at position 1 does not fit GPT-2's uint16 tokens "
+                   "(write a LLaMA-3 file)");
+  EXPECT_EQ(writeTokenFile(path, {1}, TokenFormat::Gpt2),
             path + ": token count 1, but a token file needs at least 2");
-  EXPECT_EQ(writeTokenFile(path, {1, 2}, 7),
-            path + ": unknown token file version 7 (1: uint16 tokens, 2: uint32 tokens)");
-  EXPECT_EQ(writeTokenFile(tmp.path("no/such/dir.bin"), {1, 2}, 1),
+  EXPECT_EQ(writeTokenFile(tmp.path("no/such/dir.bin"), {1, 2}, TokenFormat::Gpt2),
             "cannot create token file " + tmp.path("no/such/dir.bin") +
                 ": No such file or directory");
 }
