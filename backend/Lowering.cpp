@@ -1,6 +1,7 @@
 //===- Lowering.cpp - The IR at one stage shape, with concrete sizes ------===//
 #include "backend/Lowering.h"
 
+#include "ir/OpSemantics.h"
 #include "ir/Printer.h"
 #include <fmt/format.h>
 #include <numeric>
@@ -198,6 +199,15 @@ private:
       if (op->kind == OpKind::Param) {
         if (!buffer(op->result()) || !addParam(op->result()))
           return false;
+        continue;
+      }
+      if (forwardsOperand(*op, out.tp == 1)) {
+        // The result is the operand unchanged: it names the operand's
+        // buffer, and nothing runs (no copy, no second buffer).
+        auto i = buffer(op->operands[0]);
+        if (!i)
+          return false;
+        index[op->result()] = *i;
         continue;
       }
       LoweredOp lo;

@@ -505,6 +505,20 @@ SavedSet mist::savedForBackward(const Op &op) {
   return s;
 }
 
+bool mist::forwardsOperand(const Op &op, bool singleTpRank) {
+  switch (op.kind) {
+  case OpKind::TpCopy:
+    return true;
+  case OpKind::Dropout:
+  case OpKind::DropoutGrad:
+    return op.realAttr("p").value_or(0) == 0 && op.results.size() == 1;
+  case OpKind::AllReduce:
+    return singleTpRank;
+  default:
+    return false;
+  }
+}
+
 std::vector<const char *> mist::extraResultSuffixes(OpKind kind, const AttrMap &attrs) {
   auto flag = [&](const char *name, bool dflt) {
     auto it = attrs.find(name);

@@ -61,8 +61,13 @@ public:
     for (auto &[key, dst] : {std::pair{"fwd_flops", &p.fwdFlops}, {"bwd_flops", &p.bwdFlops}})
       if (!compile(r.summary->get(key).value_or(0), *dst))
         return std::nullopt;
-    if (!liveness(p))
-      return std::nullopt;
+    liveness(p.memory, /*singleTpRank=*/false);
+    liveness(p.memoryAtTp1, /*singleTpRank=*/true);
+    for (auto &a : r.bwd->args)
+      p.gradIn = p.gradIn + bytes(a.get());
+    for (const Value *y : r.fwd.yields)
+      if (isActivation(y))
+        p.output = p.output + bytes(y);
     return p;
   }
 
@@ -79,6 +84,8 @@ private:
   }
 
   bool addOp(const Op &op, std::vector<OpProfile> &list) {
+    if (forwardsOperand(op, /*singleTpRank=*/false))
+      return true; // nothing runs (all_reduce at tp = 1 is priced as a no-op already)
     OpProfile p;
     p.kind = op.kind;
     p.name = op.results.empty() ? std::string(opName(op.kind)) : op.results[0]->name;
@@ -106,9 +113,22 @@ private:
 
   static bool isActivation(const Value *v) { return v->typed && v->type.role == Role::Act; }
 
+  Poly bytes(const Value *v) {
+    Poly pv;
+    compile(v->type.bytes(), pv);
+    return pv;
+  }
+
   /// Program points: forward ops 0..F-1, then backward ops F..F+B-1.
-  bool liveness(RegionProfile &p) {
+  void liveness(RegionMemory &p, bool singleTpRank) {
     const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
+    // A value an op passes through is its operand's memory: every use of it
+    // is a use of that (root) value.
+    std::map<const Value *, const Value *> rootOf;
+    auto root = [&](const Value *v) {
+      auto it = rootOf.find(v);
+      return it == rootOf.end() ? v : it->second;
+    };
     std::map<const Value *, int> def, lastFwdUse, lastUse;
     std::vector<const Value *> order;
     auto define = [&](const Value *v, int at) {
@@ -120,21 +140,28 @@ private:
       order.push_back(v);
     };
     auto use = [&](const Value *v, int at) {
+      v = root(v);
       if (!def.count(v))
         return; // params, module inputs, values of other regions
       lastUse[v] = std::max(lastUse[v], at);
       if (at < F)
         lastFwdUse[v] = std::max(lastFwdUse[v], at);
     };
+    auto visit = [&](const Op &op, int at) {
+      if (forwardsOperand(op, singleTpRank)) {
+        rootOf[op.result()] = root(op.operands[0]);
+        use(op.operands[0], at);
+        return;
+      }
+      for (const Value *v : op.operands)
+        use(v, at);
+      for (auto &res : op.results)
+        define(res.get(), at);
+    };
     for (auto &a : r.fwd.args)
       define(a.get(), -1);
-    for (int i = 0; i < F; ++i) {
-      const Op &op = *r.fwd.ops[i];
-      for (const Value *v : op.operands)
-        use(v, i);
-      for (auto &res : op.results)
-        define(res.get(), i);
-    }
+    for (int i = 0; i < F; ++i)
+      visit(*r.fwd.ops[i], i);
     for (const Value *y : r.fwd.yields)
       use(y, F - 1);
     for (auto &a : r.fwd.args) // a checkpoint keeps the layer input
@@ -142,21 +169,11 @@ private:
         lastFwdUse[a.get()] = std::max(lastFwdUse[a.get()], F - 1);
     for (auto &a : r.bwd->args)
       define(a.get(), F);
-    for (int i = 0; i < B; ++i) {
-      const Op &op = *r.bwd->ops[i];
-      for (const Value *v : op.operands)
-        use(v, F + i);
-      for (auto &res : op.results)
-        define(res.get(), F + i);
-    }
+    for (int i = 0; i < B; ++i)
+      visit(*r.bwd->ops[i], F + i);
     for (const Value *y : r.bwd->yields)
       use(y, F + B - 1);
 
-    auto bytes = [&](const Value *v) {
-      Poly pv;
-      compile(v->type.bytes(), pv);
-      return pv;
-    };
     std::map<const Value *, Poly> size;
     for (const Value *v : order)
       size[v] = bytes(v);
@@ -170,7 +187,8 @@ private:
     // live set of the rest plus its arena.
     std::set<const Value *> handedOn;
     for (const std::vector<Value *> *values : {&r.fwd.yields, &r.bwd->yields})
-      handedOn.insert(values->begin(), values->end());
+      for (const Value *v : *values)
+        handedOn.insert(root(v));
     for (auto &a : r.bwd->args)
       handedOn.insert(a.get());
     auto inArena = [&](const Value *v) {
@@ -208,11 +226,6 @@ private:
     }
     for (auto &a : r.fwd.args)
       p.savedCkpt = p.savedCkpt + bytes(a.get());
-    for (auto &a : r.bwd->args)
-      p.gradIn = p.gradIn + bytes(a.get());
-    for (const Value *y : r.fwd.yields)
-      if (isActivation(y))
-        p.output = p.output + bytes(y);
     p.fwdPeakFull = pruneDominated(fwdFull);
     p.fwdPeakCkpt = pruneDominated(fwdCkpt);
     p.bwdPeak = pruneDominated(bwd);
@@ -222,7 +235,6 @@ private:
       p.fwdPeakCkpt.push_back(Poly());
     if (p.bwdPeak.empty())
       p.bwdPeak.push_back(Poly());
-    return true;
   }
 
   const Module &m;
@@ -320,11 +332,12 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   n.mastersAreWeights = mastersAreWeights;
   opTimes(p.fwd, b, tp, c, fp32Training, n.fwdCompute, n.tpFwd);
   opTimes(p.bwd, b, tp, c, fp32Training, n.bwdCompute, n.tpBwd);
-  n.savedFull = p.savedFull.eval(b, tp);
-  n.savedCkpt = p.savedCkpt.eval(b, tp);
-  n.fwdPeakFull = maxOf(p.fwdPeakFull, b, tp);
-  n.fwdPeakCkpt = maxOf(p.fwdPeakCkpt, b, tp);
-  n.bwdPeak = maxOf(p.bwdPeak, b, tp);
+  const RegionMemory &mem = tp == 1 ? p.memoryAtTp1 : p.memory;
+  n.savedFull = mem.savedFull.eval(b, tp);
+  n.savedCkpt = mem.savedCkpt.eval(b, tp);
+  n.fwdPeakFull = maxOf(mem.fwdPeakFull, b, tp);
+  n.fwdPeakCkpt = maxOf(mem.fwdPeakCkpt, b, tp);
+  n.bwdPeak = maxOf(mem.bwdPeak, b, tp);
   n.gradIn = p.gradIn.eval(b, tp);
   n.output = p.output.eval(b, tp);
   n.fwdFlops = p.fwdFlops.eval(b, tp);

@@ -28,15 +28,24 @@ struct OpProfile {
   std::vector<std::vector<Poly>> operandShapes;
 };
 
-struct RegionProfile {
-  Poly params; ///< parameter elements per rank
-  std::vector<OpProfile> fwd, bwd;
+/// A region's activation memory, from the liveness of its values; values
+/// an op passes through unchanged (forwardsOperand) share their operand's
+/// bytes, as in the trainer.
+struct RegionMemory {
   Poly savedFull, savedCkpt;     ///< bytes kept for backward
   std::vector<Poly> fwdPeakFull; ///< live bytes at forward program points
   std::vector<Poly> fwdPeakCkpt; ///< same when only the inputs are kept
   std::vector<Poly> bwdPeak;     ///< live bytes at backward program points
-  Poly gradIn, output;           ///< incoming gradient / output activation bytes
-  Poly fwdFlops, bwdFlops;       ///< matrix FLOPs (from the cost model)
+};
+
+struct RegionProfile {
+  Poly params; ///< parameter elements per rank
+  /// Without the ops that pass their operand through (they cost nothing).
+  std::vector<OpProfile> fwd, bwd;
+  /// At tp > 1, and at tp = 1, where all_reduce passes its operand through too.
+  RegionMemory memory, memoryAtTp1;
+  Poly gradIn, output;     ///< incoming gradient / output activation bytes
+  Poly fwdFlops, bwdFlops; ///< matrix FLOPs (from the cost model)
 };
 
 /// One region evaluated at (b, tp) on a cluster. Times in seconds, sizes in bytes.
