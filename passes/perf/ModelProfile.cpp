@@ -52,6 +52,8 @@ public:
         params += op->result()->type.numElements();
     if (!compile(params, p.params))
       return std::nullopt;
+    if (!compile(tiedParams(), p.tiedParams))
+      return std::nullopt;
     for (auto &op : r.fwd.ops)
       if (op->kind != OpKind::Param && !addOp(*op, p.fwd))
         return std::nullopt;
@@ -72,6 +74,22 @@ public:
   }
 
 private:
+  /// Elements of the parameters the region's ops read that no `param` op
+  /// of the region declares.
+  Expr tiedParams() const {
+    std::set<const Value *> declared, counted;
+    for (auto &op : r.fwd.ops)
+      if (op->kind == OpKind::Param)
+        declared.insert(op->result());
+    Expr elements = 0;
+    for (auto &op : r.fwd.ops)
+      for (const Value *v : op->operands)
+        if (v->typed && v->type.role == Role::Param && !declared.count(v) &&
+            counted.insert(v).second)
+          elements += v->type.numElements();
+    return elements;
+  }
+
   bool compile(const Expr &e, Poly &out) {
     auto p = Poly::compile(e, m.symbols);
     if (!p) {
@@ -160,6 +178,15 @@ private:
     };
     for (auto &a : r.fwd.args)
       define(a.get(), -1);
+    // The module's inputs (tokens, targets) are loaded per micro-batch
+    // before its forward and kept, like a region input, while a backward
+    // reads them (embedding_grad, cross_entropy_grad).
+    for (auto &in : m.inputs)
+      for (int i = 0; i < F; ++i)
+        if (llvm::is_contained(r.fwd.ops[i]->operands, in.get())) {
+          define(in.get(), -1);
+          break;
+        }
     for (int i = 0; i < F; ++i)
       visit(*r.fwd.ops[i], i);
     for (const Value *y : r.fwd.yields)
@@ -327,6 +354,7 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   const RegionProfile &p = region(kind);
   RegionNumbers n;
   n.params = p.params.eval(b, tp);
+  n.tiedParams = p.tiedParams.eval(b, tp);
   n.paramBytes = paramBytes;
   n.stateBytes = stateBytes;
   n.mastersAreWeights = mastersAreWeights;

@@ -40,6 +40,10 @@ struct RegionMemory {
 
 struct RegionProfile {
   Poly params; ///< parameter elements per rank
+  /// Elements per rank of parameters this region reads but another region
+  /// declares: post's tied embedding, of which a pipeline's last stage
+  /// holds a copy of its own (weights, gradients and optimizer state).
+  Poly tiedParams;
   /// Without the ops that pass their operand through (they cost nothing).
   std::vector<OpProfile> fwd, bwd;
   /// At tp > 1, and at tp = 1, where all_reduce passes its operand through too.
@@ -51,6 +55,7 @@ struct RegionProfile {
 /// One region evaluated at (b, tp) on a cluster. Times in seconds, sizes in bytes.
 struct RegionNumbers {
   double params = 0;
+  double tiedParams = 0; ///< see RegionProfile::tiedParams
   /// Bytes per parameter of the weights and of their gradients (the
   /// training dtype), and of the optimizer state: Adam m and v in the
   /// master dtype, plus master weights unless they are the weights (fp32

@@ -179,7 +179,10 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
          shardO = k.zero.optimizer ? k.dp : 1;
-  double P = k.layers * L.params + (k.first ? n.pre.params : 0) + (k.last ? n.post.params : 0);
+  // A pipeline's last stage holds its own copy of a weight post shares with
+  // pre (the tied embedding); one stage holds it once.
+  double post = n.post.params + (k.first ? 0 : n.post.tiedParams);
+  double P = k.layers * L.params + (k.first ? n.pre.params : 0) + (k.last ? post : 0);
   MemoryBreakdown m;
   const double wb = L.paramBytes, sb = optimizerBytesPerParam(k, L); // per parameter
   m.weights = wb * P / shardW * (1 - o.weights);
@@ -194,8 +197,8 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   if (k.zero.grads || o.grads > 0)
     m.buffers += 2 * wb * L.params;
   if (o.optimizer > 0) {
-    double largestGroup = std::max({k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0,
-                                    k.last ? n.post.params : 0.0});
+    double largestGroup = std::max(
+        {k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0, k.last ? post : 0.0});
     m.buffers += o.optimizer * sb * largestGroup / shardO;
   }
   m.host = wb * P / shardW * o.weights + wb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
@@ -262,7 +265,10 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   sc.scatterGrads = dpSeconds(layerBytes, 1);
   sc.reduceGrads = dpSeconds(layerBytes, 2);
   sc.reducePre = dpSeconds(n.pre.paramBytes * n.pre.params, 2);
-  sc.reducePost = dpSeconds(n.post.paramBytes * n.post.params, 2);
+  // A pipeline's last stage reduces its copy of the tied embedding too (the
+  // sum with the first stage's copy is not priced).
+  sc.reducePost = dpSeconds(
+      n.post.paramBytes * (n.post.params + (ctx.last && !ctx.first ? n.post.tiedParams : 0)), 2);
   double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
   sc.h2dGBs = c.h2dGBs;

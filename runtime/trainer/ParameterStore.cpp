@@ -31,7 +31,7 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
       // buffer are summed over the micro-batches in that buffer; ZeRO-1 then
       // reduce-scatters it into the rank's slice (reduceGradients).
       s.sumsInPlace = !gradsSliced && gradArrays(p, size_t(&s - state[p].data())).size() == 1 &&
-                      spec.offloadGrads <= 0 && !tied(p);
+                      spec.offloadGrads <= 0;
     }
   }
   // ZeRO-2 gradient buffers exist only around the backward writing them.
@@ -260,14 +260,14 @@ void ParameterStore::release(RegionKind region, int layer) {
 void ParameterStore::beginStep() {
   for (size_t p = 0; p < state.size(); ++p)
     for (State &s : state[p]) {
-      // A tied weight's gradients are summed over two stages whose slices
-      // may differ: they stay whole until reduceGradients.
       s.stepPending = true;
       if (s.sumsInPlace) {
         DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
         device::fill(sum.data(), sum.size(), 0.f);
         continue;
       }
+      // A tied weight's gradients are summed over two stages whose slices
+      // may differ: they stay whole until reduceGradients.
       s.grad.assignZeros(gradsSliced && !tied(p) ? s.chunk : s.local);
       s.gradHost.clear();
       offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
@@ -400,7 +400,7 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
   std::vector<float> fullGrad(size_t(fullSize), 0.f);
   const bool sharded = ps.shardAxis >= 0 && tp > 1;
   if (sharded || tpRank == 0) {
-    const std::vector<float> mine = s.grad.download();
+    const std::vector<float> mine = gradSum(p, size_t(&s - state[p].data())).download();
     for (size_t i = 0; i < s.local; ++i)
       fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = mine[i];
   }

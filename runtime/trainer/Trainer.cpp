@@ -233,6 +233,19 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       return 0;
     }
   }
+  // The step lines show rank 0's peak; a pipeline's other stages hold other
+  // layers and pre or post, so each stage's peak (the most any of its ranks
+  // allocated) is reported for comparison with the plan's prediction.
+  std::string peaks;
+  for (size_t s = 0; s < layout->stages.size(); ++s) {
+    const double mine = int(s) == layout->stage ? double(device::peakBytes()) : 0.0;
+    char text[64];
+    std::snprintf(text, sizeof text, "%sstage %zu %.2f MiB", s ? ", " : "", s,
+                  world->allReduceMax(mine) / (1 << 20));
+    peaks += text;
+  }
+  if (worldRank == 0)
+    std::printf("mistrt: peak device memory by stage (its largest rank): %s\n", peaks.c_str());
   if (!o.trace.empty()) {
     if (!gatherAndWriteTrace(*world, leaders, streams.events(), spec.model, o.trace))
       abortJob("cannot write the trace to " + o.trace);

@@ -241,6 +241,68 @@ TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
   EXPECT_DOUBLE_EQ(mf.optimizer, mb.optimizer * 8 / 12);
 }
 
+TEST(StageMemory, APipelinesLastStageHoldsItsOwnCopyOfTheTiedEmbedding) {
+  // GPT's LM head reads the token embedding pre declares: one stage holds it
+  // once (as pre's), a pipeline's last stage a second copy with its
+  // gradient and optimizer state, which the trainer keeps and sums with the
+  // first stage's.
+  DtypePair d = profileBothDtypes("vocab = 256, hidden = 64, layers = 2, heads = 4", 64);
+  ASSERT_TRUE(d.bf16);
+  Cluster c = handCluster();
+  StageNumbers n{d.bf16->evaluate(RegionKind::Layer, 2, 2, c),
+                 d.bf16->evaluate(RegionKind::Pre, 2, 2, c),
+                 d.bf16->evaluate(RegionKind::Post, 2, 2, c)};
+  EXPECT_DOUBLE_EQ(n.post.tiedParams, 256 * 64 / 2); // the vocabulary split over tp 2
+  EXPECT_DOUBLE_EQ(n.post.params, 2 * 64);           // the final norm
+  EXPECT_DOUBLE_EQ(n.pre.tiedParams, 0);
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 1;
+  k.inflight = 1;
+  k.gradAccum = 1;
+  k.last = true;
+  k.first = true;
+  MemoryBreakdown whole = estimateStage(k, n, c, it).mem;
+  k.first = false;
+  MemoryBreakdown last = estimateStage(k, n, c, it).mem;
+  EXPECT_DOUBLE_EQ(whole.weights, 2 * (n.layer.params + n.pre.params + n.post.params));
+  EXPECT_DOUBLE_EQ(last.weights, 2 * (n.layer.params + n.post.params + n.post.tiedParams));
+  EXPECT_DOUBLE_EQ(last.optimizer, 12 * (n.layer.params + n.post.params + n.post.tiedParams));
+}
+
+TEST(ModelProfile, OpsThatForwardTheirOperandCostNothing) {
+  // tp_copy, dropout at p = 0 and all_reduce at tp = 1 run no kernel in the
+  // trainer (their result is their operand's buffer): they are not priced,
+  // and a result shares its operand's bytes in the liveness.
+  DtypePair d = profileBothDtypes("vocab = 256, hidden = 64, layers = 2, heads = 4", 64);
+  ASSERT_TRUE(d.bf16);
+  for (const RegionProfile *r :
+       {&d.bf16->region(RegionKind::Pre), &d.bf16->region(RegionKind::Layer),
+        &d.bf16->region(RegionKind::Post)})
+    for (const std::vector<OpProfile> *ops : {&r->fwd, &r->bwd})
+      for (const OpProfile &op : *ops) {
+        EXPECT_NE(op.kind, OpKind::TpCopy) << op.name;
+        EXPECT_NE(op.kind, OpKind::Dropout) << op.name;
+        EXPECT_NE(op.kind, OpKind::DropoutGrad) << op.name;
+      }
+  // At tp = 1 all_reduce forwards its operand too: the layer's forward peak
+  // (at the row-parallel output) holds one [b, s, hidden] bf16 activation
+  // less than the same liveness with all_reduce writing a second buffer.
+  const RegionProfile &layer = d.bf16->region(RegionKind::Layer);
+  auto peakAtTp1 = [](const std::vector<Poly> &cands) {
+    double best = 0;
+    for (const Poly &p : cands)
+      best = std::max(best, p.eval(2, 1));
+    return best;
+  };
+  const double activation = 2.0 * 64 * 64 * 2; // b = 2, s = 64, hidden = 64, bf16
+  EXPECT_DOUBLE_EQ(peakAtTp1(layer.memory.fwdPeakFull) - peakAtTp1(layer.memoryAtTp1.fwdPeakFull),
+                   activation);
+  Cluster c = handCluster();
+  EXPECT_DOUBLE_EQ(d.bf16->evaluate(RegionKind::Layer, 2, 1, c).fwdPeakFull,
+                   peakAtTp1(layer.memoryAtTp1.fwdPeakFull));
+}
+
 TEST(StageTime, Fp32TrainingPricesMatmulsAtTheTf32Peak) {
   // The trainer runs fp32 training's GEMMs as TF32: the roofline prices
   // their FLOPs at the TF32 peak (half the bf16 peak unless the cluster
