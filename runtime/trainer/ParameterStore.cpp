@@ -388,11 +388,21 @@ void ParameterStore::reduceGradients() {
   });
 }
 
-// The full tensor is summed over both stages' ranks: each tp rank adds its
-// shard (a replicated tensor: tp rank 0 only), each dp rank its sum. The
-// shard-to-full index map is applied on the host: a tied weight is one
-// tensor per step, and only pipelines have one.
+// Where both end stages have the same tp, each tp rank's part is summed on
+// the device over the ranks holding it. Otherwise the full tensor is summed
+// over both stages' ranks: each tp rank adds its shard (a replicated tensor:
+// tp rank 0 only), each dp rank its sum, with the shard-to-full index map
+// applied on the host (one tensor per step, and only pipelines have one).
 void ParameterStore::sumTiedOverStages(size_t p, State &s) {
+  DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
+  if (groups.tiedShard) {
+    // This part of the tensor, summed over the dp ranks of both stages that
+    // hold it (a replicated weight: each tp rank's group sums its own copy).
+    groups.tiedShard->allReduceSum(sum.data(), sum.size());
+    if (sliced)
+      s.grad = slice(sum, s.chunk);
+    return;
+  }
   const ParamSpec &ps = spec.params[p];
   int64_t fullSize = 1;
   for (int64_t d : ps.shape)
@@ -400,7 +410,7 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
   std::vector<float> fullGrad(size_t(fullSize), 0.f);
   const bool sharded = ps.shardAxis >= 0 && tp > 1;
   if (sharded || tpRank == 0) {
-    const std::vector<float> mine = gradSum(p, size_t(&s - state[p].data())).download();
+    const std::vector<float> mine = sum.download();
     for (size_t i = 0; i < s.local; ++i)
       fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = mine[i];
   }

@@ -39,6 +39,9 @@ namespace mist::rt {
 struct StageGroups {
   Communicator &tp, &dp;
   Communicator *tied; ///< the first and last stages' ranks; null when S = 1 or not in either
+  /// Those of them with this rank's tp rank, when both end stages have the
+  /// same tp (so a tp rank holds the same part of a tied weight on both); else null.
+  Communicator *tiedShard;
   bool firstStage = true;
 };
 

@@ -91,6 +91,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // The first and last stages' ranks, for the tied weights' gradients.
   const bool holdsTied = stages > 1 && (layout->isFirstStage() || layout->isLastStage());
   std::unique_ptr<Communicator> tiedGroup = deviceWorld->split(holdsTied ? 0 : -1, worldRank);
+  // When both end stages split their weights over the same tp, tp rank r
+  // holds the same part of a tied weight on both: the ranks of one tp rank
+  // sum that part's gradients where they are, without the full tensor.
+  const bool tiedShardsAlign = holdsTied && layout->stages.front().tp == layout->stages.back().tp;
+  std::unique_ptr<Communicator> tiedShardGroup =
+      deviceWorld->split(tiedShardsAlign ? layout->tpRank : -1, worldRank);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
   if (!o.ckptDir.empty() && worldRank == 0 && !o.resume) {
     std::error_code ec;
@@ -129,9 +135,10 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   Streams streams;
   StageMemory memory(stage, ActivationStash::maxInFlight(stage.order));
   OffloadEngine offload;
-  ParameterStore store(stage, memory.global(), memory.layers(),
-                       {groups.tp(), groups.dp(), tiedGroup.get(), layout->isFirstStage()}, offload,
-                       streams);
+  ParameterStore store(
+      stage, memory.global(), memory.layers(),
+      {groups.tp(), groups.dp(), tiedGroup.get(), tiedShardGroup.get(), layout->isFirstStage()},
+      offload, streams);
   store.initialize(o.seed);
   int firstStep = 1;
   const std::string ckptPath = o.ckptDir + "/latest.safetensors";
