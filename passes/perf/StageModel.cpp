@@ -264,11 +264,18 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   sc.gatherWeights = dpSeconds(layerBytes, 1);
   sc.scatterGrads = dpSeconds(layerBytes, 1);
   sc.reduceGrads = dpSeconds(layerBytes, 2);
-  sc.reducePre = dpSeconds(n.pre.paramBytes * n.pre.params, 2);
-  // A pipeline's last stage reduces its copy of the tied embedding too (the
-  // sum with the first stage's copy is not priced).
-  sc.reducePost = dpSeconds(
-      n.post.paramBytes * (n.post.params + (ctx.last && !ctx.first ? n.post.tiedParams : 0)), 2);
+  // A weight tied across a pipeline's end stages (GPT's embedding) is not
+  // reduced over dp with the rest: the ranks of both stages holding a part
+  // sum it in one all-reduce over both stages' dp ranks: within the node on a
+  // one-node cluster, else taken as spanning two nodes (the pipeline's ends).
+  const bool pipelineEnd = ctx.first != ctx.last;
+  const double tiedBytes = pipelineEnd ? n.post.paramBytes * n.post.tiedParams : 0;
+  const int tiedNodes = c.nodes > 1 ? 2 : 1;
+  const double tiedSum =
+      tiedBytes > 0 ? collectiveSeconds(c, tiedBytes, tiedNodes, 2 * ctx.dp / tiedNodes, 2) : 0;
+  sc.reducePre = dpSeconds(n.pre.paramBytes * n.pre.params - (ctx.first ? tiedBytes : 0), 2) +
+                 (ctx.first ? tiedSum : 0);
+  sc.reducePost = dpSeconds(n.post.paramBytes * n.post.params, 2) + (ctx.last ? tiedSum : 0);
   double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
   sc.h2dGBs = c.h2dGBs;

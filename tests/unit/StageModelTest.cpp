@@ -270,6 +270,36 @@ TEST(StageMemory, APipelinesLastStageHoldsItsOwnCopyOfTheTiedEmbedding) {
   EXPECT_DOUBLE_EQ(last.optimizer, 12 * (n.layer.params + n.post.params + n.post.tiedParams));
 }
 
+TEST(StageTime, APipelinesEndStagesSumTheTiedEmbeddingInTheirLastBackward) {
+  // One stage reduces the embedding's gradient with pre's over dp; a
+  // pipeline's first and last stages each wait for the all-reduce of their
+  // copies over both stages' ranks instead, in their last backward.
+  DtypePair d = profileBothDtypes("vocab = 4096, hidden = 256, layers = 2, heads = 4", 64);
+  ASSERT_TRUE(d.bf16);
+  Cluster c = handCluster();
+  StageNumbers n{d.bf16->evaluate(RegionKind::Layer, 2, 1, c),
+                 d.bf16->evaluate(RegionKind::Pre, 2, 1, c),
+                 d.bf16->evaluate(RegionKind::Post, 2, 1, c)};
+  ASSERT_DOUBLE_EQ(n.post.tiedParams, 4096 * 256);
+  StageKnobs k;
+  k.layers = 1;
+  k.dp = 1;
+  k.inflight = 1;
+  k.gradAccum = 1;
+  k.first = k.last = true;
+  const StageConstants whole = makeStageConstants(k, n, c);
+  EXPECT_DOUBLE_EQ(whole.reducePre, 0); // dp 1: nothing to reduce
+  EXPECT_DOUBLE_EQ(whole.reducePost, 0);
+  // hand() is one node: the sum runs over its two GPUs there.
+  const double tiedSum = collectiveSeconds(c, 2.0 * 4096 * 256, 1, 2, 2);
+  EXPECT_GT(tiedSum, 0);
+  k.last = false;
+  EXPECT_DOUBLE_EQ(makeStageConstants(k, n, c).reducePre, tiedSum);
+  k.first = false;
+  k.last = true;
+  EXPECT_DOUBLE_EQ(makeStageConstants(k, n, c).reducePost, tiedSum);
+}
+
 TEST(ModelProfile, OpsThatForwardTheirOperandCostNothing) {
   // tp_copy, dropout at p = 0 and all_reduce at tp = 1 run no kernel in the
   // trainer (their result is their operand's buffer): they are not priced,
