@@ -21,7 +21,12 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   os << fmt::format("  \"train_micro_batch_size_per_gpu\": {},\n", s0.microBatch);
   os << fmt::format("  \"gradient_accumulation_steps\": {},\n", p.gradAccum);
   os << fmt::format("  \"gradient_clipping\": {:g},\n", t.gradClip);
-  os << "  \"bf16\": {\"enabled\": true},\n";
+  if (t.dtype != DType::F32) {
+    os << fmt::format("  \"{}\": {{\"enabled\": true}},\n",
+                      t.dtype == DType::BF16 ? "bf16" : "fp16");
+    os << fmt::format("  \"data_types\": {{\"grad_accum_dtype\": \"{}\"}},\n",
+                      torchDtypeShortName(t.gradientDtype()));
+  }
   os << fmt::format(
       "  \"optimizer\": {{\"type\": \"AdamW\", \"params\": {{\"lr\": {:g}, \"betas\": [{:g}, "
       "{:g}], \"eps\": {:g}, \"weight_decay\": {:g}}}}},\n",

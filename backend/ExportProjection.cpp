@@ -278,3 +278,11 @@ ExportModel mist::exportModelOf(const Module &m) {
   e.train = m.train;
   return e;
 }
+
+const char *mist::torchDtypeName(DType t) {
+  return t == DType::BF16 ? "bfloat16" : t == DType::F16 ? "float16" : "float32";
+}
+
+const char *mist::torchDtypeShortName(DType t) {
+  return t == DType::BF16 ? "bf16" : t == DType::F16 ? "fp16" : "fp32";
+}

@@ -39,6 +39,11 @@ struct ExportModel {
 };
 ExportModel exportModelOf(const Module &m);
 
+/// A floating-point dtype as PyTorch names it ("bfloat16", "float16",
+/// "float32") and as DeepSpeed's configs do ("bf16", "fp16", "fp32").
+const char *torchDtypeName(DType t);
+const char *torchDtypeShortName(DType t);
+
 /// The exporters, one per target: `projected` must come from projectForExport.
 void writeMegatronArgs(const ExportProjection &projected, const ExportModel &model,
                        llvm::raw_ostream &os);

@@ -35,6 +35,9 @@ void mist::writeMegatronArgs(const ExportProjection &projected, const ExportMode
       "# and MASTER_ADDR set; extra arguments (data, tokenizer, ...) are passed on.\n",
       model.name, S, S == 1 ? "" : "s", s0.tp, s0.dp, gpus, nodes, nodes == 1 ? "" : "s", perNode);
   comments(projected, os);
+  if (model.train.dtype == DType::BF16 && model.train.gradientDtype() != DType::F32)
+    os << "# The plan keeps bf16 gradients; Megatron-LM keeps fp32 ones for bf16 training\n"
+          "# (2 more bytes per parameter, twice the data-parallel gradient traffic).\n";
   os << fmt::format("torchrun --nproc-per-node {} --nnodes {} --node-rank \"${{NODE_RANK:-0}}\" "
                     "--master-addr \"${{MASTER_ADDR:-localhost}}\" \\\n  pretrain_gpt.py \\\n",
                     perNode, nodes);
@@ -86,9 +89,15 @@ void mist::writeMegatronArgs(const ExportProjection &projected, const ExportMode
   if (s0.offload.optimizer > 0)
     arg(fmt::format("--optimizer-cpu-offload --optimizer-offload-fraction {:g}",
                     s0.offload.optimizer));
-  // Precision and optimizer, from the train section.
-  arg("--bf16");
+  // Precision and optimizer, from the train section. Megatron-LM always
+  // accumulates and reduces bf16 training's gradients in fp32; fp16's only
+  // with the flag.
   const TrainConfig &t = model.train;
+  if (t.dtype != DType::F32) {
+    arg(t.dtype == DType::BF16 ? "--bf16" : "--fp16");
+    if (t.gradientDtype() == DType::F32)
+      arg("--accumulate-allreduce-grads-in-fp32");
+  }
   arg(fmt::format(
       "--lr {:g} --adam-beta1 {:g} --adam-beta2 {:g} --adam-eps {:g} --weight-decay {:g}", t.lr,
       t.beta1, t.beta2, t.eps, t.weightDecay));

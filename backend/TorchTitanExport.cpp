@@ -28,7 +28,9 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
   os << fmt::format("global_batch_size = {}\n", p.globalBatch);
   os << fmt::format("seq_len = {}\n", model.seqLen);
   os << fmt::format("max_norm = {:g}\n", t.gradClip);
-  os << "mixed_precision_param = \"bfloat16\"\n";
+  // FSDP's mixed precision: the parameters' dtype, and the gradients' as reduced.
+  os << fmt::format("mixed_precision_param = \"{}\"\n", torchDtypeName(t.dtype));
+  os << fmt::format("mixed_precision_reduce = \"{}\"\n", torchDtypeName(t.gradientDtype()));
   // FSDP offloads all state or none (the projection made it one or the other).
   const bool offloaded =
       s0.offload.weights == 1 && s0.offload.grads == 1 && s0.offload.optimizer == 1;

@@ -193,6 +193,7 @@ bool IRGen::evalTrain() {
   Env empty;
   inTrain = true;
   auto leaveTrain = llvm::make_scope_exit([&] { inTrain = false; });
+  const TrainEntry *gradDtypeEntry = nullptr;
   if (const TrainDecl *td = prog.train) {
     for (const TrainEntry &e : td->entries) {
       const std::string &k = e.key;
@@ -209,12 +210,15 @@ bool IRGen::evalTrain() {
         if (!(*v > 0))
           return error(e.value->loc(), k + " must be positive", e.value->range);
         (k == "lr" ? t.lr : t.gradClip) = *v;
-      } else if (k == "dtype" || k == "master_dtype") {
+      } else if (k == "dtype" || k == "master_dtype" || k == "grad_dtype") {
         auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());
         auto dt = id ? parseDType(id->name) : std::nullopt;
         if (!dt || *dt == DType::I32 || *dt == DType::U8)
           return error(e.value->loc(), k + " must be one of bf16, f16, f32", e.value->range);
-        (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
+        if (k == "grad_dtype")
+          t.gradDtype = *dt, gradDtypeEntry = &e;
+        else
+          (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
       } else if (k == "optimizer") {
         const ExprAST *v = e.value.get();
         std::string name;
@@ -265,11 +269,17 @@ bool IRGen::evalTrain() {
         return error(e.keyRange.Start,
                      "unknown train setting '" + k +
                          "' (expected global_batch, seq_len, optimizer, lr, "
-                         "warmup_steps, grad_clip, dtype, master_dtype)",
+                         "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype)",
                      e.keyRange);
       }
     }
   }
+  // Gradients narrower than the weights would round every update twice.
+  if (gradDtypeEntry && dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
+    return error(gradDtypeEntry->value->loc(),
+                 "grad_dtype " + dtypeName(t.gradientDtype()).str() +
+                     " is narrower than the weights' dtype " + dtypeName(t.dtype).str(),
+                 gradDtypeEntry->value->range);
   if (opts.globalBatch)
     t.globalBatch = opts.globalBatch;
   if (opts.seqLen)

@@ -14,6 +14,7 @@
 #include "llvm/Support/SMLoc.h"
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
@@ -117,6 +118,15 @@ struct TrainConfig {
   int64_t warmupSteps = 0;
   DType dtype = DType::BF16;      ///< parameters and activations
   DType masterDtype = DType::F32; ///< master weights and optimizer state
+  /// Weight gradients, as accumulated over micro-batches and reduced over
+  /// dp; unset means the master dtype (bf16 training with fp32 gradients,
+  /// as Megatron-LM does for bf16), or the weights' dtype where that is wider.
+  std::optional<DType> gradDtype;
+  DType gradientDtype() const {
+    if (gradDtype)
+      return *gradDtype;
+    return dtypeBytes(masterDtype) >= dtypeBytes(dtype) ? masterDtype : dtype;
+  }
 };
 
 /// What has been done to the module; passes check and set these.

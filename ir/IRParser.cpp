@@ -253,11 +253,14 @@ bool IRParser::parseTrain() {
         if (v != "adamw" && v != "sgd")
           return error("unknown optimizer '" + v + "'");
         t.optimizer = v;
-      } else if (key == "dtype" || key == "master_dtype") {
+      } else if (key == "dtype" || key == "master_dtype" || key == "grad_dtype") {
         auto dt = parseDType(v);
-        if (!dt)
+        if (!dt || *dt == DType::I32 || *dt == DType::U8)
           return error("unknown dtype '" + v + "'");
-        (key == "dtype" ? t.dtype : t.masterDtype) = *dt;
+        if (key == "grad_dtype")
+          t.gradDtype = *dt;
+        else
+          (key == "dtype" ? t.dtype : t.masterDtype) = *dt;
       } else {
         return errorAt(keyTok, "unknown train key '" + key + "'");
       }

@@ -62,7 +62,10 @@ private:
        << ", beta2 = " << formatReal(t.beta2) << ", weight_decay = " << formatReal(t.weightDecay)
        << ", eps = " << formatReal(t.eps) << ", grad_clip = " << formatReal(t.gradClip)
        << ", warmup_steps = " << t.warmupSteps << ", dtype = \"" << dtypeName(t.dtype)
-       << "\", master_dtype = \"" << dtypeName(t.masterDtype) << "\"}\n";
+       << "\", master_dtype = \"" << dtypeName(t.masterDtype) << "\"";
+    if (t.gradDtype) // unset: the master dtype (printed as given, for round trips)
+      os << ", grad_dtype = \"" << dtypeName(*t.gradDtype) << "\"";
+    os << "}\n";
   }
 
   void printState() {

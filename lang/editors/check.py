@@ -62,7 +62,7 @@ SHARD_WORDS = ["none", "column", "row", "vocab"]
 DTYPES = ["bf16", "f16", "f32", "i32", "u8"]
 DIMENSIONS = ["b", "s"]
 TRAIN_KEYS = ["global_batch", "seq_len", "warmup_steps", "lr", "grad_clip", "dtype",
-              "master_dtype", "optimizer"]
+              "master_dtype", "grad_dtype", "optimizer"]
 OPTIMIZER_SETTINGS = ["lr", "betas", "weight_decay", "wd", "eps"]
 OPTIMIZERS = ["adamw", "sgd"]
 
@@ -199,7 +199,7 @@ def check_word_lists(rep):
     for lst in re.findall(r'word\("shard",\s*"\w+",\s*"([\w,]+)"\)', builtins):
         words.update(lst.split(","))
     compare("shard words", SHARD_WORDS, words, "frontend/Builtins.cpp")
-    compare("element types", DTYPES, re.findall(r'case DType::\w+: return "(\w+)";', types),
+    compare("element types", DTYPES, re.findall(r'case DType::\w+:\s*return "(\w+)";', types),
             "ir/Types.cpp")
 
     m = re.search(r"bool IRGen::evalTrain\(\)(.*?)\n}\n", irgen, re.S)

@@ -356,6 +356,7 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   n.params = p.params.eval(b, tp);
   n.tiedParams = p.tiedParams.eval(b, tp);
   n.paramBytes = paramBytes;
+  n.gradBytes = gradBytes;
   n.stateBytes = stateBytes;
   n.mastersAreWeights = mastersAreWeights;
   opTimes(p.fwd, b, tp, c, fp32Training, n.fwdCompute, n.tpFwd);
@@ -383,6 +384,7 @@ std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngin
   mp.modelName = m.name;
   const double master = dtypeBytes(m.train.masterDtype);
   mp.paramBytes = dtypeBytes(m.train.dtype);
+  mp.gradBytes = dtypeBytes(m.train.gradientDtype());
   mp.fp32Training = m.train.dtype == DType::F32;
   mp.mastersAreWeights = m.train.dtype == m.train.masterDtype;
   mp.stateBytes = 2 * master + (m.train.dtype == m.train.masterDtype ? 0 : master);

@@ -56,11 +56,12 @@ struct RegionProfile {
 struct RegionNumbers {
   double params = 0;
   double tiedParams = 0; ///< see RegionProfile::tiedParams
-  /// Bytes per parameter of the weights and of their gradients (the
-  /// training dtype), and of the optimizer state: Adam m and v in the
-  /// master dtype, plus master weights unless they are the weights (fp32
-  /// training). bf16 with fp32 masters: 2 and 12; fp32: 4 and 8.
-  double paramBytes = 2, stateBytes = 12;
+  /// Bytes per parameter of the weights (the training dtype), of their
+  /// gradients (the gradient dtype: by default the master dtype), and of the
+  /// optimizer state: Adam m and v in the master dtype, plus master weights
+  /// unless they are the weights (fp32 training). bf16 with fp32 masters:
+  /// 2, 4 and 12; fp32: 4, 4 and 8.
+  double paramBytes = 2, gradBytes = 4, stateBytes = 12;
   /// The weights are the masters (training in the master dtype, fp32): no
   /// separate copy while they stay whole (see optimizerBytesPerParam).
   bool mastersAreWeights = false;
@@ -93,7 +94,8 @@ public:
   std::optional<std::string> violatedAssumption(int tp) const;
 
   std::string modelName;
-  double paramBytes = 2, stateBytes = 12; ///< from the train section's dtypes (RegionNumbers)
+  /// From the train section's dtypes (RegionNumbers).
+  double paramBytes = 2, gradBytes = 4, stateBytes = 12;
   /// `dtype = f32`: its GEMMs run as TF32, so the roofline prices them at
   /// the TF32 peak (DeviceProfile::matmulPeakTflops).
   bool fp32Training = false;

@@ -52,8 +52,6 @@ double InterferenceTable::overlap(const double load[numStreams]) const {
 
 namespace {
 
-constexpr double adamBytesPerParam = 28; // read master/m/v/grad, write master/m/v/weight
-
 double transferSeconds(double bytes, double gbs, double latencyUs) {
   return bytes > 0 && gbs > 0 ? bytes / (gbs * 1e9) + latencyUs * 1e-6 : 0;
 }
@@ -76,7 +74,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
   const OffloadRatios &o = k.offload;
   double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
          shardO = k.zero.optimizer ? k.dp : 1;
-  double W = L.paramBytes * L.params, Gr = L.paramBytes * L.params,
+  double W = L.paramBytes * L.params, Gr = L.gradBytes * L.params,
          O = optimizerBytesPerParam(k, L) * L.params;
   double saved = ckpt ? L.savedCkpt : L.savedFull;
   bool fwd = ph == Phase::FwdStable || ph == Phase::FwdFirst;
@@ -184,9 +182,10 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   double post = n.post.params + (k.first ? 0 : n.post.tiedParams);
   double P = k.layers * L.params + (k.first ? n.pre.params : 0) + (k.last ? post : 0);
   MemoryBreakdown m;
-  const double wb = L.paramBytes, sb = optimizerBytesPerParam(k, L); // per parameter
+  // per parameter: weights, gradients, optimizer state
+  const double wb = L.paramBytes, gb = L.gradBytes, sb = optimizerBytesPerParam(k, L);
   m.weights = wb * P / shardW * (1 - o.weights);
-  m.grads = wb * P / shardG * (1 - o.grads);
+  m.grads = gb * P / shardG * (1 - o.grads);
   m.optimizer = sb * P / shardO * (1 - o.optimizer);
   // Sharded or offloaded layers are gathered into a double buffer (the
   // layer in use and the one being prefetched); the offloaded part of the
@@ -195,13 +194,13 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   if (k.zero.weights || o.weights > 0)
     m.buffers += 2 * wb * L.params;
   if (k.zero.grads || o.grads > 0)
-    m.buffers += 2 * wb * L.params;
+    m.buffers += 2 * gb * L.params;
   if (o.optimizer > 0) {
     double largestGroup = std::max(
         {k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0, k.last ? post : 0.0});
     m.buffers += o.optimizer * sb * largestGroup / shardO;
   }
-  m.host = wb * P / shardW * o.weights + wb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
+  m.host = wb * P / shardW * o.weights + gb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
   return m;
 }
 
@@ -260,23 +259,30 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
     int nodes = std::max(1, ctx.dp / gpn);
     return collectiveSeconds(c, bytes, nodes, std::min(gpn, ctx.dp), factor);
   };
-  double layerBytes = n.layer.paramBytes * n.layer.params;
-  sc.gatherWeights = dpSeconds(layerBytes, 1);
-  sc.scatterGrads = dpSeconds(layerBytes, 1);
-  sc.reduceGrads = dpSeconds(layerBytes, 2);
+  const double layerWeights = n.layer.paramBytes * n.layer.params;
+  const double layerGrads = n.layer.gradBytes * n.layer.params;
+  sc.gatherWeights = dpSeconds(layerWeights, 1);
+  sc.scatterGrads = dpSeconds(layerGrads, 1);
+  sc.reduceGrads = dpSeconds(layerGrads, 2);
   // A weight tied across a pipeline's end stages (GPT's embedding) is not
   // reduced over dp with the rest: the ranks of both stages holding a part
   // sum it in one all-reduce over both stages' dp ranks: within the node on a
   // one-node cluster, else taken as spanning two nodes (the pipeline's ends).
   const bool pipelineEnd = ctx.first != ctx.last;
-  const double tiedBytes = pipelineEnd ? n.post.paramBytes * n.post.tiedParams : 0;
+  const double tiedBytes = pipelineEnd ? n.post.gradBytes * n.post.tiedParams : 0;
   const int tiedNodes = c.nodes > 1 ? 2 : 1;
   const double tiedSum =
       tiedBytes > 0 ? collectiveSeconds(c, tiedBytes, tiedNodes, 2 * ctx.dp / tiedNodes, 2) : 0;
-  sc.reducePre = dpSeconds(n.pre.paramBytes * n.pre.params - (ctx.first ? tiedBytes : 0), 2) +
+  sc.reducePre = dpSeconds(n.pre.gradBytes * n.pre.params - (ctx.first ? tiedBytes : 0), 2) +
                  (ctx.first ? tiedSum : 0);
-  sc.reducePost = dpSeconds(n.post.paramBytes * n.post.params, 2) + (ctx.last ? tiedSum : 0);
+  sc.reducePost = dpSeconds(n.post.gradBytes * n.post.params, 2) + (ctx.last ? tiedSum : 0);
   double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
+  // Adam reads and writes m, v and the masters, reads the gradient, and
+  // writes the weights when they are a separate copy (bf16: 30 bytes; fp32: 28).
+  const RegionNumbers &L = n.layer;
+  const double masters = L.stateBytes + (L.mastersAreWeights ? L.paramBytes : 0);
+  const double adamBytesPerParam =
+      2 * masters + L.gradBytes + (L.mastersAreWeights ? 0 : L.paramBytes);
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
   sc.h2dGBs = c.h2dGBs;
   sc.d2hGBs = c.d2hGBs;

@@ -47,7 +47,9 @@ StageNumbers handNumbers() {
   return n; // pre and post are empty
 }
 
-constexpr double adamSeconds = 1e6 * 28 / 1000e9; // one layer's optimizer step
+// One layer's optimizer step: Adam reads and writes m, v and the fp32
+// masters (24 bytes), reads the fp32 gradient (4) and writes the bf16 weight (2).
+constexpr double adamSeconds = 1e6 * 30 / 1000e9;
 
 TEST(Interference, NoFactorsMeansFullOverlap) {
   InterferenceTable it(handCluster());
@@ -115,13 +117,32 @@ TEST(StageTime, DataParallelGradientReductionFallsOnTheLastBackward) {
   k.meshGpusPerNode = 4;
   k.gradAccum = 2;
   StageEstimate e = estimateStage(k, handNumbers(), c, it);
-  // All-reduce of 2 MB of bf16 grads over 4 GPUs at 100 GB/s: 2*(3/4)*2e6/1e11.
-  double allReduce = 2 * 0.75 * 2e6 / 100e9;
+  // All-reduce of 4 MB of fp32 grads over 4 GPUs at 100 GB/s: 2*(3/4)*4e6/1e11.
+  double allReduce = 2 * 0.75 * 4e6 / 100e9;
   EXPECT_NEAR(e.bwdLast.busy[1], allReduce, 1e-15);
   EXPECT_NEAR(e.bwdStable.busy[1], 0, 1e-15);
   // The reduction overlaps the layer's backward compute, except for the
   // last layer reduced: nothing follows it, so it is exposed once.
   EXPECT_NEAR(e.d, adamSeconds + allReduce, 1e-12);
+}
+
+TEST(StageTime, TheGradientDtypeSetsTheDataParallelTraffic) {
+  // bf16 gradients (grad_dtype = bf16) halve the gradient collectives; the
+  // ZeRO-3 weight gathers move the bf16 weights either way.
+  Cluster c = handCluster();
+  StageNumbers fp32Grads = handNumbers(), bf16Grads = handNumbers();
+  bf16Grads.layer.gradBytes = 2;
+  StageKnobs k;
+  k.layers = 1;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  const StageConstants a = makeStageConstants(k, fp32Grads, c),
+                       b = makeStageConstants(k, bf16Grads, c);
+  EXPECT_DOUBLE_EQ(a.reduceGrads, 2 * 0.75 * 4e6 / 100e9);
+  EXPECT_DOUBLE_EQ(b.reduceGrads, a.reduceGrads / 2);
+  EXPECT_DOUBLE_EQ(b.scatterGrads, a.scatterGrads / 2);
+  EXPECT_DOUBLE_EQ(b.gatherWeights, a.gatherWeights);
+  EXPECT_DOUBLE_EQ(a.gatherWeights, 0.75 * 2e6 / 100e9);
 }
 
 TEST(Pipeline, OneStage) { EXPECT_DOUBLE_EQ(pipelineSeconds({2.0}, {0.5}, 8), 8 * 2.0 + 0.5); }
@@ -164,25 +185,25 @@ TEST(StageMemory, ZeroLevelsAndOffload) {
   };
   MemoryBreakdown none = mem({}, {});
   EXPECT_DOUBLE_EQ(none.weights, 2 * P);
-  EXPECT_DOUBLE_EQ(none.grads, 2 * P);
+  EXPECT_DOUBLE_EQ(none.grads, 4 * P); // fp32 gradients of bf16 weights
   EXPECT_DOUBLE_EQ(none.optimizer, 12 * P);
   EXPECT_DOUBLE_EQ(none.buffers, 0);
   MemoryBreakdown z1 = mem({false, false, true}, {});
   EXPECT_DOUBLE_EQ(z1.optimizer, 12 * P / 4);
   EXPECT_DOUBLE_EQ(z1.buffers, 0);
   MemoryBreakdown z2 = mem({false, true, true}, {});
-  EXPECT_DOUBLE_EQ(z2.grads, 2 * P / 4);
-  EXPECT_DOUBLE_EQ(z2.buffers, 2 * 2 * 1e6); // double-buffered full layer grads
+  EXPECT_DOUBLE_EQ(z2.grads, 4 * P / 4);
+  EXPECT_DOUBLE_EQ(z2.buffers, 2 * 4 * 1e6); // double-buffered full layer grads
   MemoryBreakdown z3 = mem({true, true, true}, {});
   EXPECT_DOUBLE_EQ(z3.weights, 2 * P / 4);
-  EXPECT_DOUBLE_EQ(z3.buffers, 2 * (2 * 2 * 1e6));
+  EXPECT_DOUBLE_EQ(z3.buffers, 2 * 2 * 1e6 + 2 * 4 * 1e6); // and weights
   MemoryBreakdown off = mem({false, false, true}, {0.5, 0.25, 0.75, 0});
   EXPECT_DOUBLE_EQ(off.weights, 2 * P * 0.5);
-  EXPECT_DOUBLE_EQ(off.grads, 2 * P * 0.75);
+  EXPECT_DOUBLE_EQ(off.grads, 4 * P * 0.75);
   EXPECT_DOUBLE_EQ(off.optimizer, 12 * P / 4 * 0.25);
   // Gathered weights and gradients, double-buffered, and the staging of one
   // layer's offloaded optimizer state (its host part only: 0.75 of it).
-  EXPECT_DOUBLE_EQ(off.buffers, 2 * 2e6 + 2 * 2e6 + 0.75 * 12 * 1e6 / 4);
+  EXPECT_DOUBLE_EQ(off.buffers, 2 * 2e6 + 2 * 4e6 + 0.75 * 12 * 1e6 / 4);
 }
 
 /// A GPT trained in bf16 and in fp32 (`gpt(...)` arguments, sequence
@@ -210,7 +231,7 @@ DtypePair profileBothDtypes(const std::string &gptArgs, int seqLen) {
 }
 
 TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
-  // bf16 weights and gradients with fp32 masters and moments: 2 + 2 + 12
+  // bf16 weights with fp32 gradients, masters and moments: 2 + 4 + 12
   // bytes; fp32 training keeps no separate masters: 4 + 4 + 8 bytes, and
   // activations twice as large.
   DtypePair d = profileBothDtypes("vocab = 256, hidden = 64, layers = 2, heads = 4", 64);
@@ -220,8 +241,10 @@ TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
   RegionNumbers a = mpBf16->evaluate(RegionKind::Layer, 2, 1, c),
                 b = mpFp32->evaluate(RegionKind::Layer, 2, 1, c);
   EXPECT_DOUBLE_EQ(a.paramBytes, 2);
+  EXPECT_DOUBLE_EQ(a.gradBytes, 4);
   EXPECT_DOUBLE_EQ(a.stateBytes, 12);
   EXPECT_DOUBLE_EQ(b.paramBytes, 4);
+  EXPECT_DOUBLE_EQ(b.gradBytes, 4);
   EXPECT_DOUBLE_EQ(b.stateBytes, 8);
   // Float activations double; the few integer ones (token ids) do not.
   EXPECT_GT(b.savedFull, 1.98 * a.savedFull);
@@ -237,7 +260,7 @@ TEST(StageMemory, TheTrainingDtypeSetsTheBytesPerParameter) {
                   mpFp32->evaluate(RegionKind::Post, 2, 1, c)};
   MemoryBreakdown mb = estimateStage(k, nb, c, it).mem, mf = estimateStage(k, nf, c, it).mem;
   EXPECT_DOUBLE_EQ(mf.weights, 2 * mb.weights);
-  EXPECT_DOUBLE_EQ(mf.grads, 2 * mb.grads);
+  EXPECT_DOUBLE_EQ(mf.grads, mb.grads);
   EXPECT_DOUBLE_EQ(mf.optimizer, mb.optimizer * 8 / 12);
 }
 
@@ -291,7 +314,7 @@ TEST(StageTime, APipelinesEndStagesSumTheTiedEmbeddingInTheirLastBackward) {
   EXPECT_DOUBLE_EQ(whole.reducePre, 0); // dp 1: nothing to reduce
   EXPECT_DOUBLE_EQ(whole.reducePost, 0);
   // hand() is one node: the sum runs over its two GPUs there.
-  const double tiedSum = collectiveSeconds(c, 2.0 * 4096 * 256, 1, 2, 2);
+  const double tiedSum = collectiveSeconds(c, 4.0 * 4096 * 256, 1, 2, 2); // fp32 gradients
   EXPECT_GT(tiedSum, 0);
   k.last = false;
   EXPECT_DOUBLE_EQ(makeStageConstants(k, n, c).reducePre, tiedSum);
@@ -365,7 +388,7 @@ TEST(StageMemory, ActivationsOfInFlightMicroBatches) {
   MemoryBreakdown m = estimateStage(k, n, c, it).mem;
   double perMicroBatch = 2 * 100e6 + 1 * 10e6;
   double before = 2 * 100e6; // the first two layers are not checkpointed
-  double states = 16 * 3e6;
+  double states = 18 * 3e6;  // 2 + 4 + 12 bytes per parameter
   EXPECT_DOUBLE_EQ(m.savedActivations, 3 * perMicroBatch + before);
   // The last layer is checkpointed: forward keeps its working set of 30 MB;
   // backward recomputes (120 MB + the 10 MB incoming gradient) vs 150 MB.
@@ -393,7 +416,7 @@ TEST(StageMemory, PinnedHostMemoryOfOffloads) {
   const double P = 3e6;
   double perMicroBatch = 2 * 100e6 + 1 * 10e6, before = 2 * 100e6;
   MemoryBreakdown m = estimateStage(k, n, c, it).mem;
-  double state = 2 * P * 0.5 + 2 * P * 0.25 + 12 * P / 4 * 0.75;
+  double state = 2 * P * 0.5 + 4 * P * 0.25 + 12 * P / 4 * 0.75;
   EXPECT_DOUBLE_EQ(m.hostPerInflight, 0.5 * perMicroBatch);
   EXPECT_DOUBLE_EQ(m.host, state + 0.5 * (3 * perMicroBatch + before));
   EXPECT_TRUE(estimateStage(k, n, c, it).fits); // no host limit given
