@@ -12,6 +12,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.llvm_tools_dir, config.environment.get("PATH", os.environ.get("PATH", ""))])
 config.substitutions.append(("%mistc", config.mistc))
 config.substitutions.append(("%mist-yaml-check", config.mist_yaml_check))
+config.substitutions.append(("%mist-profile-cpu", config.mist_profile_cpu))
 config.substitutions.append(("%examples", config.examples_dir))
 config.substitutions.append(("%stdlib", config.stdlib_dir))
 config.substitutions.append(("%clusters", config.clusters_dir))

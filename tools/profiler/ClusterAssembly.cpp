@@ -187,13 +187,13 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   src.add("tp_across_nodes", base ? 'B' : 'D', base ? basePath : "false");
 
   c.deviceName = m.deviceName;
-  src.add("device.name", 'M', "the name the driver reports");
+  src.add("device.name", 'M', m.deviceNameWhat);
   if (opts.memoryGiB) {
     c.memoryGiB = *opts.memoryGiB;
     src.add("device.memory_gib", 'F', "--memory-gib");
   } else {
     c.memoryGiB = round(m.memoryGiB, 4);
-    src.add("device.memory_gib", 'M', "total device memory the driver reports");
+    src.add("device.memory_gib", 'M', m.memoryWhat);
   }
   if (opts.usableFraction) {
     c.usableFraction = *opts.usableFraction;
@@ -202,15 +202,16 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
     src.add("device.usable_fraction", base ? 'B' : 'D', base ? basePath : "mistc's default 0.92");
   }
 
-  // Compute: the datasheet peak and the achieved rate of a large bf16 GEMM.
+  // Compute: the datasheet peak and the achieved rate of a large GEMM.
+  const std::string gemm = m.gemmKind + " GEMM", gemmRate = gemm + " rate";
   assignPeak({"peak_tflops", "matmul_efficiency", "--peak-tflops", "datasheet dense bf16",
-              "bf16 GEMM rate", "TFLOP/s", opts.peakTflops, m.gemmTflops,
-              "bf16 GEMM " + m.gemmShape + " (linearFwdBf16Cuda)", "0.75 (no GEMM measured)"},
+              gemmRate.c_str(), "TFLOP/s", opts.peakTflops, m.gemmTflops,
+              gemm + " " + m.gemmShape + " (" + m.gemmCall + ")", "0.75 (no GEMM measured)"},
              base.has_value(), basePath, c.peakTflops, c.matmulEfficiency, src, warn);
   // Memory: the datasheet bandwidth and a device-to-device copy.
   assignPeak({"mem_bandwidth_gbs", "mem_efficiency", "--peak-mem-gbs", "datasheet", "copy rate",
-              "GB/s (read + write)", opts.peakMemGBs, m.d2dGBs,
-              "device-to-device copy of " + m.d2dWhat, "0.8"},
+              "GB/s (read + write)", opts.peakMemGBs, m.d2dGBs, m.copyWhat + " of " + m.d2dWhat,
+              "0.8"},
              base.has_value(), basePath, c.memBandwidthGBs, c.memEfficiency, src, warn);
 
   // Measured ops: this run's, then the base's entries this run did not measure.
@@ -321,7 +322,7 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   c.d2hGBs = round(m.d2hGBs, 4);
   c.hostLatencyUs = round(m.hostLatencyUs, 3);
   src.add("host.h2d_gbs, d2h_gbs", 'M', m.hostWhat);
-  src.add("host.latency_us", 'M', "pinned copies of 8 bytes, both directions averaged");
+  src.add("host.latency_us", 'M', m.hostLatencyWhat);
   if (opts.hostMemoryGiB) {
     c.hostMemoryGiB = *opts.hostMemoryGiB;
     src.add("host.memory_gib", 'F', "--host-memory-gib");
@@ -348,11 +349,12 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   }
 
   std::vector<std::string> &h = out.comment;
-  h.push_back(c.name + ": measured by mist-profile (tools/profiler) on " + m.host + ", " + m.when);
+  h.push_back(c.name + ": measured by " + m.tool + " (tools/profiler) on " + m.host + ", " +
+              m.when);
   h.push_back("device: " + m.deviceName + "; " + std::to_string(m.ranks) + " MPI rank(s) on " +
               std::to_string(m.nodes) + " host(s); " + m.software);
   h.push_back("every time is the median of " + std::to_string(m.repeats) + " runs after " +
-              std::to_string(m.warmup) + " warm-up runs (CUDA events)");
+              std::to_string(m.warmup) + " warm-up runs (" + m.timer + ")");
   h.push_back("");
   h.push_back("Source of every figure: M = measured by this run; B = copied from the base file;");
   h.push_back("F = given as a flag; D = mist-profile's or mistc's default. See docs/cluster.md,");

@@ -20,25 +20,33 @@ struct NotTimedOp {
 
 struct Measurements {
   // How and where.
-  std::string when;     ///< UTC, ISO 8601
-  std::string host;     ///< hostname of rank 0
-  std::string software; ///< e.g. "CUDA runtime 13.0, driver 13.0"
-  int ranks = 1;        ///< MPI ranks (one GPU each)
-  int nodes = 1;        ///< distinct hosts among them
-  int ranksPerNode = 1; ///< 0 when nodes hold different numbers of ranks
+  std::string tool = "mist-profile"; ///< which profiler measured (mist-profile-cpu on a CPU)
+  std::string timer = "CUDA events"; ///< what timed each run
+  std::string when;                  ///< UTC, ISO 8601
+  std::string host;                  ///< hostname of rank 0
+  std::string software;              ///< e.g. "CUDA runtime 13.0, driver 13.0"
+  int ranks = 1;                     ///< MPI ranks (one GPU each)
+  int nodes = 1;                     ///< distinct hosts among them
+  int ranksPerNode = 1;              ///< 0 when nodes hold different numbers of ranks
   int repeats = 0, warmup = 0;
 
   // The device (rank 0's).
   std::string deviceName;
+  std::string deviceNameWhat = "the name the driver reports";
   double memoryGiB = 0;
-  double gemmTflops = 0; ///< the large bf16 GEMM's achieved rate
-  std::string gemmShape; ///< e.g. "8192x8192x8192"
-  double d2dGBs = 0;     ///< device-to-device copy, read + write bytes per second / 1e9
-  std::string d2dWhat;   ///< e.g. "1 GiB"
+  std::string memoryWhat = "total device memory the driver reports";
+  double gemmTflops = 0;                      ///< the large GEMM's achieved rate
+  std::string gemmShape;                      ///< e.g. "8192x8192x8192"
+  std::string gemmKind = "bf16";              ///< its element type
+  std::string gemmCall = "linearFwdBf16Cuda"; ///< what ran it
+  double d2dGBs = 0;   ///< device-to-device copy, read + write bytes per second / 1e9
+  std::string d2dWhat; ///< e.g. "1 GiB"
 
   // Pinned host memory, per GPU while every rank copies at once (the slowest).
   double h2dGBs = 0, d2hGBs = 0, hostLatencyUs = 0;
   std::string hostWhat;
+  std::string hostLatencyWhat = "pinned copies of 8 bytes, both directions averaged";
+  std::string copyWhat = "device-to-device copy"; ///< what d2dGBs copied within
 
   // Measured op times; the entries of the shapes file that were not timed.
   std::vector<MeasuredOpFigure> ops;

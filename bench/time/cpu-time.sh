@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The time model against the trainer, on one CPU rank: the method of the H100
+# prediction-accuracy check (bench/h100/), run where there is no GPU.
+#  1. mistc lists the ops and shapes every plan below looks up
+#     (--emit=profile-shapes); mist-profile-cpu times them with the trainer's
+#     CPU ops on this machine's CPU and writes a cluster file whose "GPU" is
+#     one core (tools/profiler/MistProfileCpu.cpp).
+#  2. For each plan, mistc predicts the iteration time on that cluster
+#     (--emit=report) and the generated trainer runs it on one CPU rank; the
+#     measured time is the median over steps 2-N of the step time the
+#     trainer logs (tokens per step / its tokens/s).
+# Models: a 4-layer GPT and a 4-layer Llama (GQA, RoPE, SwiGLU), hidden 128,
+# sequence 128, fp32 (the trainer's precision). Plans differ in micro-batch,
+# G, checkpointed layers and offloading. Run it on an idle machine: it is a
+# timing (about 6 minutes on one core).
+#   cpu-time.sh MISTC BUILD [OUT.json]
+# Prints a table; writes OUT.json (default bench/results/time-cpu.json) and
+# the measured clusters beside it (time-cpu-cluster-{gpt,llama}.yaml).
+set -euo pipefail
+[[ $# -ge 2 ]] || { echo "usage: cpu-time.sh MISTC BUILD [OUT.json]" >&2; exit 2; }
+mistc=$1 build=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+out=${3:-$root/bench/results/time-cpu.json}
+profile=$build/bin/mist-profile-cpu
+steps=${STEPS:-4}
+[[ -x $profile ]] || { echo "cpu-time.sh: $profile is not built" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+cat > "$work/bench-gpt.mist" <<'MODEL'
+import "gpt"
+model bench_gpt = gpt(vocab = 512, hidden = 128, layers = 4, heads = 4)
+train {
+  global_batch = 8
+  seq_len = 128
+  dtype = f32
+  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)
+}
+MODEL
+cat > "$work/bench-llama.mist" <<'MODEL'
+import "llama"
+model bench_llama = llama(vocab = 512, hidden = 128, layers = 4, heads = 4, kv_heads = 2, ffn = 352)
+train {
+  global_batch = 8
+  seq_len = 128
+  dtype = f32
+  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)
+}
+MODEL
+
+# name model G b ckpt-layers offload-optimizer offload-activations
+plans=(
+  "gpt-b4 bench-gpt 2 4 0 0 0"
+  "gpt-b2-g4 bench-gpt 4 2 0 0 0"
+  "gpt-b8-g1 bench-gpt 1 8 0 0 0"
+  "gpt-b4-ck2 bench-gpt 2 4 2 0 0"
+  "gpt-b4-ck4 bench-gpt 2 4 4 0 0"
+  "gpt-b4-oo50 bench-gpt 2 4 0 0.5 0"
+  "gpt-b4-oa50 bench-gpt 2 4 0 0 0.5"
+  "llama-b4 bench-llama 2 4 0 0 0"
+  "llama-b2-ck2 bench-llama 4 2 2 0 0"
+)
+
+# 1. The shapes of every plan, merged per model (a linear_grad with and one
+# without bias share a table key, so each model gets its own cluster file),
+# and their times on this CPU.
+for p in "${plans[@]}"; do
+  read -r name model g b ck oo oa <<<"$p"
+  "$root/scripts/single-gpu-plan.sh" 4 "$g" "$b" "$ck" "$oo" "$oa" > "$work/$name.yaml"
+  "$mistc" "$work/$model.mist" --cluster a100-40g --plan "$work/$name.yaml" \
+    --emit=profile-shapes -o "$work/$name.$model.tsv"
+done
+for model in bench-gpt bench-llama; do
+  {
+    echo "# mist-profile-shapes 1"
+    echo "# bench/time/cpu-time.sh: the shapes of the $model plans, merged"
+    cat "$work"/*."$model".tsv | grep -v '^#' | LC_ALL=C sort -u
+  } > "$work/$model.shapes"
+  "$profile" --shapes "$work/$model.shapes" --out "$work/$model.yaml" --name "cpu-core-$model" \
+    --repeats "${REPEATS:-5}" --warmup 1 --memory-gib 16 2> "$work/$model.profile.log" ||
+    { cat "$work/$model.profile.log" >&2; exit 1; }
+  grep -E "memory copy|GEMM|wrote" "$work/$model.profile.log" | sed "s/^/  $model: /" >&2
+done
+
+# 2. Prediction and measurement, plan by plan.
+printf '%-14s %12s %12s %8s\n' plan "predicted s" "measured s" error
+echo "[" > "$out"
+sep=""
+for p in "${plans[@]}"; do
+  read -r name model g b ck oo oa <<<"$p"
+  predicted=$("$mistc" "$work/$model.mist" --cluster "$work/$model.yaml" --plan "$work/$name.yaml" \
+    --emit=report | sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p')
+  "$mistc" "$work/$model.mist" --cluster "$work/$model.yaml" --plan "$work/$name.yaml" \
+    --emit=trainer -o "$work/$name.cu" 2>/dev/null
+  "$root/scripts/compile-trainer.sh" cpu "$work/$name.cu" "$build" "$work/$name" > /dev/null
+  tokens_per_step=$((g * b * 128))
+  mapfile -t rates < <(mpirun -np 1 "$work/$name" --steps "$steps" --log-every 1 --synthetic |
+    sed -n 's/^step *\([0-9]*\) .* \([0-9.]*\) tokens\/s .*/\1 \2/p')
+  measured=$(printf '%s\n' "${rates[@]}" | python3 -c "
+import statistics, sys
+rates = [float(l.split()[1]) for l in sys.stdin if l.strip() and int(l.split()[0]) >= 2]
+print(f'{$tokens_per_step / statistics.median(rates):.4f}' if rates else '')")
+  if [[ -z $predicted || -z $measured ]]; then
+    echo "$name: no prediction ('$predicted') or no measurement ('$measured')" >&2
+    exit 1
+  fi
+  error=$(python3 -c "print(f'{($predicted - $measured) / $measured:+.1%}')")
+  printf '%-14s %12s %12s %8s\n' "$name" "$predicted" "$measured" "$error"
+  printf '%s  {"plan": "%s", "model": "%s", "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "predicted_iteration_s": %s, "measured_iteration_s": %s, "steps": %s}' \
+    "$sep" "$name" "$model" "$g" "$b" "$ck" "$oo" "$oa" "$predicted" "$measured" "$steps" >> "$out"
+  sep=$',\n'
+done
+printf '\n]\n' >> "$out"
+cp "$work/bench-gpt.yaml" "${out%.json}-cluster-gpt.yaml"
+cp "$work/bench-llama.yaml" "${out%.json}-cluster-llama.yaml"
+echo "written $out and the measured clusters beside it"

@@ -1,0 +1,333 @@
+//===- CpuOpTimer.cpp - Time one IR op at one shape with the CPU ops -------===//
+#include "tools/profiler/CpuOpTimer.h"
+
+#include "runtime/ops/Ops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace mist::profiler {
+
+namespace ops = mist::rt::ops;
+using ops::Index;
+
+double medianHostSeconds(int warmup, int repeats, const std::function<void()> &run) {
+  for (int i = 0; i < warmup; ++i)
+    run();
+  std::vector<double> times;
+  for (int i = 0; i < std::max(1, repeats); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    run();
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  return n % 2 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+}
+
+namespace {
+
+struct NotTimed {
+  std::string why;
+};
+
+void need(bool ok, const std::string &what) {
+  if (!ok)
+    throw NotTimed{what};
+}
+
+int64_t elements(const std::vector<int64_t> &dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<int64_t>());
+}
+
+/// The host buffers of one measurement, filled with random values and freed
+/// together.
+class HostArena {
+public:
+  float *floats(int64_t n) {
+    need(n > 0 && n < (int64_t(1) << 32), "a buffer of " + std::to_string(n) + " floats");
+    auto &b = f32.emplace_back(std::make_unique<float[]>(static_cast<size_t>(n)));
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int64_t i = 0; i < n; ++i)
+      b[i] = u(rng);
+    return b.get();
+  }
+  int32_t *ints(int64_t n, int64_t bound) {
+    need(n > 0 && bound > 0, "an id buffer needs ids and a bound");
+    auto &b = i32.emplace_back(std::make_unique<int32_t[]>(static_cast<size_t>(n)));
+    std::uniform_int_distribution<int64_t> u(0, bound - 1);
+    for (int64_t i = 0; i < n; ++i)
+      b[i] = static_cast<int32_t>(u(rng));
+    return b.get();
+  }
+
+private:
+  std::mt19937 rng{1};
+  std::vector<std::unique_ptr<float[]>> f32;
+  std::vector<std::unique_ptr<int32_t[]>> i32;
+};
+
+/// Sets up one op and returns the call to time.
+class CpuSetup {
+public:
+  CpuSetup(const ShapeEntry &e, HostArena &mem) : e(e), ops(e.operands), mem(mem) {}
+
+  std::function<void()> call() {
+    const std::string &op = e.op;
+    if (op == "linear" || op == "lm_head")
+      return gemm(op == "lm_head");
+    if (op == "linear_grad" || op == "lm_head_grad")
+      return gemmGrad(op == "lm_head_grad");
+    if (op == "attention" || op == "attention_grad")
+      return attention(op == "attention_grad");
+    if (op == "layernorm" || op == "layernorm_grad")
+      return layerNorm(op == "layernorm_grad");
+    if (op == "rmsnorm" || op == "rmsnorm_grad")
+      return rmsNorm(op == "rmsnorm_grad");
+    if (op == "rope" || op == "rope_grad")
+      return rope(op == "rope_grad");
+    if (op == "gelu" || op == "silu" || op == "mul" || op == "add" || op == "grad_add" ||
+        op == "gelu_grad" || op == "silu_grad" || op == "mul_grad")
+      return elementwise(op);
+    if (op == "embedding" || op == "embedding_grad")
+      return embedding(op == "embedding_grad");
+    if (op == "position_embedding")
+      throw NotTimed{"its shape key is the table alone, without the micro-batch"};
+    if (op == "position_embedding_grad")
+      return positionEmbeddingGrad();
+    if (op == "cross_entropy" || op == "cross_entropy_grad")
+      return crossEntropy(op == "cross_entropy_grad");
+    throw NotTimed{"no CPU call for this op"};
+  }
+
+private:
+  void operands(size_t lo, size_t hi) const {
+    need(ops.size() >= lo && ops.size() <= hi,
+         "expected " + std::to_string(lo) + (lo == hi ? "" : " to " + std::to_string(hi)) +
+             " operands, found " + std::to_string(ops.size()));
+  }
+  int64_t last(size_t i) const {
+    need(i < ops.size() && !ops[i].empty() && ops[i].back() > 0,
+         "operand " + std::to_string(i) + " has no last dimension");
+    return ops[i].back();
+  }
+  int64_t rowsOf(size_t i) const { return elements(ops[i]) / last(i); }
+
+  std::function<void()> gemm(bool lmHead) {
+    operands(2, lmHead ? 2 : 3);
+    need(ops[1].size() == 2, "the weight must have rank 2");
+    const int64_t in = last(0), rows = rowsOf(0);
+    // linear's weight is [in, out]; lm_head's table [vocab, channels].
+    const int64_t outF = lmHead ? ops[1][0] : ops[1][1];
+    need((lmHead ? ops[1][1] : ops[1][0]) == in, "the weight does not match the input");
+    float *y = mem.floats(rows * outF), *x = mem.floats(rows * in), *w = mem.floats(in * outF);
+    if (lmHead)
+      return [=] { ops::lmHead(y, x, w, rows, in, outF); };
+    float *bias = ops.size() == 3 ? mem.floats(outF) : nullptr;
+    return [=] { ops::linear(y, x, w, bias, rows, in, outF); };
+  }
+
+  std::function<void()> gemmGrad(bool lmHead) {
+    operands(3, 3);
+    need(ops[2].size() == 2, "the weight must have rank 2");
+    const int64_t in = last(1), rows = rowsOf(1), outF = last(0);
+    need(rowsOf(0) == rows, "dy and x differ in rows");
+    float *dy = mem.floats(rows * outF), *x = mem.floats(rows * in), *w = mem.floats(in * outF),
+          *dx = mem.floats(rows * in), *dw = mem.floats(in * outF);
+    if (lmHead)
+      return [=] { ops::lmHeadGrad(dx, dw, dy, x, w, rows, in, outF); };
+    float *db = e.word("bias", "true") == "true" ? mem.floats(outF) : nullptr;
+    return [=] { ops::linearGrad(dx, dw, db, dy, x, w, rows, in, outF); };
+  }
+
+  std::function<void()> attention(bool grad) {
+    const bool fused = ops.size() == (grad ? 4u : 1u);
+    need(fused || ops.size() == (grad ? 6u : 3u), "unexpected operand count for attention");
+    need(e.number("dropout", 0) == 0, "attention dropout: the CPU op has none");
+    const size_t q = grad ? 1 : 0;
+    need(ops[q].size() == 3, "q must be [batch, seq, width]");
+    ops::AttentionShape s{ops[q][0],
+                          ops[q][1],
+                          static_cast<Index>(e.number("heads", 0)),
+                          static_cast<Index>(e.number("kv_heads", 0)),
+                          static_cast<Index>(e.number("head_dim", 0)),
+                          e.word("causal", "true") == "true"};
+    need(s.heads > 0 && s.kvHeads > 0 && s.headDim > 0,
+         "needs the heads, kv_heads and head_dim attributes");
+    const int64_t W = ops[q][2], tokens = s.batch * s.seq, qWidth = s.heads * s.headDim,
+                  kvWidth = s.kvHeads * s.headDim;
+    need(fused ? W == qWidth + 2 * kvWidth : W == qWidth,
+         "the operand widths do not match the heads");
+    const int64_t qStride = fused ? W : qWidth, kvStride = fused ? W : kvWidth;
+    // q, k and v: one fused buffer at offsets 0, H*D, (H+KV)*D, or three.
+    auto qkv = [&](float *&qp, float *&kp, float *&vp) {
+      if (fused) {
+        qp = mem.floats(tokens * W);
+        kp = qp + qWidth;
+        vp = kp + kvWidth;
+      } else {
+        qp = mem.floats(tokens * qWidth);
+        kp = mem.floats(tokens * kvWidth);
+        vp = mem.floats(tokens * kvWidth);
+      }
+    };
+    float *qp, *kp, *vp;
+    qkv(qp, kp, vp);
+    float *out = mem.floats(tokens * qWidth), *lse = mem.floats(s.batch * s.heads * s.seq);
+    if (!grad)
+      return [=] { ops::attention(out, lse, qp, kp, vp, qStride, kvStride, s); };
+    ops::attention(out, lse, qp, kp, vp, qStride, kvStride, s); // out and lse for the backward
+    float *dout = mem.floats(tokens * qWidth), *dq, *dk, *dv;
+    qkv(dq, dk, dv);
+    return
+        [=] { ops::attentionGrad(dq, dk, dv, dout, qp, kp, vp, out, lse, qStride, kvStride, s); };
+  }
+
+  std::function<void()> layerNorm(bool grad) {
+    operands(grad ? 4 : 2, grad ? 5 : 3);
+    const size_t xi = grad ? 1 : 0;
+    const bool hasBias = ops.size() == (grad ? 5u : 3u);
+    const int64_t rows = rowsOf(xi), C = last(xi);
+    const float eps = static_cast<float>(e.number("eps", 1e-5));
+    float *x = mem.floats(rows * C), *w = mem.floats(C), *b = hasBias ? mem.floats(C) : nullptr,
+          *y = mem.floats(rows * C), *stats = mem.floats(2 * rows);
+    if (!grad)
+      return [=] { ops::layerNorm(y, stats, x, w, b, rows, C, eps); };
+    ops::layerNorm(y, stats, x, w, b, rows, C, eps); // the statistics
+    float *dy = mem.floats(rows * C), *dx = mem.floats(rows * C), *dw = mem.floats(C),
+          *db = hasBias ? mem.floats(C) : nullptr;
+    return [=] { ops::layerNormGrad(dx, dw, db, dy, x, w, stats, rows, C); };
+  }
+
+  std::function<void()> rmsNorm(bool grad) {
+    operands(grad ? 4 : 2, grad ? 4 : 2);
+    const size_t xi = grad ? 1 : 0;
+    const int64_t rows = rowsOf(xi), C = last(xi);
+    const float eps = static_cast<float>(e.number("eps", 1e-5));
+    float *x = mem.floats(rows * C), *w = mem.floats(C), *y = mem.floats(rows * C),
+          *stats = mem.floats(rows);
+    if (!grad)
+      return [=] { ops::rmsNorm(y, stats, x, w, rows, C, eps); };
+    ops::rmsNorm(y, stats, x, w, rows, C, eps); // rstd
+    float *dy = mem.floats(rows * C), *dx = mem.floats(rows * C), *dw = mem.floats(C);
+    return [=] { ops::rmsNormGrad(dx, dw, dy, x, w, stats, rows, C); };
+  }
+
+  std::function<void()> rope(bool grad) {
+    operands(1, 1);
+    need(ops[0].size() >= 3, "rope's input must be [batch, seq, ...]");
+    const int64_t D = static_cast<int64_t>(e.number("head_dim", 0));
+    const int64_t B = ops[0][0], T = ops[0][1], width = elements(ops[0]) / (B * T);
+    need(D > 0 && D % 2 == 0 && width % D == 0, "needs an even head_dim dividing the width");
+    const float theta = static_cast<float>(e.number("theta", 10000));
+    float *x = mem.floats(elements(ops[0])), *y = mem.floats(elements(ops[0]));
+    if (grad)
+      return [=] { ops::ropeGrad(y, x, B, T, width / D, D, theta); };
+    return [=] { ops::rope(y, x, B, T, width / D, D, theta); };
+  }
+
+  std::function<void()> elementwise(const std::string &op) {
+    const bool grad = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
+    const bool binary = op == "mul" || op == "add" || op == "grad_add" || op == "mul_grad";
+    const size_t want = (binary ? 2 : 1) + (grad ? 1 : 0);
+    operands(want, want);
+    const int64_t n = elements(ops[0]);
+    for (const auto &o : ops)
+      need(elements(o) == n, "the operands differ in size");
+    float *a = mem.floats(n), *b = binary ? mem.floats(n) : nullptr, *out = mem.floats(n);
+    if (op == "gelu")
+      return [=] { ops::gelu(out, a, n); };
+    if (op == "silu")
+      return [=] { ops::silu(out, a, n); };
+    if (op == "mul")
+      return [=] { ops::mul(out, a, b, n); };
+    if (op == "add" || op == "grad_add")
+      return [=] { ops::add(out, a, b, n); };
+    float *dout = mem.floats(n);
+    if (op == "gelu_grad")
+      return [=] { ops::geluGrad(out, dout, a, n); };
+    if (op == "silu_grad")
+      return [=] { ops::siluGrad(out, dout, a, n); };
+    float *db = mem.floats(n); // mul_grad
+    return [=] { ops::mulGrad(out, db, dout, a, b, n); };
+  }
+
+  std::function<void()> embedding(bool grad) {
+    operands(2, 2);
+    if (!grad) { // ids [b, s], table [V, C]
+      need(ops[1].size() == 2, "the table must have rank 2");
+      const int64_t tokens = elements(ops[0]), V = ops[1][0], C = ops[1][1];
+      int32_t *ids = mem.ints(tokens, V);
+      float *table = mem.floats(V * C), *out = mem.floats(tokens * C);
+      return [=] { ops::embedding(out, ids, table, tokens, C, V, 0); };
+    }
+    // dy [b, s, C], ids [b, s]; the `rows` attribute is the vocabulary slice.
+    const int64_t V = static_cast<int64_t>(e.number("rows", 0));
+    need(V > 0, "needs the rows attribute (the vocabulary)");
+    const int64_t tokens = elements(ops[1]), C = last(0);
+    need(elements(ops[0]) == tokens * C, "dy does not match the ids");
+    int32_t *ids = mem.ints(tokens, V);
+    float *dy = mem.floats(tokens * C), *dtable = mem.floats(V * C);
+    return [=] { ops::embeddingGrad(dtable, dy, ids, tokens, C, V, 0); };
+  }
+
+  std::function<void()> positionEmbeddingGrad() {
+    operands(1, 1);
+    need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
+    const int64_t B = ops[0][0], T = ops[0][1], C = ops[0][2];
+    float *dy = mem.floats(B * T * C), *dtable = mem.floats(T * C);
+    return [=] { ops::positionEmbeddingGrad(dtable, dy, B, T, C); };
+  }
+
+  std::function<void()> crossEntropy(bool grad) {
+    operands(grad ? 4 : 2, grad ? 4 : 2);
+    const size_t li = grad ? 1 : 0;
+    const int64_t V = last(li), rows = rowsOf(li);
+    float *logits = mem.floats(rows * V), *rowMax = mem.floats(rows), *sumExp = mem.floats(rows),
+          *target = mem.floats(rows), *stats = mem.floats(2 * rows), *loss = mem.floats(1);
+    int32_t *targets = mem.ints(rows, V);
+    // The trainer's phases at tp = 1 (TpContext::crossEntropy).
+    auto forward = [=] {
+      ops::crossEntropyRowMax(rowMax, logits, rows, V);
+      ops::crossEntropyRowSums(sumExp, target, logits, targets, rowMax, rows, V, 0);
+      ops::crossEntropyFinish(loss, stats, rowMax, sumExp, target, rows);
+    };
+    if (!grad)
+      return forward;
+    forward(); // the statistics for the backward
+    float *dlogits = mem.floats(rows * V), *dloss = mem.floats(1);
+    *dloss = 1;
+    return [=] { ops::crossEntropyGrad(dlogits, dloss, logits, targets, stats, rows, V, 0); };
+  }
+
+  const ShapeEntry &e;
+  const std::vector<std::vector<int64_t>> &ops;
+  HostArena &mem;
+};
+
+} // namespace
+
+CpuOpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats) {
+  CpuOpTime t;
+  try {
+    HostArena mem;
+    CpuSetup setup(e, mem);
+    std::function<void()> run = setup.call();
+    t.seconds = medianHostSeconds(warmup, repeats, run);
+    t.timed = t.seconds > 0;
+    if (!t.timed)
+      t.why = "measured no time";
+  } catch (const NotTimed &n) {
+    t.why = n.why;
+  } catch (const std::bad_alloc &) {
+    t.why = "out of host memory";
+  }
+  return t;
+}
+
+} // namespace mist::profiler

@@ -1,0 +1,198 @@
+//===- MistProfileCpu.cpp - A cluster file for one CPU rank ----------------===//
+/// \file
+/// mist-profile-cpu: what mist-profile measures on a GPU, measured on this
+/// machine's CPU as the trainer's CPU ranks use it: the shapes file's ops
+/// with the CPU ops (CpuOpTimer), an fp32 GEMM's rate, the memory copy rate,
+/// and the same copy rate for the "host" links (on a CPU rank offloading is
+/// a copy within host memory). It writes a one-GPU-per-node cluster file
+/// whose "GPU" is one CPU core, so that mistc predicts the CPU trainer; the
+/// time model is checked against it in bench/time/. Flags are mist-profile's
+/// (tools/profiler/ProfilerOptions.h); --linear-grad and the interference
+/// flags do not apply (one stream: nothing runs concurrently).
+//===----------------------------------------------------------------------===//
+#include "runtime/ops/Ops.h"
+#include "tools/profiler/ClusterAssembly.h"
+#include "tools/profiler/ClusterYamlReader.h"
+#include "tools/profiler/ClusterYamlWriter.h"
+#include "tools/profiler/CpuOpTimer.h"
+#include "tools/profiler/ProfilerOptions.h"
+#include "tools/profiler/ShapesFile.h"
+
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using namespace mist::profiler;
+
+namespace {
+
+std::string utcNow() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string hostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+/// The CPU's model name from /proc/cpuinfo, else "CPU".
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos && colon + 2 <= line.size())
+        return line.substr(colon + 2);
+    }
+  return "CPU";
+}
+
+/// Read + write bytes per second / 1e9 of copying `bytes` within host memory.
+double copyGBs(size_t bytes, int warmup, int repeats) {
+  std::vector<char> a(bytes, 1), b(bytes, 0);
+  double t = medianHostSeconds(warmup, repeats, [&] { std::memcpy(b.data(), a.data(), bytes); });
+  return 2.0 * static_cast<double>(bytes) / t / 1e9;
+}
+
+void timeOps(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes, Measurements &m) {
+  m.opsListed = static_cast<int>(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const ShapeEntry &e = shapes[i];
+    CpuOpTime t;
+    if (opts.skipOps.count(e.op))
+      t.why = "--skip-ops";
+    else
+      t = timeOpOnCpu(e, opts.warmup, opts.repeats);
+    if (t.timed) {
+      char rounded[32];
+      std::snprintf(rounded, sizeof rounded, "%.4g", t.seconds);
+      m.ops.push_back({e.op, e.shape, std::stod(rounded)});
+      std::fprintf(stderr, "mist-profile-cpu: [%zu/%zu] %s %s: %.4g us\n", i + 1, shapes.size(),
+                   e.op.c_str(), e.shape.c_str(), t.seconds * 1e6);
+    } else {
+      m.notTimed.push_back({e.op, e.shape, t.why});
+      std::fprintf(stderr, "mist-profile-cpu: [%zu/%zu] %s %s: not timed (%s)\n", i + 1,
+                   shapes.size(), e.op.c_str(), e.shape.c_str(), t.why.c_str());
+    }
+  }
+  m.opsHow = "the CPU ops of runtime/ops (the trainer's CPU ranks) on random host data, fp32, "
+             "one thread";
+}
+
+void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes,
+                Measurements &m) {
+  m.deviceName = cpuName() + " (one core)";
+  m.deviceNameWhat = "the model name in /proc/cpuinfo";
+  m.memoryWhat = "the host's physical memory (sysconf)";
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  m.memoryGiB = pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) / (1ull << 30) : 0;
+  std::fprintf(stderr, "mist-profile-cpu: %s, %.2f GiB of host memory\n", m.deviceName.c_str(),
+               m.memoryGiB);
+  timeOps(opts, shapes, m);
+
+  const size_t bytes = size_t(256) << 20;
+  m.d2dGBs = copyGBs(bytes, opts.warmup, opts.repeats);
+  m.d2dWhat = "256 MiB";
+  m.copyWhat = "memcpy within host memory";
+  std::fprintf(stderr, "mist-profile-cpu: memory copy: %.2f GB/s (read + write)\n", m.d2dGBs);
+  {
+    const mist::rt::ops::Index n = 512;
+    std::vector<float> x(n * n, 0.5f), w(n * n, 0.25f), y(n * n);
+    double t = medianHostSeconds(opts.warmup, opts.repeats, [&] {
+      mist::rt::ops::linear(y.data(), x.data(), w.data(), nullptr, n, n, n);
+    });
+    m.gemmTflops = 2.0 * n * n * n / t / 1e12;
+    m.gemmShape = "512x512x512";
+    m.gemmKind = "fp32";
+    m.gemmCall = "ops::linear";
+    std::fprintf(stderr, "mist-profile-cpu: GEMM %s: %.4f TFLOP/s\n", m.gemmShape.c_str(),
+                 m.gemmTflops);
+  }
+  // Offloading on a CPU rank copies within host memory: one direction.
+  m.h2dGBs = m.d2hGBs = m.d2dGBs / 2;
+  m.hostLatencyUs = 0;
+  m.hostLatencyWhat = "0: a copy within host memory has no transfer to set up";
+  m.hostWhat = "the memcpy rate, one direction: offloading on a CPU rank copies within host memory";
+  m.interferenceHow = "one stream on a CPU rank: not measured";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ProfilerOptions opts;
+  bool help = false;
+  std::string error;
+  if (!parseProfilerOptions(argc, argv, opts, help, error)) {
+    std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
+    return 2;
+  }
+  if (help) {
+    std::puts("usage: mist-profile-cpu --out cluster.yaml [--shapes FILE] [--base FILE] "
+              "[--repeats N] [--warmup N] ...\n\n"
+              "mist-profile's measurements on one CPU core, as the trainer's CPU ranks run:\n"
+              "the shapes file's ops with the CPU ops, an fp32 GEMM, the memory copy rate.\n"
+              "The other flags are mist-profile's (below); --linear-grad and the interference\n"
+              "flags do not apply.\n");
+    std::fputs(profilerUsage(), stdout);
+    return 0;
+  }
+  std::optional<ClusterFigures> base;
+  if (!opts.basePath.empty()) {
+    ClusterFigures b;
+    if (!readClusterYamlFile(opts.basePath, b, error)) {
+      std::fprintf(stderr, "mist-profile-cpu: --base: %s\n", error.c_str());
+      return 2;
+    }
+    base = b;
+  }
+  std::vector<ShapeEntry> shapes;
+  if (!opts.shapesPath.empty() && !readShapesFile(opts.shapesPath, shapes, error)) {
+    std::fprintf(stderr, "mist-profile-cpu: --shapes: %s\n", error.c_str());
+    return 2;
+  }
+  Measurements m;
+  m.tool = "mist-profile-cpu";
+  m.timer = "the steady clock";
+  m.when = utcNow();
+  m.host = hostName();
+  m.software = "mist-profile-cpu, CPU ops over the reference kernels, one thread";
+  m.repeats = opts.repeats;
+  m.warmup = opts.warmup;
+  m.ncclSkipped = "a CPU rank has no NCCL";
+  if (!checkAssemblyInputs(base, opts, 1, 1, 1, /*ncclAvailable=*/false, error)) {
+    std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
+    return 2;
+  }
+  measureCpu(opts, shapes, m);
+
+  AssembledCluster out;
+  if (!assembleCluster(m, base, opts, out, error)) {
+    std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
+    return 1;
+  }
+  for (const std::string &w : out.warnings)
+    std::fprintf(stderr, "mist-profile-cpu: warning: %s\n", w.c_str());
+  std::ofstream file(opts.out);
+  writeClusterYaml(out.figures, out.comment, file);
+  file.close();
+  if (!file) {
+    std::fprintf(stderr, "mist-profile-cpu: cannot write '%s'\n", opts.out.c_str());
+    return 1;
+  }
+  std::fprintf(stderr, "mist-profile-cpu: wrote %s (%zu measured ops, %zu not timed)\n",
+               opts.out.c_str(), m.ops.size(), m.notTimed.size());
+  return 0;
+}
