@@ -9,10 +9,14 @@
 #     (--emit=report) and the generated trainer runs it on one CPU rank; the
 #     measured time is the median over steps 2-N of the step time the
 #     trainer logs (tokens per step / its tokens/s).
+#  Plans on two ranks (dp, tp, a two-stage pipeline) run on two cores under
+#  mpirun; their cluster adds MPI's collectives and p2p links, measured by
+#  mist-profile-cpu on two ranks (--base: the one-rank file, whose op times
+#  it keeps).
 # Models: a 4-layer GPT and a 4-layer Llama (GQA, RoPE, SwiGLU), hidden 128,
 # sequence 128, fp32 (the trainer's precision). Plans differ in micro-batch,
-# G, checkpointed layers and offloading. Run it on an idle machine: it is a
-# timing (about 6 minutes on one core).
+# G, checkpointed layers, offloading, dp, tp and pipeline stages. Run it on
+# an idle machine with two cores: it is a timing (about 8 minutes).
 #   cpu-time.sh MISTC BUILD [OUT.json]
 # Prints a table; writes OUT.json (default bench/results/time-cpu.json) and
 # the measured clusters beside it (time-cpu-cluster-{gpt,llama}.yaml).
@@ -49,25 +53,48 @@ train {
 }
 MODEL
 
-# name model G b ckpt-layers offload-optimizer offload-activations
+# name model G b ckpt-layers offload-optimizer offload-activations dp tp stages
 plans=(
-  "gpt-b4 bench-gpt 2 4 0 0 0"
-  "gpt-b2-g4 bench-gpt 4 2 0 0 0"
-  "gpt-b8-g1 bench-gpt 1 8 0 0 0"
-  "gpt-b4-ck2 bench-gpt 2 4 2 0 0"
-  "gpt-b4-ck4 bench-gpt 2 4 4 0 0"
-  "gpt-b4-oo50 bench-gpt 2 4 0 0.5 0"
-  "gpt-b4-oa50 bench-gpt 2 4 0 0 0.5"
-  "llama-b4 bench-llama 2 4 0 0 0"
-  "llama-b2-ck2 bench-llama 4 2 2 0 0"
+  "gpt-b4 bench-gpt 2 4 0 0 0 1 1 1"
+  "gpt-b2-g4 bench-gpt 4 2 0 0 0 1 1 1"
+  "gpt-b8-g1 bench-gpt 1 8 0 0 0 1 1 1"
+  "gpt-b4-ck2 bench-gpt 2 4 2 0 0 1 1 1"
+  "gpt-b4-ck4 bench-gpt 2 4 4 0 0 1 1 1"
+  "gpt-b4-oo50 bench-gpt 2 4 0 0.5 0 1 1 1"
+  "gpt-b4-oa50 bench-gpt 2 4 0 0 0.5 1 1 1"
+  "llama-b4 bench-llama 2 4 0 0 0 1 1 1"
+  "llama-b2-ck2 bench-llama 4 2 2 0 0 1 1 1"
+  "gpt-dp2 bench-gpt 2 4 0 0 0 2 1 1"
+  "gpt-tp2 bench-gpt 2 4 0 0 0 1 2 1"
+  "gpt-pp2-g4 bench-gpt 4 4 0 0 0 1 1 2"
+  "llama-pp2-g4 bench-llama 4 4 0 0 0 1 1 2"
 )
+
+# A plan of the 4 layers split evenly over `stages` stages of dp x tp ranks.
+plan_yaml() { # G b ckpt oo oa dp tp stages
+  local g=$1 b=$2 ck=$3 oo=$4 oa=$5 dp=$6 tp=$7 stages=$8 i per=$((4 / $8))
+  echo "mist_plan: 1"
+  echo "global_batch: $((dp * g * b))"
+  echo "grad_accum: $g"
+  echo "stages:"
+  for ((i = 0; i < stages; i++)); do
+    echo "  - layers: [$((i * per)), $((i * per + per - 1))]"
+    echo "    mesh: {nodes: 1, gpus_per_node: $((dp * tp))}"
+    echo "    micro_batch: $b"
+    echo "    dp: $dp"
+    echo "    tp: $tp"
+    echo "    zero: {weights: false, grads: false, optimizer: false}"
+    echo "    ckpt_layers: $ck"
+    echo "    offload: {weights: 0.0, grads: 0.0, optimizer: $oo, activations: $oa}"
+  done
+}
 
 # 1. The shapes of every plan, merged per model (a linear_grad with and one
 # without bias share a table key, so each model gets its own cluster file),
 # and their times on this CPU.
 for p in "${plans[@]}"; do
-  read -r name model g b ck oo oa <<<"$p"
-  "$root/scripts/single-gpu-plan.sh" 4 "$g" "$b" "$ck" "$oo" "$oa" > "$work/$name.yaml"
+  read -r name model g b ck oo oa dp tp stages <<<"$p"
+  plan_yaml "$g" "$b" "$ck" "$oo" "$oa" "$dp" "$tp" "$stages" > "$work/$name.yaml"
   "$mistc" "$work/$model.mist" --cluster a100-40g --plan "$work/$name.yaml" \
     --emit=profile-shapes -o "$work/$name.$model.tsv"
 done
@@ -81,6 +108,10 @@ for model in bench-gpt bench-llama; do
     --repeats "${REPEATS:-5}" --warmup 1 --memory-gib 16 2> "$work/$model.profile.log" ||
     { cat "$work/$model.profile.log" >&2; exit 1; }
   grep -E "memory copy|GEMM|wrote" "$work/$model.profile.log" | sed "s/^/  $model: /" >&2
+  mpirun -np 2 "$profile" --base "$work/$model.yaml" --gpus-per-node 2 --out "$work/$model.2.yaml" \
+    --name "cpu-cores-$model" --repeats "${REPEATS:-5}" --warmup 1 2> "$work/$model.links.log" ||
+    { cat "$work/$model.links.log" >&2; exit 1; }
+  grep -E "all-gather|wrote" "$work/$model.links.log" | sed "s/^/  $model: /" >&2
 done
 
 # 2. Prediction and measurement, plan by plan.
@@ -88,14 +119,15 @@ printf '%-14s %12s %12s %8s\n' plan "predicted s" "measured s" error
 echo "[" > "$out"
 sep=""
 for p in "${plans[@]}"; do
-  read -r name model g b ck oo oa <<<"$p"
-  predicted=$("$mistc" "$work/$model.mist" --cluster "$work/$model.yaml" --plan "$work/$name.yaml" \
+  read -r name model g b ck oo oa dp tp stages <<<"$p"
+  ranks=$((dp * tp * stages))
+  predicted=$("$mistc" "$work/$model.mist" --cluster "$work/$model.2.yaml" --plan "$work/$name.yaml" \
     --emit=report | sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p')
-  "$mistc" "$work/$model.mist" --cluster "$work/$model.yaml" --plan "$work/$name.yaml" \
+  "$mistc" "$work/$model.mist" --cluster "$work/$model.2.yaml" --plan "$work/$name.yaml" \
     --emit=trainer -o "$work/$name.cu" 2>/dev/null
   "$root/scripts/compile-trainer.sh" cpu "$work/$name.cu" "$build" "$work/$name" > /dev/null
-  tokens_per_step=$((g * b * 128))
-  mapfile -t rates < <(mpirun -np 1 "$work/$name" --steps "$steps" --log-every 1 --synthetic |
+  tokens_per_step=$((dp * g * b * 128))
+  mapfile -t rates < <(mpirun -np "$ranks" "$work/$name" --steps "$steps" --log-every 1 --synthetic |
     sed -n 's/^step *\([0-9]*\) .* \([0-9.]*\) tokens\/s .*/\1 \2/p')
   measured=$(printf '%s\n' "${rates[@]}" | python3 -c "
 import statistics, sys
@@ -107,11 +139,11 @@ print(f'{$tokens_per_step / statistics.median(rates):.4f}' if rates else '')")
   fi
   error=$(python3 -c "print(f'{($predicted - $measured) / $measured:+.1%}')")
   printf '%-14s %12s %12s %8s\n' "$name" "$predicted" "$measured" "$error"
-  printf '%s  {"plan": "%s", "model": "%s", "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "predicted_iteration_s": %s, "measured_iteration_s": %s, "steps": %s}' \
-    "$sep" "$name" "$model" "$g" "$b" "$ck" "$oo" "$oa" "$predicted" "$measured" "$steps" >> "$out"
+  printf '%s  {"plan": "%s", "model": "%s", "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "dp": %s, "tp": %s, "stages": %s, "ranks": %s, "predicted_iteration_s": %s, "measured_iteration_s": %s, "steps": %s}' \
+    "$sep" "$name" "$model" "$g" "$b" "$ck" "$oo" "$oa" "$dp" "$tp" "$stages" "$ranks" "$predicted" "$measured" "$steps" >> "$out"
   sep=$',\n'
 done
 printf '\n]\n' >> "$out"
-cp "$work/bench-gpt.yaml" "${out%.json}-cluster-gpt.yaml"
-cp "$work/bench-llama.yaml" "${out%.json}-cluster-llama.yaml"
+cp "$work/bench-gpt.2.yaml" "${out%.json}-cluster-gpt.yaml"
+cp "$work/bench-llama.2.yaml" "${out%.json}-cluster-llama.yaml"
 echo "written $out and the measured clusters beside it"

@@ -308,14 +308,13 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   };
   const bool p2pMeasured = m.p2pLatencyUs >= 0;
   link("p2p.intra_gbs", opts.p2pIntraGBs, "--p2p-intra-gbs", m.p2pIntraGBs,
-       m.p2pIntraGBs > 0 ? "NCCL send/recv of 256 MiB between two ranks of a node" : "",
+       m.p2pIntraGBs > 0 ? m.p2pHow + " between two ranks of a node" : "",
        base ? base->p2pIntraGBs : 0, 25, c.p2pIntraGBs);
   link("p2p.inter_gbs", opts.p2pInterGBs, "--p2p-inter-gbs", m.p2pInterGBs,
-       m.p2pInterGBs > 0 ? "NCCL send/recv of 256 MiB between two nodes" : "",
-       base ? base->p2pInterGBs : 0, 12.5, c.p2pInterGBs);
+       m.p2pInterGBs > 0 ? m.p2pHow + " between two nodes" : "", base ? base->p2pInterGBs : 0, 12.5,
+       c.p2pInterGBs);
   link("p2p.latency_us", opts.p2pLatencyUs, "--p2p-latency-us", m.p2pLatencyUs,
-       p2pMeasured ? "NCCL send/recv of 4 bytes" : "", base ? base->p2pLatencyUs : 0, 10,
-       c.p2pLatencyUs);
+       p2pMeasured ? m.p2pLatencyHow : "", base ? base->p2pLatencyUs : 0, 10, c.p2pLatencyUs);
 
   // Host copies: always measured.
   c.h2dGBs = round(m.h2dGBs, 4);

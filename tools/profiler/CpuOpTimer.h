@@ -3,7 +3,8 @@
 /// The CPU counterpart of OpTimer: maps an entry of a shapes file to the
 /// call the trainer makes for that op on a CPU rank (runtime/ops/Ops.h over
 /// the reference kernels of stdlib/kernels), on random host data of that
-/// shape, and times it with the steady clock (median of N after warm-up).
+/// shape, and times it with the steady clock (median of N after warm-up, in
+/// three fresh sets of buffers, the median of those).
 /// Its table makes the performance model predict the CPU trainer, which is
 /// how the time model is checked without a GPU (bench/time/).
 ///

@@ -7,15 +7,13 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "tools/profiler/Median.h"
+
 #include <cuda_runtime_api.h>
 #include <functional>
 #include <vector>
 
 namespace mist::profiler {
-
-/// The median of `v` (the mean of the middle two for an even count); 0
-/// when empty.
-double median(std::vector<double> v);
 
 /// The median seconds of `launch()` (which queues work on `stream`).
 double medianSeconds(cudaStream_t stream, int warmup, int repeats,

@@ -62,6 +62,7 @@ struct Measurements {
   std::string collectivesHow;
   double p2pIntraGBs = 0, p2pInterGBs = 0, p2pLatencyUs = -1; ///< latency -1: not measured
   std::string ncclSkipped; ///< why collectives were not measured, when they were not
+  std::string p2pHow = "NCCL send/recv of 256 MiB", p2pLatencyHow = "NCCL send/recv of 4 bytes";
 };
 
 } // namespace mist::profiler

@@ -292,7 +292,7 @@ int main(int argc, char **argv) {
 #ifdef MIST_PROFILE_NCCL
     // (e) collectives and p2p.
     if (world && world->size() > 1) {
-      NcclFigures n = measureNccl(*world, layout, opts.warmup, opts.repeats);
+      LinkFigures n = measureNccl(*world, layout, opts.warmup, opts.repeats);
       m.collectives = n.collectives;
       m.collectivesHow = n.how;
       m.p2pIntraGBs = n.p2pIntraGBs;

@@ -4,16 +4,21 @@
 /// machine's CPU as the trainer's CPU ranks use it: the shapes file's ops
 /// with the CPU ops (CpuOpTimer), an fp32 GEMM's rate, the memory copy rate,
 /// and the same copy rate for the "host" links (on a CPU rank offloading is
-/// a copy within host memory). It writes a one-GPU-per-node cluster file
-/// whose "GPU" is one CPU core, so that mistc predicts the CPU trainer; the
-/// time model is checked against it in bench/time/. Flags are mist-profile's
+/// a copy within host memory). Under mpirun with several ranks (one per
+/// core) rank 0 times the ops alone, then all ranks measure MPI's
+/// collectives and point-to-point links (CollectiveProbe), as the trainer's
+/// CPU ranks communicate. It writes a cluster file whose "GPUs" are CPU
+/// cores, so that mistc predicts the CPU trainer; the time model is checked
+/// against it in bench/time/. Flags are mist-profile's
 /// (tools/profiler/ProfilerOptions.h); --linear-grad and the interference
 /// flags do not apply (one stream: nothing runs concurrently).
 //===----------------------------------------------------------------------===//
+#include "runtime/comm/MpiCommunicator.h"
 #include "runtime/ops/Ops.h"
 #include "tools/profiler/ClusterAssembly.h"
 #include "tools/profiler/ClusterYamlReader.h"
 #include "tools/profiler/ClusterYamlWriter.h"
+#include "tools/profiler/CollectiveProbe.h"
 #include "tools/profiler/CpuOpTimer.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
@@ -25,7 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unistd.h>
+#include <unistd.h> // sysconf
 #include <vector>
 
 using namespace mist::profiler;
@@ -38,12 +43,6 @@ std::string utcNow() {
   gmtime_r(&t, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-std::string hostName() {
-  char buf[256] = {};
-  gethostname(buf, sizeof buf - 1);
   return buf;
 }
 
@@ -131,15 +130,45 @@ void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shap
 
 } // namespace
 
+/// Collectives and p2p over MPI between the ranks, on host buffers.
+void measureMpiLinks(mist::rt::MpiCommunicator &world, const NodeLayout &layout,
+                     const ProfilerOptions &opts, Measurements &m) {
+  const size_t gathered = size_t(256) << 20;
+  std::vector<float> in(gathered / sizeof(float), 1.f), out(gathered / sizeof(float));
+  ProbeBuffers b{in.data(), out.data(), gathered, size_t(64) << 20};
+  LinkFigures f = measureLinks(world, world, layout, b, opts.warmup, opts.repeats,
+                               "MPI all-gather of 256 MiB gathered (busbw) and of 4 bytes per "
+                               "rank (latency) between CPU ranks, slowest rank");
+  m.collectives = f.collectives;
+  m.collectivesHow = f.how;
+  m.p2pIntraGBs = f.p2pIntraGBs;
+  m.p2pInterGBs = f.p2pInterGBs;
+  m.p2pLatencyUs = f.p2pLatencyUs;
+  m.p2pHow = "MPI send/recv of 64 MiB";
+  m.p2pLatencyHow = "MPI send/recv of 4 bytes";
+  if (world.rank() == 0)
+    for (const CollectiveFigure &e : f.collectives)
+      std::fprintf(stderr,
+                   "mist-profile-cpu: all-gather %d node(s) x %d rank(s): %.2f GB/s busbw, "
+                   "%.1f us\n",
+                   e.nodes, e.gpusPerNode, e.busGBs, e.latencyUs);
+}
+
 int main(int argc, char **argv) {
+  mist::rt::MpiRuntime mpi(argc, argv);
+  auto world = mist::rt::MpiCommunicator::world();
+  const bool lead = world->rank() == 0;
   ProfilerOptions opts;
   bool help = false;
   std::string error;
   if (!parseProfilerOptions(argc, argv, opts, help, error)) {
-    std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
+    if (lead)
+      std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
     return 2;
   }
   if (help) {
+    if (!lead)
+      return 0;
     std::puts("usage: mist-profile-cpu --out cluster.yaml [--shapes FILE] [--base FILE] "
               "[--repeats N] [--warmup N] ...\n\n"
               "mist-profile's measurements on one CPU core, as the trainer's CPU ranks run:\n"
@@ -153,30 +182,45 @@ int main(int argc, char **argv) {
   if (!opts.basePath.empty()) {
     ClusterFigures b;
     if (!readClusterYamlFile(opts.basePath, b, error)) {
-      std::fprintf(stderr, "mist-profile-cpu: --base: %s\n", error.c_str());
+      if (lead)
+        std::fprintf(stderr, "mist-profile-cpu: --base: %s\n", error.c_str());
       return 2;
     }
     base = b;
   }
   std::vector<ShapeEntry> shapes;
   if (!opts.shapesPath.empty() && !readShapesFile(opts.shapesPath, shapes, error)) {
-    std::fprintf(stderr, "mist-profile-cpu: --shapes: %s\n", error.c_str());
+    if (lead)
+      std::fprintf(stderr, "mist-profile-cpu: --shapes: %s\n", error.c_str());
     return 2;
   }
   Measurements m;
   m.tool = "mist-profile-cpu";
   m.timer = "the steady clock";
   m.when = utcNow();
-  m.host = hostName();
   m.software = "mist-profile-cpu, CPU ops over the reference kernels, one thread";
   m.repeats = opts.repeats;
   m.warmup = opts.warmup;
-  m.ncclSkipped = "a CPU rank has no NCCL";
-  if (!checkAssemblyInputs(base, opts, 1, 1, 1, /*ncclAvailable=*/false, error)) {
-    std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
+  NodeLayout layout = nodeLayout(*world);
+  m.ranks = layout.ranks;
+  m.nodes = layout.nodes;
+  m.ranksPerNode = layout.ranksPerNode;
+  m.host = layout.host;
+  if (m.ranks == 1)
+    m.ncclSkipped = "one rank (run one rank per core under mpirun to measure MPI's collectives)";
+  if (!checkAssemblyInputs(base, opts, m.ranks, m.nodes, m.ranksPerNode,
+                           /*ncclAvailable=*/m.ranks > 1, error)) {
+    if (lead)
+      std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
     return 2;
   }
-  measureCpu(opts, shapes, m);
+  if (lead)
+    measureCpu(opts, shapes, m); // alone: the other ranks wait
+  world->barrier();
+  if (m.ranks > 1)
+    measureMpiLinks(*world, layout, opts, m);
+  if (!lead)
+    return 0;
 
   AssembledCluster out;
   if (!assembleCluster(m, base, opts, out, error)) {
