@@ -3,6 +3,7 @@
 
 #include "runtime/ops/Ops.h"
 #include "tools/profiler/Median.h"
+#include "tools/profiler/OpSetup.h"
 
 #include <algorithm>
 #include <chrono>
@@ -31,19 +32,6 @@ double medianHostSeconds(int warmup, int repeats, const std::function<void()> &r
 }
 
 namespace {
-
-struct NotTimed {
-  std::string why;
-};
-
-void need(bool ok, const std::string &what) {
-  if (!ok)
-    throw NotTimed{what};
-}
-
-int64_t elements(const std::vector<int64_t> &dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<int64_t>());
-}
 
 /// The host buffers of one measurement, aligned as the CPU ranks' device
 /// memory is (64 bytes: runtime/device/HostDevice.cpp), filled with random
@@ -84,52 +72,12 @@ private:
 };
 
 /// Sets up one op and returns the call to time.
-class CpuSetup {
+class CpuSetup final : public OpSetup {
 public:
-  CpuSetup(const ShapeEntry &e, HostArena &mem) : e(e), ops(e.operands), mem(mem) {}
-
-  std::function<void()> call() {
-    const std::string &op = e.op;
-    if (op == "linear" || op == "lm_head")
-      return gemm(op == "lm_head");
-    if (op == "linear_grad" || op == "lm_head_grad")
-      return gemmGrad(op == "lm_head_grad");
-    if (op == "attention" || op == "attention_grad")
-      return attention(op == "attention_grad");
-    if (op == "layernorm" || op == "layernorm_grad")
-      return layerNorm(op == "layernorm_grad");
-    if (op == "rmsnorm" || op == "rmsnorm_grad")
-      return rmsNorm(op == "rmsnorm_grad");
-    if (op == "rope" || op == "rope_grad")
-      return rope(op == "rope_grad");
-    if (op == "gelu" || op == "silu" || op == "mul" || op == "add" || op == "grad_add" ||
-        op == "gelu_grad" || op == "silu_grad" || op == "mul_grad")
-      return elementwise(op);
-    if (op == "embedding" || op == "embedding_grad")
-      return embedding(op == "embedding_grad");
-    if (op == "position_embedding")
-      throw NotTimed{"its shape key is the table alone, without the micro-batch"};
-    if (op == "position_embedding_grad")
-      return positionEmbeddingGrad();
-    if (op == "cross_entropy" || op == "cross_entropy_grad")
-      return crossEntropy(op == "cross_entropy_grad");
-    throw NotTimed{"no CPU call for this op"};
-  }
+  CpuSetup(const ShapeEntry &e, HostArena &mem) : OpSetup(e), mem(mem) {}
 
 private:
-  void operands(size_t lo, size_t hi) const {
-    need(ops.size() >= lo && ops.size() <= hi,
-         "expected " + std::to_string(lo) + (lo == hi ? "" : " to " + std::to_string(hi)) +
-             " operands, found " + std::to_string(ops.size()));
-  }
-  int64_t last(size_t i) const {
-    need(i < ops.size() && !ops[i].empty() && ops[i].back() > 0,
-         "operand " + std::to_string(i) + " has no last dimension");
-    return ops[i].back();
-  }
-  int64_t rowsOf(size_t i) const { return elements(ops[i]) / last(i); }
-
-  std::function<void()> gemm(bool lmHead) {
+  Call gemm(bool lmHead) override {
     operands(2, lmHead ? 2 : 3);
     need(ops[1].size() == 2, "the weight must have rank 2");
     const int64_t in = last(0), rows = rowsOf(0);
@@ -143,7 +91,7 @@ private:
     return [=] { ops::linear(y, x, w, bias, rows, in, outF); };
   }
 
-  std::function<void()> gemmGrad(bool lmHead) {
+  Call gemmGrad(bool lmHead) override {
     operands(3, 3);
     need(ops[2].size() == 2, "the weight must have rank 2");
     const int64_t in = last(1), rows = rowsOf(1), outF = last(0);
@@ -156,7 +104,7 @@ private:
     return [=] { ops::linearGrad(dx, dw, db, dy, x, w, rows, in, outF); };
   }
 
-  std::function<void()> attention(bool grad) {
+  Call attention(bool grad) override {
     const bool fused = ops.size() == (grad ? 4u : 1u);
     need(fused || ops.size() == (grad ? 6u : 3u), "unexpected operand count for attention");
     need(e.number("dropout", 0) == 0, "attention dropout: the CPU op has none");
@@ -199,7 +147,7 @@ private:
         [=] { ops::attentionGrad(dq, dk, dv, dout, qp, kp, vp, out, lse, qStride, kvStride, s); };
   }
 
-  std::function<void()> layerNorm(bool grad) {
+  Call layerNorm(bool grad) override {
     operands(grad ? 4 : 2, grad ? 5 : 3);
     const size_t xi = grad ? 1 : 0;
     const bool hasBias = ops.size() == (grad ? 5u : 3u);
@@ -215,7 +163,7 @@ private:
     return [=] { ops::layerNormGrad(dx, dw, db, dy, x, w, stats, rows, C); };
   }
 
-  std::function<void()> rmsNorm(bool grad) {
+  Call rmsNorm(bool grad) override {
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t xi = grad ? 1 : 0;
     const int64_t rows = rowsOf(xi), C = last(xi);
@@ -229,7 +177,7 @@ private:
     return [=] { ops::rmsNormGrad(dx, dw, dy, x, w, stats, rows, C); };
   }
 
-  std::function<void()> rope(bool grad) {
+  Call rope(bool grad) override {
     operands(1, 1);
     need(ops[0].size() >= 3, "rope's input must be [batch, seq, ...]");
     const int64_t D = static_cast<int64_t>(e.number("head_dim", 0));
@@ -242,7 +190,7 @@ private:
     return [=] { ops::rope(y, x, B, T, width / D, D, theta); };
   }
 
-  std::function<void()> elementwise(const std::string &op) {
+  Call elementwise(const std::string &op) override {
     const bool grad = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
     const bool binary = op == "mul" || op == "add" || op == "grad_add" || op == "mul_grad";
     const size_t want = (binary ? 2 : 1) + (grad ? 1 : 0);
@@ -268,7 +216,7 @@ private:
     return [=] { ops::mulGrad(out, db, dout, a, b, n); };
   }
 
-  std::function<void()> embedding(bool grad) {
+  Call embedding(bool grad) override {
     operands(2, 2);
     if (!grad) { // ids [b, s], table [V, C]
       need(ops[1].size() == 2, "the table must have rank 2");
@@ -287,7 +235,7 @@ private:
     return [=] { ops::embeddingGrad(dtable, dy, ids, tokens, C, V, 0); };
   }
 
-  std::function<void()> positionEmbeddingGrad() {
+  Call positionEmbeddingGrad() override {
     operands(1, 1);
     need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
     const int64_t B = ops[0][0], T = ops[0][1], C = ops[0][2];
@@ -295,7 +243,7 @@ private:
     return [=] { ops::positionEmbeddingGrad(dtable, dy, B, T, C); };
   }
 
-  std::function<void()> crossEntropy(bool grad) {
+  Call crossEntropy(bool grad) override {
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t li = grad ? 1 : 0;
     const int64_t V = last(li), rows = rowsOf(li);
@@ -316,8 +264,6 @@ private:
     return [=] { ops::crossEntropyGrad(dlogits, dloss, logits, targets, stats, rows, V, 0); };
   }
 
-  const ShapeEntry &e;
-  const std::vector<std::vector<int64_t>> &ops;
   HostArena &mem;
 };
 
@@ -333,7 +279,7 @@ CpuOpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats) {
     for (uint32_t seed = 1; seed <= 3; ++seed) {
       HostArena mem(seed);
       CpuSetup setup(e, mem);
-      std::function<void()> run = setup.call();
+      std::function<void()> run = setup.build();
       placements.push_back(medianHostSeconds(warmup, repeats, run));
     }
     t.seconds = median(placements);

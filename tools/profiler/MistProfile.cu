@@ -26,6 +26,7 @@
 #include "tools/profiler/OpTimer.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
+#include "tools/profiler/UtcNow.h"
 
 #ifdef MIST_PROFILE_NCCL
 #include "runtime/comm/MpiCommunicator.h"
@@ -36,7 +37,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -61,15 +61,6 @@ int launcherRanks() {
     if (const char *v = std::getenv(var))
       return std::atoi(v);
   return 0;
-}
-
-std::string utcNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
 }
 
 std::string hostName() {

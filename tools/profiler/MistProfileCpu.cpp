@@ -22,10 +22,10 @@
 #include "tools/profiler/CpuOpTimer.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
+#include "tools/profiler/UtcNow.h"
 
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -36,15 +36,6 @@
 using namespace mist::profiler;
 
 namespace {
-
-std::string utcNow() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 /// The CPU's model name from /proc/cpuinfo, else "CPU".
 std::string cpuName() {

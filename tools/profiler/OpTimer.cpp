@@ -11,6 +11,7 @@
 #include "stdlib/kernels/rope/RopeCuda.h"
 #include "tools/profiler/DeviceBuffer.h"
 #include "tools/profiler/EventTimer.h"
+#include "tools/profiler/OpSetup.h"
 
 #include <functional>
 #include <numeric>
@@ -21,15 +22,6 @@ namespace mist::profiler {
 using namespace mist::kernels;
 
 namespace {
-
-/// The op cannot be timed: `why` says so.
-struct NotTimed {
-  std::string why;
-};
-
-int64_t elements(const std::vector<int64_t> &dims) {
-  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<int64_t>());
-}
 
 /// The buffers of one measurement, freed together.
 class Arena {
@@ -65,69 +57,14 @@ private:
   std::vector<std::unique_ptr<DeviceBuffer<int32_t>>> i32;
 };
 
-void need(bool ok, const std::string &what) {
-  if (!ok)
-    throw NotTimed{what};
-}
-
 /// Sets up one op and returns the launch to time.
-class Setup {
+class Setup final : public OpSetup {
 public:
   Setup(const ShapeEntry &e, Arena &mem, cudaStream_t s, LinearContext &linear, LinearGradMode mode)
-      : e(e), ops(e.operands), mem(mem), s(s), linear(linear), mode(mode) {}
-
-  std::function<void()> launch() {
-    const std::string &op = e.op;
-    if (op == "linear")
-      return gemm(/*lmHead=*/false);
-    if (op == "lm_head")
-      return gemm(/*lmHead=*/true);
-    if (op == "linear_grad")
-      return gemmGrad(/*lmHead=*/false);
-    if (op == "lm_head_grad")
-      return gemmGrad(/*lmHead=*/true);
-    if (op == "attention" || op == "attention_grad")
-      return attention(op == "attention_grad");
-    if (op == "layernorm" || op == "layernorm_grad")
-      return layerNorm(op == "layernorm_grad");
-    if (op == "rmsnorm" || op == "rmsnorm_grad")
-      return rmsNorm(op == "rmsnorm_grad");
-    if (op == "rope" || op == "rope_grad")
-      return rope(op == "rope_grad");
-    if (op == "gelu" || op == "silu" || op == "mul" || op == "add" || op == "grad_add" ||
-        op == "gelu_grad" || op == "silu_grad" || op == "mul_grad")
-      return elementwise(op);
-    if (op == "embedding" || op == "embedding_grad")
-      return embedding(op == "embedding_grad");
-    if (op == "position_embedding")
-      throw NotTimed{"its shape key is the table alone, without the micro-batch, so one time "
-                     "would stand for every micro-batch"};
-    if (op == "position_embedding_grad")
-      return positionEmbeddingGrad();
-    if (op == "cross_entropy" || op == "cross_entropy_grad")
-      return crossEntropy(op == "cross_entropy_grad");
-    if (op == "dropout" || op == "dropout_grad")
-      throw NotTimed{"no dropout kernel in stdlib/kernels"};
-    if (op == "tp_copy")
-      throw NotTimed{"the identity: no kernel"};
-    if (op == "all_reduce")
-      throw NotTimed{"a collective: the collective table prices it"};
-    throw NotTimed{"no kernel for this op"};
-  }
+      : OpSetup(e), mem(mem), s(s), linear(linear), mode(mode) {}
 
 private:
-  void operands(size_t lo, size_t hi) {
-    need(ops.size() >= lo && ops.size() <= hi,
-         "expected " + std::to_string(lo) + (lo == hi ? "" : " to " + std::to_string(hi)) +
-             " operands, found " + std::to_string(ops.size()));
-  }
-  int64_t last(size_t i) const {
-    need(!ops[i].empty(), "operand " + std::to_string(i) + " is a scalar");
-    return ops[i].back();
-  }
-  int64_t rowsOf(size_t i) const { return elements(ops[i]) / last(i); }
-
-  std::function<void()> gemm(bool lmHead) {
+  Call gemm(bool lmHead) override {
     operands(2, lmHead ? 2 : 3);
     need(ops[1].size() == 2, "the weight must have rank 2");
     const int64_t in = last(0), rows = rowsOf(0);
@@ -156,7 +93,7 @@ private:
     };
   }
 
-  std::function<void()> gemmGrad(bool lmHead) {
+  Call gemmGrad(bool lmHead) override {
     operands(3, 3);
     need(ops[2].size() == 2, "the weight must have rank 2");
     const int64_t in = last(1), rows = rowsOf(1);
@@ -191,7 +128,7 @@ private:
     return [=, this] { checkCublas(linearBwdCuda(a, s, &linear), "linearBwdCuda"); };
   }
 
-  std::function<void()> attention(bool grad) {
+  Call attention(bool grad) override {
     need(e.word("flash", "true") == "true", "flash = false: the CUDA kernel is flash attention");
     need(e.number("dropout", 0) == 0, "attention dropout: the CUDA kernel has none");
     const bool fused = ops.size() == (grad ? 4u : 1u);
@@ -245,7 +182,7 @@ private:
     return [=, this] { checkCuda(attentionBwdCuda(a, s), "attentionBwdCuda"); };
   }
 
-  std::function<void()> layerNorm(bool grad) {
+  Call layerNorm(bool grad) override {
     operands(grad ? 4 : 2, grad ? 5 : 3);
     const size_t x = grad ? 1 : 0;
     const bool bias = ops.size() == (grad ? 5u : 3u);
@@ -269,7 +206,7 @@ private:
     return [=, this] { checkCuda(layerNormBwdCuda(a, s), "layerNormBwdCuda"); };
   }
 
-  std::function<void()> rmsNorm(bool grad) {
+  Call rmsNorm(bool grad) override {
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t x = grad ? 1 : 0;
     RMSNormArgs a{};
@@ -289,7 +226,7 @@ private:
     return [=, this] { checkCuda(rmsNormBwdCuda(a, s), "rmsNormBwdCuda"); };
   }
 
-  std::function<void()> rope(bool grad) {
+  Call rope(bool grad) override {
     operands(1, 1);
     need(ops[0].size() >= 3, "rope's input must be [batch, seq, ...]");
     const int64_t D = static_cast<int64_t>(e.number("head_dim", 0));
@@ -307,7 +244,7 @@ private:
     return [=, this] { checkCuda(ropeCuda(a, s), "ropeCuda"); };
   }
 
-  std::function<void()> elementwise(const std::string &op) {
+  Call elementwise(const std::string &op) override {
     const bool grad = op.size() > 5 && op.compare(op.size() - 5, 5, "_grad") == 0;
     const bool binary = op == "mul" || op == "add" || op == "grad_add" || op == "mul_grad";
     const size_t want = (binary ? 2 : 1) + (grad ? 1 : 0);
@@ -337,7 +274,7 @@ private:
     return [=, this] { checkCuda(fn(a, s), "elementwise kernel"); };
   }
 
-  std::function<void()> embedding(bool grad) {
+  Call embedding(bool grad) override {
     operands(2, 2);
     EmbeddingArgs a{};
     if (!grad) { // ids [b, s], table [V, C]
@@ -363,7 +300,7 @@ private:
     return [=, this] { checkCuda(embeddingBwdCuda(a, s), "embeddingBwdCuda"); };
   }
 
-  std::function<void()> positionEmbeddingGrad() {
+  Call positionEmbeddingGrad() override {
     operands(1, 1);
     need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
     PositionEmbeddingArgs a{};
@@ -375,7 +312,7 @@ private:
     return [=, this] { checkCuda(positionEmbeddingBwdCuda(a, s), "positionEmbeddingBwdCuda"); };
   }
 
-  std::function<void()> crossEntropy(bool grad) {
+  Call crossEntropy(bool grad) override {
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t logits = grad ? 1 : 0;
     CrossEntropyArgs a{};
@@ -401,8 +338,6 @@ private:
     return [=, this] { checkCuda(crossEntropyBwdCuda(a, s), "crossEntropyBwdCuda"); };
   }
 
-  const ShapeEntry &e;
-  const std::vector<std::vector<int64_t>> &ops;
   Arena &mem;
   cudaStream_t s;
   LinearContext &linear;
@@ -423,7 +358,7 @@ OpTime OpTimer::time(const ShapeEntry &e) {
   try {
     Arena mem(stream);
     Setup setup(e, mem, stream, *linear, opts.linearGrad);
-    std::function<void()> launch = setup.launch();
+    std::function<void()> launch = setup.build();
     t.seconds = medianSeconds(stream, opts.warmup, opts.repeats, launch);
     t.timed = t.seconds > 0;
     if (!t.timed)

@@ -1,0 +1,65 @@
+//===- OpSetup.cpp - From a shapes-file entry to the call to time ----------===//
+#include "tools/profiler/OpSetup.h"
+
+#include <functional>
+#include <numeric>
+
+namespace mist::profiler {
+
+void need(bool ok, const std::string &what) {
+  if (!ok)
+    throw NotTimed{what};
+}
+
+int64_t elements(const std::vector<int64_t> &dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t(1), std::multiplies<int64_t>());
+}
+
+void OpSetup::operands(size_t lo, size_t hi) const {
+  need(ops.size() >= lo && ops.size() <= hi, "expected " + std::to_string(lo) +
+                                                 (lo == hi ? "" : " to " + std::to_string(hi)) +
+                                                 " operands, found " + std::to_string(ops.size()));
+}
+
+int64_t OpSetup::last(size_t i) const {
+  need(i < ops.size() && !ops[i].empty() && ops[i].back() > 0,
+       "operand " + std::to_string(i) + " has no last dimension");
+  return ops[i].back();
+}
+
+std::function<void()> OpSetup::build() {
+  const std::string &op = e.op;
+  if (op == "linear" || op == "lm_head")
+    return gemm(op == "lm_head");
+  if (op == "linear_grad" || op == "lm_head_grad")
+    return gemmGrad(op == "lm_head_grad");
+  if (op == "attention" || op == "attention_grad")
+    return attention(op == "attention_grad");
+  if (op == "layernorm" || op == "layernorm_grad")
+    return layerNorm(op == "layernorm_grad");
+  if (op == "rmsnorm" || op == "rmsnorm_grad")
+    return rmsNorm(op == "rmsnorm_grad");
+  if (op == "rope" || op == "rope_grad")
+    return rope(op == "rope_grad");
+  if (op == "gelu" || op == "silu" || op == "mul" || op == "add" || op == "grad_add" ||
+      op == "gelu_grad" || op == "silu_grad" || op == "mul_grad")
+    return elementwise(op);
+  if (op == "embedding" || op == "embedding_grad")
+    return embedding(op == "embedding_grad");
+  if (op == "position_embedding")
+    throw NotTimed{"its shape key is the table alone, without the micro-batch, so one time "
+                   "would stand for every micro-batch"};
+  if (op == "position_embedding_grad")
+    return positionEmbeddingGrad();
+  if (op == "cross_entropy" || op == "cross_entropy_grad")
+    return crossEntropy(op == "cross_entropy_grad");
+  if (op == "dropout" || op == "dropout_grad")
+    throw NotTimed{"no dropout kernel in stdlib/kernels"};
+  if (op == "tp_copy")
+    throw NotTimed{"the identity: no kernel"};
+  if (op == "all_reduce")
+    throw NotTimed{"a collective: the collective table prices it"};
+  throw NotTimed{"no kernel for this op"};
+}
+
+} // namespace mist::profiler
