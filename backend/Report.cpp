@@ -11,6 +11,12 @@ namespace {
 double ms(double s) { return s * 1e3; }
 double gib(double b) { return b / double(1ull << 30); }
 
+/// TFLOP/s with one decimal, or three significant digits below 1 (a CPU
+/// core's profile: 0.00177, not 0.0).
+std::string tflops(double v, const char *big = "{:.1f}") {
+  return v >= 1 || v == 0 ? fmt::format(fmt::runtime(big), v) : fmt::format("{:.3g}", v);
+}
+
 std::string flags(const ZeroFlags &z) {
   return fmt::format("weights {}, grads {}, optimizer {}", z.weights ? "yes" : "no",
                      z.grads ? "yes" : "no", z.optimizer ? "yes" : "no");
@@ -90,10 +96,11 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
     }
   }
   double peak = cluster.device.peakTflops;
-  os << fmt::format("\npipeline: iteration {:.4f} s, {:.0f} tokens/s, {:.1f} model TFLOP/s per GPU",
-                    est.iterationSeconds, est.tokensPerSecond, est.tflopsPerGpu);
+  os << fmt::format("\npipeline: iteration {:.4f} s, {:.0f} tokens/s, {} model TFLOP/s per GPU",
+                    est.iterationSeconds, est.tokensPerSecond, tflops(est.tflopsPerGpu));
   if (peak > 0)
-    os << fmt::format(" ({:.1f}% of the {:.0f} TFLOP/s peak)", 100 * est.tflopsPerGpu / peak, peak);
+    os << fmt::format(" ({:.1f}% of the {} TFLOP/s peak)", 100 * est.tflopsPerGpu / peak,
+                      tflops(peak, "{:.0f}"));
   os << "\n" << (est.fits ? "every stage fits in memory\n" : "some stage does not fit in memory\n");
 }
 
@@ -121,6 +128,6 @@ void mist::printPlanSummary(const Plan &plan, const PipelineEstimate &est, const
                     s.offload.activations),
         ms(e.t), ms(e.d), gib(e.mem.peak()));
   }
-  os << fmt::format("  iteration {:.4f} s, {:.0f} tokens/s, {:.1f} model TFLOP/s per GPU\n",
-                    est.iterationSeconds, est.tokensPerSecond, est.tflopsPerGpu);
+  os << fmt::format("  iteration {:.4f} s, {:.0f} tokens/s, {} model TFLOP/s per GPU\n",
+                    est.iterationSeconds, est.tokensPerSecond, tflops(est.tflopsPerGpu));
 }
