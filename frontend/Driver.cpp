@@ -118,7 +118,7 @@ cl::opt<std::string> space("space",
                            cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
                            cl::init("full"), cl::cat(category));
 cl::opt<unsigned> paretoK("pareto-k", cl::desc("Pareto points kept per stage context (0: all)"),
-                          cl::init(30), cl::cat(category));
+                          cl::init(0), cl::cat(category));
 cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many seconds"),
                           cl::init(0), cl::cat(category));
 cl::opt<std::string> dumpMilp("dump-milp",

@@ -17,7 +17,7 @@ namespace mist {
 
 struct TunerOptions {
   SearchSpace space;
-  size_t paretoLimit = 30;     ///< K; 0 keeps whole frontiers (exact)
+  size_t paretoLimit = 0;      ///< K; 0 keeps whole frontiers (exact)
   double timeLimitSeconds = 0; ///< 0: no limit
   std::string dumpMilpDir;     ///< write every MILP as an LP file here
   bool progress = false;       ///< progress lines on stderr
