@@ -372,7 +372,13 @@ TEST(ShapesFile, ParsesEntriesAndRefusesBadLines) {
   EXPECT_FALSE(parseShapes("linear\t8x8\n", e, error));
   EXPECT_EQ(error.rfind("line 1: expected '# mist-profile-shapes 1'", 0), 0u) << error;
   EXPECT_FALSE(parseShapes("# mist-profile-shapes 1\nlinear\t8x0\n", e, error));
-  EXPECT_EQ(error, "line 2: bad shape key '8x0' (expected e.g. 8192x2048,2048x6144)");
+  EXPECT_EQ(error, "line 2: bad shape key '8x0' (expected e.g. 8192x2048,2048x6144: positive "
+                   "dimensions up to 2^24, operands up to 2^38 elements)");
+  // Sizes the op timers multiply must stay within int64_t.
+  EXPECT_FALSE(parseShapes("# mist-profile-shapes 1\nlinear\t16777217x8\n", e, error));
+  EXPECT_EQ(error.rfind("line 2: bad shape key '16777217x8'", 0), 0u) << error;
+  EXPECT_FALSE(parseShapes("# mist-profile-shapes 1\nadd\t65536x65536x65536\n", e, error));
+  EXPECT_TRUE(parseShapes("# mist-profile-shapes 1\nadd\t16777216x16384\n", e, error)) << error;
   EXPECT_FALSE(parseShapes("# mist-profile-shapes 1\nadd\t2\t-\nadd\t2\t-\n", e, error));
   EXPECT_EQ(error, "line 3: a second line for add at 2");
 }

@@ -112,12 +112,11 @@ private:
     need(ops[q].size() == 3, "q must be [batch, seq, width]");
     ops::AttentionShape s{ops[q][0],
                           ops[q][1],
-                          static_cast<Index>(e.number("heads", 0)),
-                          static_cast<Index>(e.number("kv_heads", 0)),
-                          static_cast<Index>(e.number("head_dim", 0)),
+                          sizeAttr("heads"),
+                          sizeAttr("kv_heads"),
+                          sizeAttr("head_dim"),
                           e.word("causal", "true") == "true"};
-    need(s.heads > 0 && s.kvHeads > 0 && s.headDim > 0,
-         "needs the heads, kv_heads and head_dim attributes");
+    need(s.heads % s.kvHeads == 0, "heads must be a multiple of kv_heads");
     const int64_t W = ops[q][2], tokens = s.batch * s.seq, qWidth = s.heads * s.headDim,
                   kvWidth = s.kvHeads * s.headDim;
     need(fused ? W == qWidth + 2 * kvWidth : W == qWidth,
@@ -180,7 +179,7 @@ private:
   Call rope(bool grad) override {
     operands(1, 1);
     need(ops[0].size() >= 3, "rope's input must be [batch, seq, ...]");
-    const int64_t D = static_cast<int64_t>(e.number("head_dim", 0));
+    const int64_t D = sizeAttr("head_dim");
     const int64_t B = ops[0][0], T = ops[0][1], width = elements(ops[0]) / (B * T);
     need(D > 0 && D % 2 == 0 && width % D == 0, "needs an even head_dim dividing the width");
     const float theta = static_cast<float>(e.number("theta", 10000));
@@ -226,7 +225,7 @@ private:
       return [=] { ops::embedding(out, ids, table, tokens, C, V, 0); };
     }
     // dy [b, s, C], ids [b, s]; the `rows` attribute is the vocabulary slice.
-    const int64_t V = static_cast<int64_t>(e.number("rows", 0));
+    const int64_t V = sizeAttr("rows");
     need(V > 0, "needs the rows attribute (the vocabulary)");
     const int64_t tokens = elements(ops[1]), C = last(0);
     need(elements(ops[0]) == tokens * C, "dy does not match the ids");

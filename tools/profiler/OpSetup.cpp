@@ -27,6 +27,15 @@ int64_t OpSetup::last(size_t i) const {
   return ops[i].back();
 }
 
+int64_t OpSetup::sizeAttr(const std::string &key, bool required) const {
+  const double v = e.number(key, 0);
+  if (v == 0 && !required)
+    return 0;
+  need(v >= 1 && v <= double(1 << 24) && v == static_cast<double>(static_cast<int64_t>(v)),
+       "needs the " + key + " attribute, a whole number from 1 to 2^24");
+  return static_cast<int64_t>(v);
+}
+
 std::function<void()> OpSetup::build() {
   const std::string &op = e.op;
   if (op == "linear" || op == "lm_head")

@@ -57,6 +57,9 @@ protected:
   void operands(size_t lo, size_t hi) const;
   /// The last dimension of operand `i` (needs one, positive).
   int64_t last(size_t i) const;
+  /// A size attribute (heads, head_dim, rows, ...): a whole number in
+  /// [1, 2^24], else NotTimed (0 when absent and `required` is false).
+  int64_t sizeAttr(const std::string &key, bool required = true) const;
   /// Operand `i`'s elements over its last dimension.
   int64_t rowsOf(size_t i) const { return elements(ops[i]) / last(i); }
 

@@ -135,10 +135,8 @@ private:
     need(fused || ops.size() == (grad ? 6u : 3u), "unexpected operand count for attention");
     const size_t q = grad ? 1 : 0;
     need(ops[q].size() == 3, "q must be [batch, seq, width]");
-    const int64_t H = static_cast<int64_t>(e.number("heads", 0)),
-                  KV = static_cast<int64_t>(e.number("kv_heads", 0)),
-                  D = static_cast<int64_t>(e.number("head_dim", 0));
-    need(H > 0 && KV > 0 && D > 0, "needs the heads, kv_heads and head_dim attributes");
+    const int64_t H = sizeAttr("heads"), KV = sizeAttr("kv_heads"), D = sizeAttr("head_dim");
+    need(H % KV == 0, "heads must be a multiple of kv_heads");
     need(attentionCudaSupportsHeadDim(D),
          "head dim " + std::to_string(D) + ": the CUDA kernel has 64 and 128 only");
     const int64_t B = ops[q][0], T = ops[q][1], W = ops[q][2];
@@ -229,7 +227,7 @@ private:
   Call rope(bool grad) override {
     operands(1, 1);
     need(ops[0].size() >= 3, "rope's input must be [batch, seq, ...]");
-    const int64_t D = static_cast<int64_t>(e.number("head_dim", 0));
+    const int64_t D = sizeAttr("head_dim");
     const int64_t width = elements(ops[0]) / (ops[0][0] * ops[0][1]);
     need(D > 0 && D % 2 == 0 && width % D == 0, "needs an even head_dim dividing the width");
     RopeArgs a{};
@@ -289,7 +287,7 @@ private:
     }
     // dy [b, s, C], ids [b, s]: the table's rows are not in the key; the
     // `rows` attribute is the whole vocabulary (every id in this slice).
-    a.vocab = static_cast<int64_t>(e.number("rows", 0));
+    a.vocab = sizeAttr("rows");
     need(a.vocab > 0, "needs the rows attribute (the vocabulary)");
     a.tokens = elements(ops[1]);
     a.channels = last(0);

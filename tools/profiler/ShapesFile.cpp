@@ -39,21 +39,27 @@ std::vector<std::string> split(const std::string &s, char sep) {
   }
 }
 
+/// Bounds that keep every size the op timers compute from a key (an
+/// operand's elements times one dimension of another) within int64_t.
+constexpr int64_t maxDim = int64_t(1) << 24, maxOperandElements = int64_t(1) << 38;
+
 /// "8192x2048,2048x6144" -> {{8192, 2048}, {2048, 6144}}; an empty operand
-/// is a scalar. False for anything but positive integers.
+/// is a scalar. False for anything but positive integers within the bounds.
 bool parseKey(const std::string &key, std::vector<std::vector<int64_t>> &operands) {
   if (key.empty())
     return false;
   for (const std::string &op : split(key, ',')) {
     std::vector<int64_t> dims;
+    int64_t elements = 1;
     if (!op.empty())
       for (const std::string &d : split(op, 'x')) {
         if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos)
           return false;
         errno = 0;
         long long v = std::strtoll(d.c_str(), nullptr, 10);
-        if (errno || v <= 0)
+        if (errno || v <= 0 || v > maxDim || elements > maxOperandElements / v)
           return false;
+        elements *= v;
         dims.push_back(v);
       }
     operands.push_back(std::move(dims));
@@ -94,7 +100,9 @@ bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::str
     if (e.op.empty())
       return fail("empty op name");
     if (!parseKey(e.shape, e.operands))
-      return fail("bad shape key '" + e.shape + "' (expected e.g. 8192x2048,2048x6144)");
+      return fail("bad shape key '" + e.shape +
+                  "' (expected e.g. 8192x2048,2048x6144: positive dimensions up to 2^24, "
+                  "operands up to 2^38 elements)");
     if (fields.size() == 3 && fields[2] != "-" && !fields[2].empty())
       for (const std::string &kv : split(fields[2], ',')) {
         size_t eq = kv.find('=');
