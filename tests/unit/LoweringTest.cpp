@@ -33,12 +33,15 @@ TEST(Lowering, BufferSizesFollowTheStageShape) {
       auto st = lower(*c, b, tp);
       ASSERT_TRUE(st) << c->diagText;
       for (const LoweredBuffer &buf : st->buffers) {
-        if (buf.name == "qkv")
+        if (buf.name == "qkv") {
           EXPECT_EQ(buf.shape, (std::vector<int64_t>{b, 64, 3 * 64 / tp}));
-        if (buf.name == "ctx.lse")
+        }
+        if (buf.name == "ctx.lse") {
           EXPECT_EQ(buf.shape, (std::vector<int64_t>{b, 4 / tp, 64}));
-        if (buf.name == "cross_entropy")
+        }
+        if (buf.name == "cross_entropy") {
           EXPECT_TRUE(buf.shape.empty()); // the scalar loss
+        }
       }
       // The tied head reads the embedding table: one buffer, one layout.
       int tables = 0;
@@ -65,9 +68,11 @@ void expectTiling(const LoweredStage &st, const ParamLayout &p) {
         ++covered[i];
       local += e - b;
     }
-    for (const LoweredBuffer &buf : st.buffers)
-      if (buf.name == p.name)
+    for (const LoweredBuffer &buf : st.buffers) {
+      if (buf.name == p.name) {
         EXPECT_EQ(local, buf.shape[p.shardAxis]) << p.name;
+      }
+    }
   }
   for (int64_t i = 0; i < size; ++i)
     EXPECT_EQ(covered[i], 1) << p.name << " element " << i;

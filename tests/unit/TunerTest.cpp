@@ -268,8 +268,9 @@ TEST(Tuner, EqualsTheBruteForceOptimum) {
       ASSERT_TRUE(std::isfinite(brute));
       EXPECT_NEAR(r->estimate.iterationSeconds, brute, 1e-9 * brute) << gib;
       EXPECT_NEAR(r->objective, brute, 1e-9 * brute) << gib;
-      if (gib < 0.01)
+      if (gib < 0.01) {
         EXPECT_GT(r->plan.stages.size(), 1u);
+      }
     }
     for (auto &[level, seconds] : best) // every ablation space is a subset of the full one
       EXPECT_GE(seconds, best[SpaceLevel::Full] * (1 - 1e-12)) << spaceLevelName(level);
@@ -300,8 +301,9 @@ TEST(Tuner, NonUniformMeshesEqualTheBruteForceOptimum) {
     double brute = bruteForceBest(*mp, cl, 8, opts.space);
     ASSERT_TRUE(std::isfinite(brute));
     EXPECT_NEAR(mixed->estimate.iterationSeconds, brute, 1e-9 * brute) << gib;
-    if (uniform) // a superset of the uniform space
+    if (uniform) { // a superset of the uniform space
       EXPECT_LE(mixed->estimate.iterationSeconds, uniform->estimate.iterationSeconds * (1 + 1e-12));
+    }
     int used = 0;
     for (const StagePlan &s : mixed->plan.stages)
       used += s.gpus();
