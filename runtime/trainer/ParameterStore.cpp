@@ -391,8 +391,11 @@ void ParameterStore::reduceGradients() {
 // Where both end stages have the same tp, each tp rank's part is summed on
 // the device over the ranks holding it. Otherwise the full tensor is summed
 // over both stages' ranks: each tp rank adds its shard (a replicated tensor:
-// tp rank 0 only), each dp rank its sum, with the shard-to-full index map
-// applied on the host (one tensor per step, and only pipelines have one).
+// tp rank 0 only), each dp rank its sum. A shard that is one block of the
+// full tensor (split along the first axis in one group: GPT's vocab-parallel
+// embedding) is placed and read back on the device; any other layout goes
+// through the host's shard-to-full index map (one tensor per step, and only
+// pipelines have one).
 void ParameterStore::sumTiedOverStages(size_t p, State &s) {
   DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
   if (groups.tiedShard) {
@@ -407,8 +410,21 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
   int64_t fullSize = 1;
   for (int64_t d : ps.shape)
     fullSize *= d;
-  std::vector<float> fullGrad(size_t(fullSize), 0.f);
   const bool sharded = ps.shardAxis >= 0 && tp > 1;
+  if (!sharded || (ps.shardAxis == 0 && ps.groups.size() <= 1)) {
+    // This rank's part is the block at `offset` of the full tensor.
+    const size_t offset = sharded ? size_t(tpRank) * s.local : 0, bytes = s.local * sizeof(float);
+    DeviceArray<float> full, whole;
+    full.assignZeros(size_t(fullSize));
+    if (sharded || tpRank == 0)
+      device::copy(full.data() + offset, sum.data(), bytes);
+    groups.tied->allReduceSum(full.data(), full.size());
+    whole.assignZeros(s.local);
+    device::copy(whole.data(), full.data() + offset, bytes);
+    s.grad = sliced ? slice(whole, s.chunk) : std::move(whole);
+    return;
+  }
+  std::vector<float> fullGrad(size_t(fullSize), 0.f);
   if (sharded || tpRank == 0) {
     const std::vector<float> mine = sum.download();
     for (size_t i = 0; i < s.local; ++i)
