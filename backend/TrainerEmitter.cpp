@@ -579,13 +579,14 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   // for 2-byte weights and activations would need about twice the memory it
   // was proven to fit in, so say so rather than run it silently.
   const bool fp32StandIn = m.train.dtype != DType::F32;
+  const bool narrowGrads = dtypeBytes(m.train.gradientDtype()) < 4;
   if (fp32StandIn)
     diag.warning({}, fmt::format("the trainer runs in fp32 (TF32 GEMMs) only: this plan was "
                                  "priced for dtype = {}, so its predicted memory and time do not "
-                                 "apply to the trainer (weights, gradients and activations take "
-                                 "twice the bytes); put `dtype = f32` in the train section to plan "
-                                 "for what the trainer runs",
-                                 dtypeName(m.train.dtype).str()));
+                                 "apply to the trainer (weights{} and activations take twice the "
+                                 "bytes); put `dtype = f32` in the train section to plan for what "
+                                 "the trainer runs",
+                                 dtypeName(m.train.dtype).str(), narrowGrads ? ", gradients" : ""));
   std::vector<LoweredStage> lowered;
   for (const StagePlan &sp : plan.stages) {
     auto st = lowerForStage(m, sp.microBatch, sp.tp, diag);
