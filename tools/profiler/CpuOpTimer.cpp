@@ -268,8 +268,8 @@ private:
 
 } // namespace
 
-CpuOpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats) {
-  CpuOpTime t;
+OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats) {
+  OpTime t;
   try {
     // The reference kernels' speed depends on where their buffers fall in
     // the caches (the same call differs by 10-15% between allocations), so

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "tools/profiler/ProfileInputs.h"
 #include "tools/profiler/ShapesFile.h"
 
 #include <functional>
@@ -23,16 +24,10 @@
 
 namespace mist::profiler {
 
-struct CpuOpTime {
-  bool timed = false;
-  double seconds = 0;
-  std::string why; ///< when not timed: the reason
-};
-
 /// The median wall time of `run` over `repeats` calls after `warmup` calls.
 double medianHostSeconds(int warmup, int repeats, const std::function<void()> &run);
 
 /// Times `e` with the CPU ops; never throws.
-CpuOpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats);
+OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats);
 
 } // namespace mist::profiler

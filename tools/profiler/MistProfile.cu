@@ -18,12 +18,12 @@
 #include "tools/profiler/Bandwidth.h"
 #include "tools/profiler/Bf16Gemm.h"
 #include "tools/profiler/ClusterAssembly.h"
-#include "tools/profiler/ClusterYamlReader.h"
 #include "tools/profiler/ClusterYamlWriter.h"
 #include "tools/profiler/DeviceBuffer.h"
 #include "tools/profiler/EventTimer.h"
 #include "tools/profiler/Interference.h"
 #include "tools/profiler/OpTimer.h"
+#include "tools/profiler/ProfileInputs.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
 #include "tools/profiler/UtcNow.h"
@@ -104,24 +104,8 @@ void measureDevice(const ProfilerOptions &opts, const std::vector<ShapeEntry> &s
     to.repeats = opts.repeats;
     to.linearGrad = opts.linearGrad;
     OpTimer timer(to, stream);
-    m.opsListed = static_cast<int>(shapes.size());
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const ShapeEntry &e = shapes[i];
-      OpTime t;
-      if (opts.skipOps.count(e.op))
-        t.why = "--skip-ops";
-      else
-        t = timer.time(e);
-      if (t.timed) {
-        m.ops.push_back({e.op, e.shape, std::stod(fmt("%.4g", t.seconds))});
-        std::fprintf(stderr, "mist-profile: [%zu/%zu] %s %s: %.4g us\n", i + 1, shapes.size(),
-                     e.op.c_str(), e.shape.c_str(), t.seconds * 1e6);
-      } else {
-        m.notTimed.push_back({e.op, e.shape, t.why});
-        std::fprintf(stderr, "mist-profile: [%zu/%zu] %s %s: not timed (%s)\n", i + 1,
-                     shapes.size(), e.op.c_str(), e.shape.c_str(), t.why.c_str());
-      }
-    }
+    recordOpTimes(
+        shapes, opts, "mist-profile", [&](const ShapeEntry &e) { return timer.time(e); }, m);
     m.opsHow = std::string("stdlib/kernels on random data: fp32 kernels, linear and lm_head as "
                            "bf16 GEMMs, their _grad ops ") +
                (opts.linearGrad == LinearGradMode::Bf16Gemms ? "as two bf16 GEMMs"
@@ -186,17 +170,9 @@ int main(int argc, char **argv) {
   }
 
   std::optional<ClusterFigures> base;
-  if (!opts.basePath.empty()) {
-    ClusterFigures b;
-    if (!readClusterYamlFile(opts.basePath, b, error)) {
-      std::fprintf(stderr, "mist-profile: --base: %s\n", error.c_str());
-      return 2;
-    }
-    base = b;
-  }
   std::vector<ShapeEntry> shapes;
-  if (!opts.shapesPath.empty() && !readShapesFile(opts.shapesPath, shapes, error)) {
-    std::fprintf(stderr, "mist-profile: --shapes: %s\n", error.c_str());
+  if (!readProfileInputs(opts, base, shapes, error)) {
+    std::fprintf(stderr, "mist-profile: %s\n", error.c_str());
     return 2;
   }
 

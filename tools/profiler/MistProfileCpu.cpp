@@ -16,10 +16,10 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/ops/Ops.h"
 #include "tools/profiler/ClusterAssembly.h"
-#include "tools/profiler/ClusterYamlReader.h"
 #include "tools/profiler/ClusterYamlWriter.h"
 #include "tools/profiler/CollectiveProbe.h"
 #include "tools/profiler/CpuOpTimer.h"
+#include "tools/profiler/ProfileInputs.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
 #include "tools/profiler/UtcNow.h"
@@ -59,26 +59,9 @@ double copyGBs(size_t bytes, int warmup, int repeats) {
 }
 
 void timeOps(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes, Measurements &m) {
-  m.opsListed = static_cast<int>(shapes.size());
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const ShapeEntry &e = shapes[i];
-    CpuOpTime t;
-    if (opts.skipOps.count(e.op))
-      t.why = "--skip-ops";
-    else
-      t = timeOpOnCpu(e, opts.warmup, opts.repeats);
-    if (t.timed) {
-      char rounded[32];
-      std::snprintf(rounded, sizeof rounded, "%.4g", t.seconds);
-      m.ops.push_back({e.op, e.shape, std::stod(rounded)});
-      std::fprintf(stderr, "mist-profile-cpu: [%zu/%zu] %s %s: %.4g us\n", i + 1, shapes.size(),
-                   e.op.c_str(), e.shape.c_str(), t.seconds * 1e6);
-    } else {
-      m.notTimed.push_back({e.op, e.shape, t.why});
-      std::fprintf(stderr, "mist-profile-cpu: [%zu/%zu] %s %s: not timed (%s)\n", i + 1,
-                   shapes.size(), e.op.c_str(), e.shape.c_str(), t.why.c_str());
-    }
-  }
+  recordOpTimes(
+      shapes, opts, "mist-profile-cpu",
+      [&](const ShapeEntry &e) { return timeOpOnCpu(e, opts.warmup, opts.repeats); }, m);
   m.opsHow = "the CPU ops of runtime/ops (the trainer's CPU ranks) on random host data, fp32, "
              "one thread";
 }
@@ -204,19 +187,10 @@ int main(int argc, char **argv) {
     return 0;
   }
   std::optional<ClusterFigures> base;
-  if (!opts.basePath.empty()) {
-    ClusterFigures b;
-    if (!readClusterYamlFile(opts.basePath, b, error)) {
-      if (lead)
-        std::fprintf(stderr, "mist-profile-cpu: --base: %s\n", error.c_str());
-      return 2;
-    }
-    base = b;
-  }
   std::vector<ShapeEntry> shapes;
-  if (!opts.shapesPath.empty() && !readShapesFile(opts.shapesPath, shapes, error)) {
+  if (!readProfileInputs(opts, base, shapes, error)) {
     if (lead)
-      std::fprintf(stderr, "mist-profile-cpu: --shapes: %s\n", error.c_str());
+      std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
     return 2;
   }
   Measurements m;

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "tools/profiler/OpTimerMode.h"
+#include "tools/profiler/ProfileInputs.h"
 #include "tools/profiler/ShapesFile.h"
 
 #include <cuda_runtime_api.h>
@@ -46,12 +47,6 @@ struct OpTimerOptions {
   int warmup = 3;
   int repeats = 20;
   LinearGradMode linearGrad = LinearGradMode::Bf16Gemms;
-};
-
-struct OpTime {
-  bool timed = false;
-  double seconds = 0;
-  std::string why; ///< when not timed: the reason
 };
 
 class OpTimer {
