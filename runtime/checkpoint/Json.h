@@ -26,7 +26,14 @@ struct JsonValue {
   std::string text; ///< String: the decoded UTF-8; Number: the literal as written
   std::vector<JsonValue> items;
   std::vector<std::pair<std::string, JsonValue>> members;
+
+  /// Declared here, defaulted below where JsonValue is complete: clang
+  /// (with libstdc++) otherwise checks std::pair<std::string, JsonValue>'s
+  /// default constructor while JsonValue is still incomplete, and fails.
+  JsonValue();
 };
+
+inline JsonValue::JsonValue() = default;
 
 /// The value of `document`, or nullopt with `error` saying what is wrong at
 /// which byte ("byte 17: expected ':' after an object key").
