@@ -4,8 +4,15 @@
 #   tests/fuzz/run-fuzz.sh mist [SECONDS] [LIBFUZZER-ARGS...]   fuzz .mist source (default 60 s)
 #   tests/fuzz/run-fuzz.sh ir   [SECONDS] [LIBFUZZER-ARGS...]   fuzz the textual IR
 #   tests/fuzz/run-fuzz.sh yaml [SECONDS] [LIBFUZZER-ARGS...]   fuzz cluster and plan files
-#   tests/fuzz/run-fuzz.sh --build-only                        configure and build only
-#   tests/fuzz/run-fuzz.sh --repro mist|ir FILE...              run inputs once, print the report
+#   tests/fuzz/run-fuzz.sh json [SECONDS] [LIBFUZZER-ARGS...]   fuzz the runtime's JSON reader
+#   tests/fuzz/run-fuzz.sh safetensors [SECONDS] [ARGS...]      fuzz the safetensors reader
+#   tests/fuzz/run-fuzz.sh tokens [SECONDS] [ARGS...]           fuzz the token-file reader
+#   tests/fuzz/run-fuzz.sh --build-only [KIND...]               configure and build only (all
+#                                                              fuzzers, or those named)
+#   tests/fuzz/run-fuzz.sh --repro KIND FILE...                 run inputs once, print the report
+#
+# A run builds only its own fuzzer (json, safetensors and tokens need only the
+# runtime's libraries, not the compiler).
 #
 # Runs use -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 so that a
 # crash does not end the run; every crash/timeout/oom/leak input is left in
@@ -22,12 +29,13 @@ MISTC=${MISTC:-$ROOT/build/bin/mistc}
 JOBS=${JOBS:-1}
 NICE=${NICE:-10}
 FUZZ_DIR=$BUILD/fuzz
+KINDS="mist ir yaml json safetensors tokens"
 
 # The body is one function, read whole before it runs: editing this file during a
 # long run does not derail it.
 main() {
 die() { echo "run-fuzz.sh: $*" >&2; exit 2; }
-[[ $# -ge 1 ]] || die "usage: run-fuzz.sh mist|ir [SECONDS] [ARGS...] | --build-only | --repro mist|ir FILE..."
+[[ $# -ge 1 ]] || die "usage: run-fuzz.sh KIND [SECONDS] [ARGS...] | --build-only [KIND...] | --repro KIND FILE... (KIND: $KINDS)"
 [[ $(realpath -m "$BUILD") != "$ROOT/build" ]] || die "refusing to use $ROOT/build; pick another BUILD_DIR"
 
 mkdir -p "$BUILD"
@@ -35,13 +43,16 @@ mkdir -p "$BUILD"
 exec 9>"$BUILD/.run-fuzz.lock"
 flock -n 9 || die "another run-fuzz.sh is using $BUILD"
 
+# Configures if needed, then builds the fuzzer targets given.
 build() {
-  if [[ ! -f $BUILD/CMakeCache.txt ]]; then
-    nice -n "$NICE" cmake -S "$ROOT" -B "$BUILD" -G Ninja -DMIST_FUZZ=ON \
+  if [[ ! -f $BUILD/build.ninja ]]; then # not configured, or the last configure failed
+    # MIST_WERROR off: clang's warnings in an instrumented build are not the
+    # gate (the GCC build is); they must not stop the fuzzers from building.
+    nice -n "$NICE" cmake -S "$ROOT" -B "$BUILD" -G Ninja -DMIST_FUZZ=ON -DMIST_WERROR=OFF \
       -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 >/dev/null
   fi
-  nice -n "$NICE" cmake --build "$BUILD" --target mist-fuzzer mist-ir-fuzzer mist-yaml-fuzzer -j "$JOBS"
+  nice -n "$NICE" cmake --build "$BUILD" --target "$@" -j "$JOBS"
 }
 
 target_of() {
@@ -49,7 +60,10 @@ target_of() {
     mist) echo mist-fuzzer ;;
     ir) echo mist-ir-fuzzer ;;
     yaml) echo mist-yaml-fuzzer ;;
-    *) die "unknown fuzzer '$1' (expected mist, ir or yaml)" ;;
+    json) echo mist-json-fuzzer ;;
+    safetensors) echo mist-safetensors-fuzzer ;;
+    tokens) echo mist-token-fuzzer ;;
+    *) die "unknown fuzzer '$1' (expected one of: $KINDS)" ;;
   esac
 }
 
@@ -60,12 +74,16 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-print_suppressions=0} # suppressions: Saniti
 
 case $1 in
   --build-only)
-    build
+    shift
+    targets=()
+    kinds=("$@"); (($#)) || read -ra kinds <<<"$KINDS"
+    for kind in "${kinds[@]}"; do targets+=("$(target_of "$kind")"); done
+    build "${targets[@]}"
     exit 0 ;;
   --repro)
-    [[ $# -ge 3 ]] || die "usage: run-fuzz.sh --repro mist|ir FILE..."
+    [[ $# -ge 3 ]] || die "usage: run-fuzz.sh --repro KIND FILE... (KIND: $KINDS)"
     T=$(target_of "$2"); shift 2
-    build >/dev/null
+    build "$T" >/dev/null
     exec "$BUILD/bin/$T" -runs=1 -timeout=10 -rss_limit_mb=2048 "$@" ;;
 esac
 
@@ -73,7 +91,7 @@ KIND=$1; T=$(target_of "$KIND"); shift
 SECS=${1:-60}; [[ $# -gt 0 ]] && shift
 [[ $SECS =~ ^[0-9]+$ ]] || die "SECONDS must be a number, not '$SECS'"
 
-build
+build "$T"
 CORPUS=$FUZZ_DIR/corpus/$T
 CRASHES=$FUZZ_DIR/crashes/$T
 LOGS=$FUZZ_DIR/logs
@@ -83,6 +101,14 @@ SEEDS=()
 if [[ $KIND == yaml ]]; then
   SEEDS=("$ROOT/stdlib/clusters" "$ROOT/examples/plans" "$ROOT/tests/lit/driver/Inputs")
   DICT=$ROOT/tests/fuzz/yaml.dict
+elif [[ $KIND == json || $KIND == safetensors || $KIND == tokens ]]; then
+  # Small valid files written by the seed script (regenerated every run, read
+  # only for libFuzzer: new inputs go to $CORPUS).
+  SEED_DIR=$FUZZ_DIR/seeds/$T
+  rm -rf "$SEED_DIR"
+  python3 "$ROOT/tests/fuzz/make-seeds.py" "$KIND" "$SEED_DIR" >/dev/null
+  SEEDS=("$SEED_DIR")
+  DICT=$ROOT/tests/fuzz/$KIND.dict
 elif [[ $KIND == mist ]]; then
   SEEDS=("$ROOT/examples" "$ROOT/stdlib/models") # read only: new inputs go to $CORPUS
   DICT=$ROOT/tests/fuzz/mist.dict
