@@ -10,8 +10,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "format/Plan.h"
 #include "ir/IR.h"
-#include "passes/perf/Plan.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
 #include <vector>

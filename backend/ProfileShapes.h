@@ -19,7 +19,7 @@
 #pragma once
 
 #include "ir/IR.h"
-#include "passes/perf/ModelProfile.h"
+#include "perfmodel/ModelProfile.h"
 #include "support/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 #include <optional>

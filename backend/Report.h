@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "passes/perf/StageModel.h"
+#include "perfmodel/StageModel.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mist {

@@ -1,17 +1,19 @@
 //===- Timeline.cpp - Predicted stream timeline as Chrome trace JSON ------===//
 #include "backend/Timeline.h"
 
-#include "backend/Schedule.h"
+#include "format/ChromeTrace.h"
+#include "schedule/Schedule.h"
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <sstream>
 
 using namespace mist;
 
 const char *mist::timelineRowName(unsigned row) {
-  static const char *names[numTimelineRows] = {"compute", "gpu<->gpu", "host->gpu", "gpu->host",
-                                               "tp collectives"};
-  return row < numTimelineRows ? names[row] : "?";
+  if (row < numStreams)
+    return streamLabel(static_cast<Stream>(row));
+  return row == numStreams ? "tp collectives" : "?";
 }
 
 SimulatedTimeline mist::simulateTimeline(const Plan &plan, const PipelineEstimate &est) {
@@ -69,27 +71,18 @@ SimulatedTimeline mist::simulateTimeline(const Plan &plan, const PipelineEstimat
 double mist::writeTimeline(const Plan &plan, const PipelineEstimate &est, llvm::raw_ostream &os) {
   const int S = static_cast<int>(est.stages.size());
   SimulatedTimeline sim = simulateTimeline(plan, est);
-  os << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  bool firstEvent = true;
-  auto emit = [&](const std::string &json) {
-    os << (firstEvent ? "  " : ",\n  ") << json;
-    firstEvent = false;
-  };
+  std::ostringstream text;
+  ChromeTraceWriter trace(text);
   for (int i = 0; i < S; ++i) {
-    emit(fmt::format("{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": "
-                     "{{\"name\": \"stage {} (layers {}-{})\"}}}}",
-                     i, i, plan.stages[i].firstLayer, plan.stages[i].lastLayer));
+    trace.processName(i, fmt::format("stage {} (layers {}-{})", i, plan.stages[i].firstLayer,
+                                     plan.stages[i].lastLayer));
     for (unsigned t = 0; t < numTimelineRows; ++t)
-      emit(fmt::format("{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, "
-                       "\"args\": {{\"name\": \"{}\"}}}}",
-                       i, t, timelineRowName(t)));
+      trace.threadName(i, int(t), timelineRowName(t));
   }
   for (const TimelineEvent &e : sim.events)
-    emit(fmt::format("{{\"ph\": \"X\", \"name\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": {:.3f}, "
-                     "\"dur\": {:.3f}}}",
-                     e.name, e.stage, e.stream, e.start * 1e6, e.duration * 1e6));
-  os << "\n], \"otherData\": {\"predicted_iteration_s\": "
-     << fmt::format("{:.6g}", est.iterationSeconds)
-     << ", \"simulated_iteration_s\": " << fmt::format("{:.6g}", sim.seconds) << "}}\n";
+    trace.complete(e.name, e.stage, int(e.stream), e.start, e.duration);
+  trace.finish(
+      {{"predicted_iteration_s", est.iterationSeconds}, {"simulated_iteration_s", sim.seconds}});
+  os << text.str();
   return sim.seconds;
 }

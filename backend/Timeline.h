@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "passes/perf/StageModel.h"
+#include "perfmodel/StageModel.h"
 #include "llvm/Support/raw_ostream.h"
 #include <string>
 #include <vector>

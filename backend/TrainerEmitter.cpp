@@ -3,7 +3,7 @@
 
 #include "backend/ScratchPlanner.h"
 
-#include "backend/Schedule.h"
+#include "schedule/Schedule.h"
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -621,7 +621,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     "{1}/runtime/device/libmistrtDeviceHost.a "
                     "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
                     "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
-                    "{1}/stdlib/kernels/libmistKernelsRef.a -o train\n",
+                    "{1}/stdlib/kernels/libmistKernelsRef.a {1}/format/libmistFormat.a -o train\n",
                     src.sourceRoot, src.buildDir);
   os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. "
         "-DMIST_RUNTIME_ONLY=ON):\n";
@@ -671,7 +671,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       if ((r == 0 && !first) || (r == 2 && !last))
         continue;
       const LoweredRegion &lr = st.regions[r];
-      os << fmt::format("// ---- {} ----\n", regionName(lr.kind).str());
+      os << fmt::format("// ---- {} ----\n", regionName(lr.kind));
       // Handed to the next run: allocated at write, moved out after the run.
       std::set<int> fwdOut(lr.outputs.begin(), lr.outputs.end()),
           bwdOut(lr.gradOutputs.begin(), lr.gradOutputs.end());

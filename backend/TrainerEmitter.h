@@ -13,7 +13,7 @@
 #pragma once
 
 #include "backend/Lowering.h"
-#include "passes/perf/Plan.h"
+#include "format/Plan.h"
 #include "support/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"
 

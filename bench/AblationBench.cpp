@@ -8,9 +8,10 @@
 /// the table: it is whatever the model and tuner predict.
 /// Usage: mist-bench-ablation [out.json]
 //===----------------------------------------------------------------------===//
-#include "frontend/ClusterLoader.h"
+#include "format/ClusterLoader.h"
 #include "frontend/Frontend.h"
-#include "passes/tuner/Tuner.h"
+#include "passes/Pipeline.h"
+#include "tuner/Tuner.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <chrono>
 #include <cmath>

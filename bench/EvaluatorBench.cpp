@@ -6,7 +6,8 @@
 /// evaluated with the compiled evaluator. Prints a table and writes JSON.
 //===----------------------------------------------------------------------===//
 #include "frontend/Frontend.h"
-#include "passes/perf/Evaluator.h"
+#include "passes/Pipeline.h"
+#include "perfmodel/Evaluator.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <chrono>
 #include <cstdio>

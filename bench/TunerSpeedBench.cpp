@@ -5,9 +5,10 @@
 /// scored and MILPs solved, and the predicted iteration time of the plan.
 /// Usage: mist-bench-tuner [out.json]
 //===----------------------------------------------------------------------===//
-#include "frontend/ClusterLoader.h"
+#include "format/ClusterLoader.h"
 #include "frontend/Frontend.h"
-#include "passes/tuner/Tuner.h"
+#include "passes/Pipeline.h"
+#include "tuner/Tuner.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <chrono>
 #include <cstdio>

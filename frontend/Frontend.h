@@ -1,7 +1,8 @@
 //===- Frontend.h - Source text to IR in one call -------------------------===//
 /// \file
 /// Load (with imports) -> Sema -> IRGen, the path shared by the mistc driver,
-/// the unit tests and the parser fuzzer.
+/// the unit tests and the parser fuzzer. The passes come after
+/// (passes/Pipeline.h).
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -19,9 +20,5 @@ struct FrontendOptions {
 /// null after reporting errors.
 std::unique_ptr<Module> compileMist(unsigned bufferId, const FrontendOptions &opts,
                                     DiagnosticEngine &diag);
-
-/// Runs the named passes in order (the default pipeline when `passes` is
-/// empty) and the verifier. Returns false after reporting errors.
-bool runPipeline(Module &m, const std::vector<std::string> &passes, DiagnosticEngine &diag);
 
 } // namespace mist

@@ -346,7 +346,7 @@ Op *IRGen::newOp(OpKind kind, llvm::SMLoc loc) {
 }
 
 std::string IRGen::paramPrefix(const std::string &hint) {
-  std::string prefix = regionName(region->kind).str();
+  std::string prefix = std::string(regionName(region->kind));
   for (const std::string &seg : path)
     prefix += "." + seg;
   return m->uniqueName(prefix + "." + hint);

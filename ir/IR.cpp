@@ -91,18 +91,6 @@ std::string Op::enumAttr(const std::string &name, llvm::StringRef dflt) const {
   return dflt.str();
 }
 
-llvm::StringRef mist::regionName(RegionKind k) {
-  switch (k) {
-  case RegionKind::Pre:
-    return "pre";
-  case RegionKind::Layer:
-    return "layer";
-  case RegionKind::Post:
-    return "post";
-  }
-  return "?";
-}
-
 std::optional<Expr> RegionSummary::get(llvm::StringRef key) const {
   for (auto &[k, v] : entries)
     if (k == key)

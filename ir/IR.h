@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "format/Region.h"
 #include "ir/Types.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/SMLoc.h"
@@ -86,9 +87,6 @@ struct Block {
   std::vector<std::unique_ptr<Op>> ops;
   std::vector<Value *> yields;
 };
-
-enum class RegionKind { Pre, Layer, Post };
-llvm::StringRef regionName(RegionKind k);
 
 /// Per-region totals written by the cost model (one layer for `layer`).
 struct RegionSummary {

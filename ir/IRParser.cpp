@@ -564,7 +564,7 @@ bool IRParser::parseRegion(Region &r) {
                : r.kind == RegionKind::Post ? tok.is(Tok::KwPost)
                                             : isWord("layer");
   if (!named)
-    return error("expected the '" + regionName(r.kind) + "' region");
+    return error("expected the '" + std::string(regionName(r.kind)) + "' region");
   advance();
   if (r.kind == RegionKind::Layer) {
     if (!expect(Tok::KwRepeat, "after 'layer'") || !parseExpr(r.repeat))

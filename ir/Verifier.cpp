@@ -100,14 +100,14 @@ private:
     std::unordered_set<const Value *> scope;
     verifyOps(r.fwd, scope, r);
     if (m.state.differentiated && !r.bwd)
-      fail({}, "region '" + regionName(r.kind) + "' has no backward block");
+      fail({}, "region '" + std::string(regionName(r.kind)) + "' has no backward block");
     if (r.bwd) {
       if (r.bwd->args.size() != r.fwd.yields.size())
-        fail({}, "backward of '" + regionName(r.kind) + "' takes " +
+        fail({}, "backward of '" + std::string(regionName(r.kind)) + "' takes " +
                      std::to_string(r.bwd->args.size()) + " gradients for " +
                      std::to_string(r.fwd.yields.size()) + " yielded values");
       if (r.bwd->yields.size() != r.fwd.args.size())
-        fail({}, "backward of '" + regionName(r.kind) + "' yields " +
+        fail({}, "backward of '" + std::string(regionName(r.kind)) + "' yields " +
                      std::to_string(r.bwd->yields.size()) + " gradients for " +
                      std::to_string(r.fwd.args.size()) + " arguments");
       verifyOps(*r.bwd, scope, r);

@@ -5,20 +5,6 @@
 
 namespace mist::rt {
 
-const char *streamName(StreamKind s) {
-  switch (s) {
-  case StreamKind::Compute:
-    return "compute";
-  case StreamKind::G2G:
-    return "g2g";
-  case StreamKind::H2D:
-    return "h2d";
-  case StreamKind::D2H:
-    return "d2h";
-  }
-  return "?";
-}
-
 Streams::Streams() {
   for (device::Stream &s : streams)
     s = device::createStream();

@@ -1,7 +1,7 @@
 //===- Streams.h - The four streams a stage's work runs on ----------------===//
 /// \file
 /// Every piece of a stage's work runs on one of the four streams the
-/// performance model prices (passes/perf: compute, g2g for collectives and
+/// performance model prices (perfmodel: compute, g2g for collectives and
 /// pipeline messages, h2d and d2h for offload copies), and work on one
 /// stream that needs another's result waits for an event recorded there.
 /// Streams are device streams (runtime/device/Device.h): on GPU ranks CUDA
@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "format/Streams.h"
 #include "runtime/device/Device.h"
 #include "runtime/trainer/TraceWriter.h"
 #include <cstdint>
@@ -22,10 +23,10 @@
 
 namespace mist::rt {
 
-enum class StreamKind { Compute = 0, G2G = 1, H2D = 2, D2H = 3 };
-constexpr int streamCount = 4;
-/// "compute", "g2g", "h2d", "d2h": the names of the predicted timeline's rows.
-const char *streamName(StreamKind s);
+/// The performance model's streams (format/Streams.h), named as in cluster
+/// files and in both timelines.
+using StreamKind = mist::Stream;
+constexpr int streamCount = int(mist::numStreams);
 
 /// A point in one stream's work: everything enqueued on it before `record`.
 struct Event {

@@ -3,7 +3,9 @@
 
 #include "runtime/trainer/Streams.h"
 
-#include <cstdio>
+#include "format/ChromeTrace.h"
+
+#include <fstream>
 #include <sstream>
 
 namespace mist::rt {
@@ -45,10 +47,8 @@ bool gatherAndWriteTrace(Communicator &world, const std::vector<int> &leaders,
       }
     return true;
   }
-  std::FILE *f = std::fopen(path.c_str(), "w");
-  if (f)
-    std::fprintf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
-  bool first = true;
+  std::ofstream file(path);
+  ChromeTraceWriter trace(file);
   for (size_t s = 0; s < leaders.size(); ++s) {
     std::vector<TraceEvent> events = mine;
     if (leaders[s] != 0) {
@@ -58,29 +58,18 @@ bool gatherAndWriteTrace(Communicator &world, const std::vector<int> &leaders,
       world.recv(text.data(), size, leaders[s], traceTag);
       events = deserialize(text);
     }
-    if (!f)
-      continue; // still receive, so the leaders are not left waiting
-    std::fprintf(f,
-                 "%s  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %zu, \"args\": "
-                 "{\"name\": \"stage %zu (%s, measured)\"}},\n",
-                 first ? "" : ",\n", s, s, model.c_str());
+    // Still received when the file cannot be written, so the leaders are not
+    // left waiting.
+    const int pid = int(s);
+    trace.processName(pid, "stage " + std::to_string(s) + " (" + model + ", measured)");
     for (int t = 0; t < streamCount; ++t)
-      std::fprintf(f,
-                   "%s  {\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %zu, \"tid\": %d, "
-                   "\"args\": {\"name\": \"%s\"}}",
-                   t ? ",\n" : "", s, t, streamName(StreamKind(t)));
+      trace.threadName(pid, t, streamName(StreamKind(t)));
     for (const TraceEvent &e : events)
-      std::fprintf(
-          f,
-          ",\n  {\"ph\": \"X\", \"name\": \"%s\", \"pid\": %zu, \"tid\": %d, \"ts\": %.3f, "
-          "\"dur\": %.3f}",
-          e.name.c_str(), s, e.stream, e.start * 1e6, e.duration * 1e6);
-    first = false;
+      trace.complete(e.name, pid, e.stream, e.start, e.duration);
   }
-  if (!f)
-    return false;
-  std::fprintf(f, "\n]}\n");
-  return std::fclose(f) == 0;
+  trace.finish();
+  file.close();
+  return bool(file);
 }
 
 } // namespace mist::rt

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "format/Region.h"
 #include "runtime/device/DeviceArray.h"
 #include <array>
 #include <cstdint>
@@ -37,8 +38,8 @@ struct BufferSpec {
   int64_t scratchOffset = -1;
 };
 
-/// Which region of the model reads a parameter.
-enum class RegionKind { Pre, Layer, Post };
+/// Which region of the model reads a parameter (format/Region.h).
+using RegionKind = mist::RegionKind;
 
 /// A parameter and the gradient buffers that contribute to it (a tied
 /// weight gets one from each region that reads it).

@@ -1,8 +1,8 @@
 //===- IRFuzzer.cpp - libFuzzer target for the textual IR -----------------===//
 /// \file
 /// Feeds arbitrary bytes to parseIR and verifyModule and, when both succeed,
-/// runs the pipeline `mistc -x ir` runs by default (Driver.cpp buildPipeline
-/// with no --passes and the default --emit=summary): shape-infer always first,
+/// runs the pipeline `mistc -x ir` runs by default (passes/Pipeline.h
+/// buildPipeline with no --passes and the default --emit=summary): shape-infer always first,
 /// re-checking the parsed types of a shaped module, then tp-shard, backward
 /// and cost-model unless the module's state says they were already applied;
 /// then the verifier once more. Diagnostics go to llvm::nulls(); everything is
@@ -10,7 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "ir/IRParser.h"
 #include "ir/Verifier.h"
-#include "passes/Pass.h"
+#include "passes/Pipeline.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -31,17 +31,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!m || failed(verifyModule(*m, diag)) || diag.hasErrors())
     return 0;
 
-  // Driver.cpp buildPipeline, fromIR, no --passes, --emit=summary.
+  // The driver's pipeline for IR input, no --passes, --emit=summary.
   PassManager pm(PassManagerOptions{}, llvm::nulls());
-  for (const char *name : {"shape-infer", "tp-shard", "backward", "cost-model"}) {
-    const PassInfo *info = lookupPass(name);
-    if (!info)
-      __builtin_trap(); // the pass table changed: update this list
-    std::unique_ptr<Pass> pass = info->create();
-    if (llvm::StringRef(name) != "shape-infer" && pass->alreadyApplied(*m))
-      continue;
-    pm.add(std::move(pass));
-  }
+  PipelineRequest request;
+  request.fromIR = true;
+  if (!buildPipeline(pm, *m, request, diag))
+    __builtin_trap(); // the default pipeline names an unregistered pass
   if (succeeded(pm.run(*m, diag)))
     (void)verifyModule(*m, diag);
   return 0;

@@ -7,6 +7,7 @@
 /// Built only with -DMIST_FUZZ=ON (see docs/fuzzing.md).
 //===----------------------------------------------------------------------===//
 #include "frontend/Frontend.h"
+#include "passes/Pipeline.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"

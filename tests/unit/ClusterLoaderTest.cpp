@@ -1,5 +1,6 @@
 //===- ClusterLoaderTest.cpp - Cluster files, presets, table lookup -------===//
-#include "frontend/ClusterLoader.h"
+#include "format/ClusterLoader.h"
+#include "perfmodel/ClusterLinks.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
 

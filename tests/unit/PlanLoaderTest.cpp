@@ -1,6 +1,6 @@
 //===- PlanLoaderTest.cpp - Plan files: loading, checks, round trip -------===//
-#include "frontend/PlanLoader.h"
-#include "backend/PlanWriter.h"
+#include "format/PlanLoader.h"
+#include "format/PlanWriter.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "backend/ProfileShapes.h"
 #include "TestUtil.h"
-#include "frontend/ClusterLoader.h"
-#include "passes/tuner/Tuner.h"
+#include "format/ClusterLoader.h"
 #include "tools/profiler/ShapesFile.h"
+#include "tuner/Tuner.h"
 
 using namespace mist;
 using namespace mist::test;

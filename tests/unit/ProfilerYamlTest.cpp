@@ -1,12 +1,12 @@
 //===- ProfilerYamlTest.cpp - The profiler's cluster files load -----------===//
 /// tools/profiler writes cluster files without yaml-cpp; these tests load
-/// what it writes with the compiler's loader (frontend/ClusterLoader), so a
+/// what it writes with the compiler's loader (format/ClusterLoader), so a
 /// schema change on either side fails here even on machines without a GPU:
 /// every preset read by the profiler's reader and written back loads to the
 /// same Cluster, and a cluster assembled from (made-up) measurements, a base
 /// preset and flags loads with the measured figures in place.
 //===----------------------------------------------------------------------===//
-#include "frontend/ClusterLoader.h"
+#include "format/ClusterLoader.h"
 #include "tools/profiler/ClusterAssembly.h"
 #include "tools/profiler/ClusterYamlReader.h"
 #include "tools/profiler/ClusterYamlWriter.h"

@@ -3,7 +3,7 @@
 /// micro-batches in flight on stage i (what the memory model charges), and
 /// every knob of the plan shows up as the steps it implies, and only then.
 //===----------------------------------------------------------------------===//
-#include "backend/Schedule.h"
+#include "backend/ScheduleListing.h"
 #include <gtest/gtest.h>
 
 using namespace mist;
@@ -80,45 +80,57 @@ Plan twoStages() {
   return p;
 }
 
-int count(const std::vector<ScheduleStep> &steps, const std::string &needle, int layer = -2) {
+/// A step with its listing's words (backend/ScheduleListing.h) and its
+/// layer in the model's numbering.
+struct Described {
+  Stream stream;
+  int layer;
+  std::string what;
+};
+
+int count(const std::vector<Described> &steps, const std::string &needle, int layer = -2) {
   int n = 0;
-  for (const ScheduleStep &s : steps)
+  for (const Described &s : steps)
     n += s.what.find(needle) != std::string::npos && (layer == -2 || s.layer == layer);
   return n;
 }
 
-const std::vector<ScheduleStep> &phase(const StageSchedule &s, PhaseKind k) {
-  return s.phases[static_cast<int>(k)];
+std::vector<Described> phase(const StageSchedule &s, Phase k, int firstLayer = -1) {
+  std::vector<Described> out;
+  for (const Step &step : s.phases[static_cast<int>(k)])
+    out.push_back({step.stream(), step.layer < 0 ? -1 : step.layer + std::max(0, firstLayer),
+                   describeStep(step, k, s)});
+  return out;
 }
 
 TEST(Schedule, DataParallelReductionFollowsTheZeroFlags) {
   Plan p = twoStages();
   StageSchedule none = buildStageSchedule(p, 1);
-  EXPECT_EQ(count(phase(none, PhaseKind::LastBackward), "all-reduce the gradients over dp"), 4);
-  EXPECT_EQ(count(phase(none, PhaseKind::Backward), "over dp"), 0); // accumulate locally
-  EXPECT_EQ(count(phase(none, PhaseKind::FirstForward), "all-gather"), 0);
+  EXPECT_EQ(count(phase(none, Phase::LastBackward), "all-reduce the gradients over dp"), 4);
+  EXPECT_EQ(count(phase(none, Phase::Backward), "over dp"), 0); // accumulate locally
+  EXPECT_EQ(count(phase(none, Phase::FirstForward), "all-gather"), 0);
 
   p.stages[1].zero = {false, false, true}; // ZeRO-1
   StageSchedule z1 = buildStageSchedule(p, 1);
-  EXPECT_EQ(count(phase(z1, PhaseKind::LastBackward), "reduce-scatter"), 4);
-  EXPECT_EQ(count(phase(z1, PhaseKind::FirstForward), "all-gather the updated weight shards"), 4);
-  EXPECT_EQ(count(phase(z1, PhaseKind::Forward), "all-gather"), 0);
+  EXPECT_EQ(count(phase(z1, Phase::LastBackward), "reduce-scatter"), 4);
+  EXPECT_EQ(count(phase(z1, Phase::FirstForward), "all-gather the updated weight shards"), 4);
+  EXPECT_EQ(count(phase(z1, Phase::Forward), "all-gather"), 0);
 
   p.stages[1].zero = {false, true, true}; // ZeRO-2
   StageSchedule z2 = buildStageSchedule(p, 1);
-  EXPECT_EQ(count(phase(z2, PhaseKind::Backward), "reduce-scatter"), 4); // every micro-batch
+  EXPECT_EQ(count(phase(z2, Phase::Backward), "reduce-scatter"), 4); // every micro-batch
 
   p.stages[1].zero = {true, true, true}; // ZeRO-3
   StageSchedule z3 = buildStageSchedule(p, 1);
-  EXPECT_EQ(count(phase(z3, PhaseKind::Forward), "all-gather the weights"), 4);
-  EXPECT_EQ(count(phase(z3, PhaseKind::Backward), "all-gather the weights"), 4);
-  EXPECT_EQ(count(phase(z3, PhaseKind::FirstForward), "updated weight shards"), 0);
+  EXPECT_EQ(count(phase(z3, Phase::Forward), "all-gather the weights"), 4);
+  EXPECT_EQ(count(phase(z3, Phase::Backward), "all-gather the weights"), 4);
+  EXPECT_EQ(count(phase(z3, Phase::FirstForward), "updated weight shards"), 0);
 
   p.stages[1].dp = 1; // nothing to reduce or shard over
   p.stages[1].tp = 4;
   StageSchedule single = buildStageSchedule(p, 1);
-  for (const auto &steps : single.phases)
-    EXPECT_EQ(count(steps, "over dp"), 0);
+  for (unsigned k = 0; k < numPhases; ++k)
+    EXPECT_EQ(count(phase(single, Phase(k)), "over dp"), 0);
 }
 
 TEST(Schedule, CheckpointingRecomputesTheLastLayersOnly) {
@@ -127,42 +139,38 @@ TEST(Schedule, CheckpointingRecomputesTheLastLayersOnly) {
   StageSchedule s = buildStageSchedule(p, 0);
   for (int l = 0; l <= 3; ++l) {
     int expected = l >= 1 ? 1 : 0;
-    EXPECT_EQ(count(phase(s, PhaseKind::Backward), "recompute", l), expected) << l;
-    EXPECT_EQ(count(phase(s, PhaseKind::Forward), "keeping only the layer's input", l), expected)
-        << l;
+    EXPECT_EQ(count(phase(s, Phase::Backward), "recompute", l), expected) << l;
+    EXPECT_EQ(count(phase(s, Phase::Forward), "keeping only the layer's input", l), expected) << l;
   }
 }
 
 TEST(Schedule, OffloadStepsAppearExactlyForOffloadedState) {
   Plan p = twoStages();
   StageSchedule plain = buildStageSchedule(p, 0);
-  for (const auto &steps : plain.phases)
-    for (const ScheduleStep &s : steps)
-      EXPECT_TRUE(s.stream == ScheduleStream::Compute || s.stream == ScheduleStream::G2G) << s.what;
+  for (unsigned k = 0; k < numPhases; ++k)
+    for (const Described &s : phase(plain, Phase(k)))
+      EXPECT_TRUE(s.stream == Stream::Compute || s.stream == Stream::G2G) << s.what;
 
   p.stages[0].offload = {0, 0, 0.5, 0.25}; // optimizer state and activations
   StageSchedule off = buildStageSchedule(p, 0);
-  EXPECT_EQ(count(phase(off, PhaseKind::Forward), "swap out the saved activations (25%)"), 4);
-  EXPECT_EQ(count(phase(off, PhaseKind::Backward), "swap in the saved activations (25%)"), 4);
-  EXPECT_EQ(count(phase(off, PhaseKind::FirstForward), "fetch the offloaded optimizer state (50%)"),
-            4);
-  EXPECT_EQ(count(phase(off, PhaseKind::Forward), "optimizer"), 0); // only the first forward steps
-  EXPECT_EQ(count(phase(off, PhaseKind::Backward), "weights ("), 0);
+  EXPECT_EQ(count(phase(off, Phase::Forward), "swap out the saved activations (25%)"), 4);
+  EXPECT_EQ(count(phase(off, Phase::Backward), "swap in the saved activations (25%)"), 4);
+  EXPECT_EQ(count(phase(off, Phase::FirstForward), "fetch the offloaded optimizer state (50%)"), 4);
+  EXPECT_EQ(count(phase(off, Phase::Forward), "optimizer"), 0); // only the first forward steps
+  EXPECT_EQ(count(phase(off, Phase::Backward), "weights ("), 0);
 }
 
 TEST(Schedule, StagesTalkToTheirNeighbours) {
   Plan p = twoStages();
   StageSchedule first = buildStageSchedule(p, 0), last = buildStageSchedule(p, 1);
-  EXPECT_EQ(count(phase(first, PhaseKind::Forward), "send the activations to stage 1"), 1);
-  EXPECT_EQ(count(phase(first, PhaseKind::Backward), "receive the output gradients from stage 1"),
-            1);
+  EXPECT_EQ(count(phase(first, Phase::Forward), "send the activations to stage 1"), 1);
+  EXPECT_EQ(count(phase(first, Phase::Backward), "receive the output gradients from stage 1"), 1);
   EXPECT_EQ(
-      count(phase(last, PhaseKind::Forward), "receive the micro-batch's activations from stage 0"),
-      1);
-  EXPECT_EQ(count(phase(last, PhaseKind::Backward), "send the input gradients to stage 0"), 1);
-  EXPECT_EQ(count(phase(first, PhaseKind::Forward), "pre forward"), 1);
-  EXPECT_EQ(count(phase(last, PhaseKind::Forward), "post forward"), 1);
-  EXPECT_EQ(count(phase(first, PhaseKind::Forward), "post"), 0);
+      count(phase(last, Phase::Forward), "receive the micro-batch's activations from stage 0"), 1);
+  EXPECT_EQ(count(phase(last, Phase::Backward), "send the input gradients to stage 0"), 1);
+  EXPECT_EQ(count(phase(first, Phase::Forward), "pre forward"), 1);
+  EXPECT_EQ(count(phase(last, Phase::Forward), "post forward"), 1);
+  EXPECT_EQ(count(phase(first, Phase::Forward), "post"), 0);
 }
 
 } // namespace

@@ -4,7 +4,7 @@
 /// closed forms of the cost model.
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
-#include "passes/perf/Evaluator.h"
+#include "perfmodel/Evaluator.h"
 
 #include <optional>
 

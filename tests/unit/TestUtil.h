@@ -2,6 +2,7 @@
 #pragma once
 
 #include "frontend/Frontend.h"
+#include "passes/Pipeline.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
 

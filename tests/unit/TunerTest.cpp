@@ -1,8 +1,8 @@
 //===- TunerTest.cpp - MILP wrapper, Pareto frontier, tuner exactness -----===//
-#include "passes/tuner/Tuner.h"
+#include "tuner/Tuner.h"
 #include "TestUtil.h"
-#include "passes/tuner/InterStage.h"
-#include "passes/tuner/Pareto.h"
+#include "tuner/InterStage.h"
+#include "tuner/Pareto.h"
 #include <algorithm>
 #include <functional>
 #include <map>

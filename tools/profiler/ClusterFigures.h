@@ -3,10 +3,10 @@
 /// Every field of a cluster file (schema: docs/cluster.md), as plain data:
 /// what tools/profiler measures, copies from a base preset or takes from
 /// its flags before ClusterYamlWriter writes it. Deliberately independent
-/// of the compiler's Cluster (passes/perf/Cluster.h) and of yaml-cpp, so the
+/// of the compiler's Cluster (format/Cluster.h) and of yaml-cpp, so the
 /// profiler builds on GPU hosts that have neither (MIST_RUNTIME_ONLY); the
 /// unit test ProfilerYamlTest loads what the writer writes with the real
-/// loader (frontend/ClusterLoader) to keep the two in step.
+/// loader (format/ClusterLoader) to keep the two in step.
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -1,6 +1,6 @@
 //===- ClusterYamlWriter.h - Write a cluster file without yaml-cpp --------===//
 /// \file
-/// Writes ClusterFigures in the schema frontend/ClusterLoader reads
+/// Writes ClusterFigures in the schema format/ClusterLoader reads
 /// (docs/cluster.md), in the presets' layout: top-level keys in schema
 /// order, `device` as a block mapping, table entries as one-line flow
 /// mappings, numbers in their shortest round-trip form (plain scalars, as

@@ -1,0 +1,60 @@
+//===- Plan.h - A training plan: the tuner's output, the backend's input --===//
+/// \file
+/// The plan format of DESIGN.md section 9 (schema in docs/plan.md). A plan
+/// may come from the tuner or be written by hand; format/PlanLoader reads
+/// it with located errors, format/PlanWriter writes it.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mist {
+
+/// The plan-file version format/PlanLoader reads (`mist_plan: 1`).
+constexpr int planFormatVersion = 1;
+
+struct ZeroFlags {
+  bool weights = false, grads = false, optimizer = false;
+  bool operator==(const ZeroFlags &) const = default;
+};
+
+struct OffloadRatios {
+  double weights = 0, grads = 0, optimizer = 0, activations = 0; ///< each in [0, 1]
+  bool operator==(const OffloadRatios &) const = default;
+};
+
+struct StagePlan {
+  int firstLayer = 0, lastLayer = 0; ///< inclusive; stage 0 also runs pre, the last post
+  int meshNodes = 1, meshGpusPerNode = 1;
+  int microBatch = 1;
+  int dp = 1, tp = 1;
+  ZeroFlags zero;
+  int ckptLayers = 0; ///< the last ckptLayers layers of the stage are recomputed
+  OffloadRatios offload;
+
+  int layers() const { return lastLayer - firstLayer + 1; }
+  int gpus() const { return meshNodes * meshGpusPerNode; }
+  bool operator==(const StagePlan &) const = default;
+};
+
+struct PlanPrediction {
+  double iterationSeconds = 0;
+  double tokensPerSecond = 0;
+  std::vector<double> peakGiB;
+  bool operator==(const PlanPrediction &) const = default;
+};
+
+struct Plan {
+  int version = planFormatVersion;
+  std::string model;
+  std::string cluster;
+  int globalBatch = 0;
+  int gradAccum = 1; ///< G: micro-batches per iteration
+  std::vector<StagePlan> stages;
+  std::optional<PlanPrediction> predicted;
+  bool operator==(const Plan &) const = default; ///< exact, doubles included
+};
+
+} // namespace mist

@@ -1,0 +1,317 @@
+//===- YamlReader.cpp - Checked, located reads of YAML documents ----------===//
+#include "format/YamlReader.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+using namespace mist;
+
+namespace {
+
+/// How a value that has the wrong type reads in a message.
+std::string describe(const YAML::Node &n) {
+  switch (n.Type()) {
+  case YAML::NodeType::Null:
+  case YAML::NodeType::Undefined:
+    return "nothing";
+  case YAML::NodeType::Sequence:
+    return "a sequence";
+  case YAML::NodeType::Map:
+    return "a mapping";
+  case YAML::NodeType::Scalar:
+    break;
+  }
+  std::string s = n.Scalar();
+  if (s.size() > 40)
+    s = s.substr(0, 37) + "...";
+  return "'" + s + "'";
+}
+
+/// Plain (unquoted, untagged) scalars are the only ones read as numbers or
+/// booleans: "8" in quotes is a string, as YAML has it.
+bool isPlainScalar(const YAML::Node &n) { return n.IsScalar() && n.Tag() == "?"; }
+
+} // namespace
+
+std::optional<std::string> mist::closestMatch(llvm::StringRef word,
+                                              llvm::ArrayRef<llvm::StringRef> candidates) {
+  std::optional<std::string> best;
+  unsigned bestDist = 0;
+  unsigned limit = std::max<unsigned>(1, static_cast<unsigned>(word.size()) / 3);
+  for (llvm::StringRef c : candidates) {
+    unsigned d = word.edit_distance(c, /*AllowReplacements=*/true, limit + 1);
+    if (d <= limit && (!best || d < bestDist)) {
+      best = c.str();
+      bestDist = d;
+    }
+  }
+  return best;
+}
+
+//===----------------------------------------------------------------------===//
+// YamlReader
+//===----------------------------------------------------------------------===//
+
+llvm::SMLoc YamlReader::bufferStart() const {
+  return llvm::SMLoc::getFromPointer(diag.sourceMgr().getMemoryBuffer(bufferId)->getBufferStart());
+}
+
+llvm::SMLoc YamlReader::loc(const YAML::Mark &m) const {
+  if (m.is_null() || m.line < 0 || m.column < 0)
+    return bufferStart();
+  llvm::SMLoc l = diag.sourceMgr().FindLocForLineAndColumn(bufferId, m.line + 1, m.column + 1);
+  return l.isValid() ? l : bufferStart();
+}
+
+llvm::SMLoc YamlReader::loc(const YAML::Node &n, llvm::SMLoc fallback) const {
+  if ((n.IsNull() || !n.IsDefined()) && fallback.isValid())
+    return fallback;
+  return loc(n.Mark());
+}
+
+namespace {
+
+/// The offset of the first column-0 document marker (`---`) that starts a
+/// second document with content, or npos. YAML forbids `---` at column 0
+/// inside scalars, so such a line always starts a document. (yaml-cpp 0.7's
+/// LoadAll can loop forever on some malformed input, so the documents after
+/// the first are found here instead of parsed.)
+size_t secondDocument(llvm::StringRef text) {
+  bool content = false, inSecond = false;
+  size_t secondAt = llvm::StringRef::npos;
+  for (size_t pos = 0; pos < text.size();) {
+    size_t end = text.find('\n', pos);
+    llvm::StringRef line = text.slice(pos, end == llvm::StringRef::npos ? text.size() : end);
+    bool marker = line == "---" || line.startswith("--- ") || line.startswith("---\t");
+    llvm::StringRef rest = marker ? line.drop_front(3).ltrim() : line.ltrim();
+    bool meaningful = !rest.empty() && !rest.startswith("#") && line != "...";
+    if (marker && content && !inSecond) {
+      inSecond = true;
+      secondAt = pos;
+    }
+    if (meaningful) {
+      if (inSecond)
+        return secondAt;
+      content = true;
+    }
+    if (end == llvm::StringRef::npos)
+      break;
+    pos = end + 1;
+  }
+  return llvm::StringRef::npos;
+}
+
+} // namespace
+
+std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
+  const llvm::MemoryBuffer *buf = diag.sourceMgr().getMemoryBuffer(bufferId);
+  llvm::StringRef text = buf->getBuffer();
+  if (size_t second = secondDocument(text); second != llvm::StringRef::npos) {
+    diag.error(llvm::SMLoc::getFromPointer(text.data() + second),
+               "a " + what.str() + " file holds one YAML document, found a second");
+    return std::nullopt;
+  }
+  std::vector<YAML::Node> docs;
+  try {
+    YAML::Node doc = YAML::Load(text.str());
+    if (doc.IsDefined() && !doc.IsNull())
+      docs.push_back(doc);
+  } catch (const YAML::Exception &e) {
+    diag.error(loc(e.mark), "invalid YAML: " + e.msg);
+    return std::nullopt;
+  }
+  if (docs.empty() || !docs[0].IsMap()) {
+    diag.error(docs.empty() ? bufferStart() : loc(docs[0]),
+               "expected a " + what + " (a YAML mapping), found " +
+                   (docs.empty() ? std::string("nothing") : describe(docs[0])));
+    return std::nullopt;
+  }
+  return docs[0];
+}
+
+bool YamlReader::checkRange(double v, llvm::SMLoc at, const llvm::Twine &what, Range range) {
+  const char *need = nullptr;
+  switch (range) {
+  case Range::Any:
+    break;
+  case Range::NonNegative:
+    need = v >= 0 ? nullptr : "must not be negative";
+    break;
+  case Range::Positive:
+    need = v > 0 ? nullptr : "must be positive";
+    break;
+  case Range::Fraction:
+    need = v > 0 && v <= 1 ? nullptr : "must be in (0, 1]";
+    break;
+  case Range::Ratio:
+    need = v >= 0 && v <= 1 ? nullptr : "must be in [0, 1]";
+    break;
+  case Range::AtLeastOne:
+    need = v >= 1 ? nullptr : "must be at least 1";
+    break;
+  }
+  if (!need)
+    return true;
+  diag.error(at, what + " " + need);
+  return false;
+}
+
+bool YamlReader::toInt(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, int &out,
+                       Range range) {
+  long long v = 0;
+  llvm::StringRef s = n.IsScalar() ? llvm::StringRef(n.Scalar()) : llvm::StringRef();
+  if (!isPlainScalar(n) || s.getAsInteger(10, v)) {
+    diag.error(at, "expected an integer for " + what + ", found " + describe(n));
+    return false;
+  }
+  if (v < INT_MIN || v > INT_MAX) {
+    diag.error(at, what + " is out of range");
+    return false;
+  }
+  if (!checkRange(static_cast<double>(v), at, what, range))
+    return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+bool YamlReader::toReal(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, double &out,
+                        Range range) {
+  bool ok = isPlainScalar(n) && !n.Scalar().empty() &&
+            n.Scalar().find_first_not_of("0123456789+-.eE") == std::string::npos;
+  double v = 0;
+  if (ok) {
+    const char *begin = n.Scalar().c_str();
+    char *end = nullptr;
+    v = std::strtod(begin, &end);
+    ok = end == begin + n.Scalar().size();
+  }
+  if (!ok) {
+    diag.error(at, "expected a number for " + what + ", found " + describe(n));
+    return false;
+  }
+  if (!std::isfinite(v)) {
+    diag.error(at, what + " is out of range");
+    return false;
+  }
+  if (!checkRange(v, at, what, range))
+    return false;
+  out = v;
+  return true;
+}
+
+bool YamlReader::toBool(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, bool &out) {
+  if (isPlainScalar(n)) {
+    llvm::StringRef s = n.Scalar();
+    if (s == "true" || s == "True" || s == "TRUE") {
+      out = true;
+      return true;
+    }
+    if (s == "false" || s == "False" || s == "FALSE") {
+      out = false;
+      return true;
+    }
+  }
+  diag.error(at, "expected true or false for " + what + ", found " + describe(n));
+  return false;
+}
+
+bool YamlReader::toString(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what,
+                          std::string &out) {
+  if (!n.IsScalar()) {
+    diag.error(at, "expected a string for " + what + ", found " + describe(n));
+    return false;
+  }
+  out = n.Scalar();
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// YamlMap
+//===----------------------------------------------------------------------===//
+
+YamlMap::YamlMap(YamlReader &r, const YAML::Node &node, llvm::StringRef context,
+                 llvm::ArrayRef<llvm::StringRef> keys, llvm::SMLoc at)
+    : r(r), context(context.str()), where(r.loc(node, at)) {
+  if (!node.IsMap()) {
+    r.error(where, "expected a mapping for '" + context + "', found " + describe(node));
+    return;
+  }
+  isMap = true;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    YAML::Node k = it->first; // a copy: `it->` yields a temporary proxy
+    llvm::SMLoc keyAt = r.loc(k, where);
+    if (!k.IsScalar()) {
+      r.error(keyAt, "expected a key name in '" + context + "', found " + describe(k));
+      continue;
+    }
+    std::string name = k.Scalar();
+    if (llvm::find(keys, llvm::StringRef(name)) == keys.end()) {
+      std::string msg = "unknown key '" + name + "' in '" + context.str() + "'";
+      if (auto close = closestMatch(name, keys))
+        msg += "; did you mean '" + *close + "'?";
+      r.error(keyAt, msg);
+      continue;
+    }
+    if (find(name)) {
+      r.error(keyAt, "duplicate key '" + name + "' in '" + context + "'");
+      continue;
+    }
+    entries.push_back({name, k, it->second, keyAt});
+  }
+}
+
+const YamlMap::Entry *YamlMap::find(llvm::StringRef key) const {
+  for (const Entry &e : entries)
+    if (e.key == key)
+      return &e;
+  return nullptr;
+}
+
+std::optional<YAML::Node> YamlMap::get(llvm::StringRef key, Need need) {
+  if (!isMap)
+    return std::nullopt;
+  if (const Entry *e = find(key))
+    return e->value;
+  if (need == Need::Required)
+    r.error(where, "missing key '" + key + "' in '" + context + "'");
+  return std::nullopt;
+}
+
+llvm::SMLoc YamlMap::keyLoc(llvm::StringRef key) const {
+  const Entry *e = find(key);
+  return e ? e->keyAt : where;
+}
+
+llvm::SMLoc YamlMap::valueLoc(llvm::StringRef key) const {
+  const Entry *e = find(key);
+  return e ? r.loc(e->value, e->keyAt) : where;
+}
+
+bool YamlMap::getInt(llvm::StringRef key, int &out, Need need, Range range) {
+  auto v = get(key, need);
+  if (!v)
+    return need == Need::Optional && isMap;
+  return r.toInt(*v, valueLoc(key), "'" + key + "'", out, range);
+}
+
+bool YamlMap::getReal(llvm::StringRef key, double &out, Need need, Range range) {
+  auto v = get(key, need);
+  if (!v)
+    return need == Need::Optional && isMap;
+  return r.toReal(*v, valueLoc(key), "'" + key + "'", out, range);
+}
+
+bool YamlMap::getBool(llvm::StringRef key, bool &out, Need need) {
+  auto v = get(key, need);
+  if (!v)
+    return need == Need::Optional && isMap;
+  return r.toBool(*v, valueLoc(key), "'" + key + "'", out);
+}
+
+bool YamlMap::getString(llvm::StringRef key, std::string &out, Need need) {
+  auto v = get(key, need);
+  if (!v)
+    return need == Need::Optional && isMap;
+  return r.toString(*v, valueLoc(key), "'" + key + "'", out);
+}

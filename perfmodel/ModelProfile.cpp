@@ -1,0 +1,432 @@
+//===- ModelProfile.cpp - A costed module, compiled for the perf model ----===//
+#include "perfmodel/ModelProfile.h"
+
+#include "ir/OpSemantics.h"
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+using namespace mist;
+
+namespace {
+
+/// Keeps only candidates no other candidate dominates for every b, tp.
+std::vector<Poly> pruneDominated(std::vector<Poly> cands) {
+  std::vector<Poly> kept;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    bool dominated = false;
+    for (size_t j = 0; j < cands.size() && !dominated; ++j) {
+      if (i == j || !cands[j].dominates(cands[i]))
+        continue;
+      // Equal candidates: keep the first one only.
+      dominated = !cands[i].dominates(cands[j]) || j < i;
+    }
+    if (!dominated)
+      kept.push_back(cands[i]);
+  }
+  return kept;
+}
+
+/// max(A) + max(B) as candidates: every a + b, the dominated ones dropped.
+std::vector<Poly> sumsOfPairs(const std::vector<Poly> &a, const std::vector<Poly> &b) {
+  if (b.empty())
+    return a;
+  std::vector<Poly> sums;
+  for (const Poly &x : a)
+    for (const Poly &y : b)
+      sums.push_back(x + y);
+  return pruneDominated(std::move(sums));
+}
+
+class RegionBuilder {
+public:
+  RegionBuilder(const Module &m, const Region &r, DiagnosticEngine &diag)
+      : m(m), r(r), diag(diag) {}
+
+  std::optional<RegionProfile> build() {
+    RegionProfile p;
+    Expr params = 0;
+    for (auto &op : r.fwd.ops)
+      if (op->kind == OpKind::Param)
+        params += op->result()->type.numElements();
+    if (!compile(params, p.params))
+      return std::nullopt;
+    if (!compile(tiedParams(), p.tiedParams))
+      return std::nullopt;
+    for (auto &op : r.fwd.ops)
+      if (op->kind != OpKind::Param && !addOp(*op, p.fwd))
+        return std::nullopt;
+    for (auto &op : r.bwd->ops)
+      if (!addOp(*op, p.bwd))
+        return std::nullopt;
+    for (auto &[key, dst] : {std::pair{"fwd_flops", &p.fwdFlops}, {"bwd_flops", &p.bwdFlops}})
+      if (!compile(r.summary->get(key).value_or(0), *dst))
+        return std::nullopt;
+    liveness(p.memory, /*singleTpRank=*/false);
+    liveness(p.memoryAtTp1, /*singleTpRank=*/true);
+    for (auto &a : r.bwd->args)
+      p.gradIn = p.gradIn + bytes(a.get());
+    for (const Value *y : r.fwd.yields)
+      if (isActivation(y))
+        p.output = p.output + bytes(y);
+    return p;
+  }
+
+private:
+  /// Elements of the parameters the region's ops read that no `param` op
+  /// of the region declares.
+  Expr tiedParams() const {
+    std::set<const Value *> declared, counted;
+    for (auto &op : r.fwd.ops)
+      if (op->kind == OpKind::Param)
+        declared.insert(op->result());
+    Expr elements = 0;
+    for (auto &op : r.fwd.ops)
+      for (const Value *v : op->operands)
+        if (v->typed && v->type.role == Role::Param && !declared.count(v) &&
+            counted.insert(v).second)
+          elements += v->type.numElements();
+    return elements;
+  }
+
+  bool compile(const Expr &e, Poly &out) {
+    auto p = Poly::compile(e, m.symbols);
+    if (!p) {
+      diag.error({}, "cost '" + printExpr(e, m.symbols) +
+                         "' depends on symbols other than b and tp after binding the model sizes");
+      return false;
+    }
+    out = *p;
+    return true;
+  }
+
+  bool addOp(const Op &op, std::vector<OpProfile> &list) {
+    if (forwardsOperand(op, /*singleTpRank=*/false))
+      return true; // nothing runs (all_reduce at tp = 1 is priced as a no-op already)
+    OpProfile p;
+    p.kind = op.kind;
+    p.name = op.results.empty() ? std::string(opName(op.kind)) : op.results[0]->name;
+    OpCost c = op.cost.value_or(OpCost{});
+    if (!compile(c.flops, p.flops) || !compile(c.read + c.write, p.bytes) ||
+        !compile(c.comm, p.comm))
+      return false;
+    bool attention = op.kind == OpKind::Attention || op.kind == OpKind::AttentionGrad;
+    if (attention && op.boolAttr("causal", true) && op.boolAttr("flash", true))
+      p.flopDiscount = 0.5;
+    p.tpCollective = op.kind == OpKind::AllReduce || !c.comm.expand().is_zero();
+    for (const Value *v : op.operands) {
+      std::vector<Poly> shape;
+      for (const Expr &d : v->type.shape) {
+        Poly dp;
+        if (!compile(d, dp))
+          return false;
+        shape.push_back(dp);
+      }
+      p.operandShapes.push_back(std::move(shape));
+    }
+    list.push_back(std::move(p));
+    return true;
+  }
+
+  static bool isActivation(const Value *v) { return v->typed && v->type.role == Role::Act; }
+
+  Poly bytes(const Value *v) {
+    Poly pv;
+    compile(v->type.bytes(), pv);
+    return pv;
+  }
+
+  /// Program points: forward ops 0..F-1, then backward ops F..F+B-1.
+  void liveness(RegionMemory &p, bool singleTpRank) {
+    const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
+    // A value an op passes through is its operand's memory: every use of it
+    // is a use of that (root) value.
+    std::map<const Value *, const Value *> rootOf;
+    auto root = [&](const Value *v) {
+      auto it = rootOf.find(v);
+      return it == rootOf.end() ? v : it->second;
+    };
+    std::map<const Value *, int> def, lastFwdUse, lastUse;
+    std::vector<const Value *> order;
+    auto define = [&](const Value *v, int at) {
+      if (!isActivation(v) || def.count(v))
+        return;
+      def[v] = at;
+      lastFwdUse[v] = at;
+      lastUse[v] = at;
+      order.push_back(v);
+    };
+    auto use = [&](const Value *v, int at) {
+      v = root(v);
+      if (!def.count(v))
+        return; // params, module inputs, values of other regions
+      lastUse[v] = std::max(lastUse[v], at);
+      if (at < F)
+        lastFwdUse[v] = std::max(lastFwdUse[v], at);
+    };
+    auto visit = [&](const Op &op, int at) {
+      if (forwardsOperand(op, singleTpRank)) {
+        rootOf[op.result()] = root(op.operands[0]);
+        use(op.operands[0], at);
+        return;
+      }
+      for (const Value *v : op.operands)
+        use(v, at);
+      for (auto &res : op.results)
+        define(res.get(), at);
+    };
+    for (auto &a : r.fwd.args)
+      define(a.get(), -1);
+    // The module's inputs (tokens, targets) are loaded per micro-batch
+    // before its forward and kept, like a region input, while a backward
+    // reads them (embedding_grad, cross_entropy_grad).
+    for (auto &in : m.inputs)
+      for (int i = 0; i < F; ++i)
+        if (llvm::is_contained(r.fwd.ops[i]->operands, in.get())) {
+          define(in.get(), -1);
+          break;
+        }
+    for (int i = 0; i < F; ++i)
+      visit(*r.fwd.ops[i], i);
+    for (const Value *y : r.fwd.yields)
+      use(y, F - 1);
+    for (auto &a : r.fwd.args) // a checkpoint keeps the layer input
+      if (def.count(a.get()))
+        lastFwdUse[a.get()] = std::max(lastFwdUse[a.get()], F - 1);
+    for (auto &a : r.bwd->args)
+      define(a.get(), F);
+    for (int i = 0; i < B; ++i)
+      visit(*r.bwd->ops[i], F + i);
+    for (const Value *y : r.bwd->yields)
+      use(y, F + B - 1);
+
+    std::map<const Value *, Poly> size;
+    for (const Value *v : order)
+      size[v] = bytes(v);
+
+    // The trainer places a run's transients (what the forward computes and
+    // no backward reads; what the backward computes but the gradient it
+    // hands on) in one arena held for the whole run, sized by the run's
+    // largest live set of them (runtime/trainer/StageMemory.h). The rest
+    // (saved activations, the inputs and outputs runs hand on) is live
+    // from its definition to its last use. So a run's peak is the largest
+    // live set of the rest plus its arena.
+    std::set<const Value *> handedOn;
+    for (const std::vector<Value *> *values : {&r.fwd.yields, &r.bwd->yields})
+      for (const Value *v : *values)
+        handedOn.insert(root(v));
+    for (auto &a : r.bwd->args)
+      handedOn.insert(a.get());
+    auto inArena = [&](const Value *v) {
+      if (handedOn.count(v) || def[v] < 0)
+        return false;
+      return def[v] < F ? lastUse[v] < F : true;
+    };
+    std::vector<Poly> fwdFull, fwdCkpt, bwd, fwdArena, bwdArena;
+    for (int i = 0; i < F + B; ++i) {
+      Poly full, ckpt, arena;
+      for (const Value *v : order) {
+        const bool transient = inArena(v);
+        if (def[v] <= i && i <= lastUse[v])
+          (transient ? arena : full) = (transient ? arena : full) + size[v];
+        if (i < F && !transient && def[v] <= i && i <= lastFwdUse[v])
+          ckpt = ckpt + size[v];
+      }
+      if (i < F) {
+        fwdFull.push_back(full);
+        fwdCkpt.push_back(ckpt);
+        fwdArena.push_back(arena);
+      } else {
+        bwd.push_back(full);
+        bwdArena.push_back(arena);
+      }
+    }
+    fwdArena = pruneDominated(fwdArena);
+    bwdArena = pruneDominated(bwdArena);
+    fwdFull = sumsOfPairs(pruneDominated(fwdFull), fwdArena);
+    fwdCkpt = sumsOfPairs(pruneDominated(fwdCkpt), fwdArena);
+    bwd = sumsOfPairs(pruneDominated(bwd), bwdArena);
+    for (const Value *v : order) {
+      if (def[v] < F && lastUse[v] >= F)
+        p.savedFull = p.savedFull + size[v];
+    }
+    for (auto &a : r.fwd.args)
+      p.savedCkpt = p.savedCkpt + bytes(a.get());
+    p.fwdPeakFull = pruneDominated(fwdFull);
+    p.fwdPeakCkpt = pruneDominated(fwdCkpt);
+    p.bwdPeak = pruneDominated(bwd);
+    if (p.fwdPeakFull.empty())
+      p.fwdPeakFull.push_back(Poly());
+    if (p.fwdPeakCkpt.empty())
+      p.fwdPeakCkpt.push_back(Poly());
+    if (p.bwdPeak.empty())
+      p.bwdPeak.push_back(Poly());
+  }
+
+  const Module &m;
+  const Region &r;
+  DiagnosticEngine &diag;
+};
+
+double maxOf(const std::vector<Poly> &cands, double b, double tp) {
+  double best = 0;
+  for (const Poly &p : cands)
+    best = std::max(best, p.eval(b, tp));
+  return best;
+}
+
+/// The measured time of an op at this shape, when the profile has one.
+std::optional<double> measuredTime(const OpProfile &op, int b, int tp, const Cluster &c) {
+  if (c.device.measured.empty())
+    return std::nullopt;
+  std::string key = measuredShapeKey(op, b, tp);
+  for (const MeasuredOp &mo : c.device.measured)
+    if (mo.op == opName(op.kind) && mo.shape == key)
+      return mo.seconds;
+  return std::nullopt;
+}
+
+void opTimes(const std::vector<OpProfile> &ops, int b, int tp, const Cluster &c, bool fp32Training,
+             double &compute, double &tpComm) {
+  const DeviceProfile &d = c.device;
+  double flopRate = d.matmulPeakTflops(fp32Training) * 1e12 * d.matmulEfficiency;
+  double byteRate = d.memBandwidthGBs * 1e9 * d.memEfficiency;
+  for (const OpProfile &op : ops) {
+    if (op.tpCollective) {
+      // At tp = 1 the collectives are no-ops.
+      if (tp > 1) {
+        int gpn = std::min(tp, c.gpusPerNode), nodes = (tp + gpn - 1) / gpn;
+        tpComm += collectiveSeconds(c, op.comm.eval(b, tp), nodes, gpn, /*all-reduce*/ 2);
+      }
+    }
+    if (!looksUpMeasured(op))
+      continue;
+    if (auto t = measuredTime(op, b, tp, c)) {
+      compute += *t;
+      continue;
+    }
+    double flops = op.flops.eval(b, tp) * op.flopDiscount;
+    double bytes = op.bytes.eval(b, tp);
+    compute += std::max(flopRate > 0 ? flops / flopRate : 0, byteRate > 0 ? bytes / byteRate : 0);
+  }
+}
+
+} // namespace
+
+std::string mist::measuredShapeKey(const OpProfile &op, int b, int tp) {
+  std::string key;
+  for (size_t i = 0; i < op.operandShapes.size(); ++i) {
+    key += i ? "," : "";
+    for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
+      key += (j ? "x" : "") +
+             std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
+  }
+  return key;
+}
+
+bool mist::looksUpMeasured(const OpProfile &op) { return op.kind != OpKind::AllReduce; }
+
+std::vector<std::pair<std::string, std::string>> ModelProfile::measuredLookups(int b,
+                                                                               int tp) const {
+  std::vector<std::pair<std::string, std::string>> keys;
+  for (const RegionProfile *r : {&pre, &layer, &post})
+    for (const std::vector<OpProfile> *ops : {&r->fwd, &r->bwd})
+      for (const OpProfile &op : *ops)
+        if (looksUpMeasured(op))
+          keys.emplace_back(opName(op.kind).str(), measuredShapeKey(op, b, tp));
+  return keys;
+}
+
+double mist::collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
+                               double factor) {
+  int n = nodes * gpusPerNode;
+  if (n <= 1 || bytes <= 0)
+    return 0;
+  CollectiveFigures link = collectiveFigures(c, nodes, gpusPerNode);
+  if (link.busGBs <= 0)
+    return 0;
+  return factor * (n - 1) / static_cast<double>(n) * bytes / (link.busGBs * 1e9) +
+         link.latencyUs * 1e-6;
+}
+
+RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Cluster &c) const {
+  const RegionProfile &p = region(kind);
+  RegionNumbers n;
+  n.params = p.params.eval(b, tp);
+  n.tiedParams = p.tiedParams.eval(b, tp);
+  n.paramBytes = paramBytes;
+  n.gradBytes = gradBytes;
+  n.stateBytes = stateBytes;
+  n.mastersAreWeights = mastersAreWeights;
+  opTimes(p.fwd, b, tp, c, fp32Training, n.fwdCompute, n.tpFwd);
+  opTimes(p.bwd, b, tp, c, fp32Training, n.bwdCompute, n.tpBwd);
+  const RegionMemory &mem = tp == 1 ? p.memoryAtTp1 : p.memory;
+  n.savedFull = mem.savedFull.eval(b, tp);
+  n.savedCkpt = mem.savedCkpt.eval(b, tp);
+  n.fwdPeakFull = maxOf(mem.fwdPeakFull, b, tp);
+  n.fwdPeakCkpt = maxOf(mem.fwdPeakCkpt, b, tp);
+  n.bwdPeak = maxOf(mem.bwdPeak, b, tp);
+  n.gradIn = p.gradIn.eval(b, tp);
+  n.output = p.output.eval(b, tp);
+  n.fwdFlops = p.fwdFlops.eval(b, tp);
+  n.bwdFlops = p.bwdFlops.eval(b, tp);
+  return n;
+}
+
+std::optional<ModelProfile> ModelProfile::build(const Module &m, DiagnosticEngine &diag) {
+  if (!m.state.shaped || !m.state.tpSharded || !m.state.differentiated || !m.state.costed) {
+    diag.error({}, "the performance model needs a module after shape-infer, tp-shard, backward "
+                   "and cost-model");
+    return std::nullopt;
+  }
+  ModelProfile mp;
+  mp.modelName = m.name;
+  const double master = dtypeBytes(m.train.masterDtype);
+  mp.paramBytes = dtypeBytes(m.train.dtype);
+  mp.gradBytes = dtypeBytes(m.train.gradientDtype());
+  mp.fp32Training = m.train.dtype == DType::F32;
+  mp.mastersAreWeights = m.train.dtype == m.train.masterDtype;
+  mp.stateBytes = 2 * master + (m.train.dtype == m.train.masterDtype ? 0 : master);
+  auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
+  const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);
+  if (!layers || *layers <= 0 || *layers > 1000000 || !seq || !seq->value) {
+    diag.error({}, "the layer count (at most 1,000,000) and the sequence length must be known");
+    return std::nullopt;
+  }
+  mp.numLayers = static_cast<int>(*layers);
+  mp.seqLen = *seq->value;
+  mp.globalBatch = m.train.globalBatch;
+  for (auto [kind, dst] : {std::pair{RegionKind::Pre, &mp.pre},
+                           {RegionKind::Layer, &mp.layer},
+                           {RegionKind::Post, &mp.post}}) {
+    const Region &r = kind == RegionKind::Pre     ? m.pre
+                      : kind == RegionKind::Layer ? m.layer
+                                                  : m.post;
+    auto p = RegionBuilder(m, r, diag).build();
+    if (!p)
+      return std::nullopt;
+    *dst = std::move(*p);
+  }
+  for (const Assumption &a : m.assumptions) {
+    auto dividend = Poly::compile(a.dividend, m.symbols),
+         divisor = Poly::compile(a.divisor, m.symbols);
+    if (dividend && divisor)
+      mp.assumptions.push_back(
+          {printExpr(a.dividend, m.symbols) + " % " + printExpr(a.divisor, m.symbols) + " == 0",
+           *dividend, *divisor});
+  }
+  double fwd = mp.pre.fwdFlops.eval(1, 1) + mp.numLayers * mp.layer.fwdFlops.eval(1, 1) +
+               mp.post.fwdFlops.eval(1, 1);
+  mp.modelFlopsPerSample = 3 * fwd;
+  return mp;
+}
+
+std::optional<std::string> ModelProfile::violatedAssumption(int tp) const {
+  for (const Divisibility &a : assumptions) {
+    double q = a.dividend.eval(1, tp) / a.divisor.eval(1, tp);
+    if (std::abs(q - std::round(q)) > 1e-9)
+      return a.text;
+  }
+  return std::nullopt;
+}

@@ -1,0 +1,508 @@
+//===- StageModel.cpp - Memory and time of a pipeline stage ---------------===//
+#include "perfmodel/StageModel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+using namespace mist;
+
+InterferenceTable::InterferenceTable(const Cluster &c) {
+  for (auto &row : factor)
+    for (double &f : row)
+      f = 1.0;
+  for (const InterferenceEntry &e : c.interference) {
+    unsigned mask = 0;
+    for (Stream s : e.streams)
+      mask |= 1u << static_cast<unsigned>(s);
+    for (size_t i = 0; i < e.streams.size() && i < e.factors.size(); ++i)
+      factor[mask][static_cast<unsigned>(e.streams[i])] = std::max(1.0, e.factors[i]);
+  }
+}
+
+double InterferenceTable::overlap(const double load[numStreams]) const {
+  // Progressive model: while several streams are busy each runs slower by
+  // its factor for that set; when the shortest finishes, continue with the
+  // rest.
+  double left[numStreams];
+  unsigned mask = 0;
+  for (unsigned s = 0; s < numStreams; ++s) {
+    left[s] = load[s];
+    if (left[s] > 0)
+      mask |= 1u << s;
+  }
+  double total = 0;
+  while (mask) {
+    double step = INFINITY;
+    for (unsigned s = 0; s < numStreams; ++s)
+      if (mask & (1u << s))
+        step = std::min(step, left[s] * factor[mask][s]);
+    total += step;
+    unsigned next = 0;
+    for (unsigned s = 0; s < numStreams; ++s)
+      if (mask & (1u << s)) {
+        left[s] -= step / factor[mask][s];
+        if (left[s] > 1e-15 * step)
+          next |= 1u << s;
+      }
+    mask = next;
+  }
+  return total;
+}
+
+namespace {
+
+double transferSeconds(double bytes, double gbs, double latencyUs) {
+  return bytes > 0 && gbs > 0 ? bytes / (gbs * 1e9) + latencyUs * 1e-6 : 0;
+}
+
+/// Optimizer state bytes per parameter: Adam's moments, plus masters unless
+/// the weights are the masters. Those stay the masters only while whole on
+/// the rank: once ZeRO slices the optimizer state or the weights are
+/// offloaded, the trainer keeps master slices beside them.
+double optimizerBytesPerParam(const StageKnobs &k, const RegionNumbers &L) {
+  const bool separateMasters =
+      L.mastersAreWeights && ((k.zero.optimizer && k.dp > 1) || k.offload.weights > 0);
+  return L.stateBytes + (separateMasters ? L.paramBytes : 0);
+}
+
+/// The schedule's view of a stage (schedule/Schedule.h): what its steps
+/// depend on.
+ScheduleKnobs scheduleKnobsOf(const StageKnobs &k) {
+  ScheduleKnobs s;
+  s.layers = k.layers;
+  s.ckptLayers = k.ckpt;
+  s.dp = k.dp;
+  s.tp = k.tp;
+  s.zero = k.zero;
+  s.offload = k.offload;
+  s.first = k.first;
+  s.last = k.last;
+  s.gradAccum = k.gradAccum;
+  return s;
+}
+
+/// Loads of one layer in one phase: the cost of each of the layer's steps
+/// in the schedule, summed per stream (host copies as bytes, moved in one
+/// transfer per stream); `ckpt` layers recompute their forward.
+PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstants &sc) {
+  const RegionNumbers &L = sc.numbers.layer;
+  const OffloadRatios &o = k.offload;
+  double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
+         shardO = k.zero.optimizer ? k.dp : 1;
+  double W = L.paramBytes * L.params, Gr = L.gradBytes * L.params,
+         O = optimizerBytesPerParam(k, L) * L.params;
+  double saved = ckpt ? L.savedCkpt : L.savedFull;
+  PhaseLoad p;
+  double &C = p.busy[0], &G = p.busy[1];
+  double hBytes = 0, dBytes = 0;
+  for (StepKind step : layerSteps(ph, ckpt, scheduleKnobsOf(k))) {
+    switch (step) {
+    case StepKind::FetchOptimizerState:
+      hBytes += o.optimizer * O / shardO + o.grads * Gr / shardG;
+      break;
+    case StepKind::OptimizerStep: // overlapped with compute
+      C += L.params / shardO * sc.adamSecondsPerParam;
+      break;
+    case StepKind::WriteBackOptimizerState:
+      dBytes += o.optimizer * O / shardO + o.weights * W / shardW;
+      break;
+    case StepKind::GatherUpdatedWeights:
+    case StepKind::GatherWeights:
+      G += sc.gatherWeights;
+      break;
+    case StepKind::FetchWeights:
+      hBytes += o.weights * W / shardW;
+      break;
+    case StepKind::Forward:
+    case StepKind::Recompute:
+      C += L.fwdCompute;
+      p.tp += L.tpFwd;
+      break;
+    case StepKind::SwapOutActivations:
+      dBytes += o.activations * saved;
+      break;
+    case StepKind::SwapInActivations:
+      hBytes += o.activations * saved;
+      break;
+    case StepKind::Backward:
+      C += L.bwdCompute;
+      p.tp += L.tpBwd;
+      break;
+    case StepKind::FetchGradientAccumulators:
+      hBytes += o.grads * Gr / shardG;
+      break;
+    case StepKind::WriteBackGradients:
+      dBytes += o.grads * Gr / shardG;
+      break;
+    case StepKind::ReduceScatterGradients:
+      G += sc.scatterGrads;
+      break;
+    case StepKind::AllReduceGradients:
+      G += sc.reduceGrads;
+      break;
+    default: // the stage's own steps: phaseElapsed and stagePhase price them
+      break;
+    }
+  }
+  p.busy[2] = transferSeconds(hBytes, sc.h2dGBs, sc.hostLatencyUs);
+  p.busy[3] = transferSeconds(dBytes, sc.d2hGBs, sc.hostLatencyUs);
+  return p;
+}
+
+/// Wall time of a phase of the whole stage from its per-layer times: every
+/// layer, the exposed fetch of the first layer and drain of the last, and
+/// pre/post on the end stages.
+double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
+  const unsigned p = static_cast<unsigned>(ph);
+  int full = k.layers - k.ckpt;
+  double elapsed = full * lt.elapsed[p][0] + k.ckpt * lt.elapsed[p][1];
+  // Layer i computes while layer i+1 is fetched and layer i-1 drained; the
+  // first layer's fetch and the last layer's drain have nothing to hide
+  // behind.
+  const double *edge = lt.load[p][full == 0 ? 1 : 0].busy;
+  elapsed += std::max(edge[1], edge[2]) + edge[3];
+  bool fwd = ph == Phase::Forward || ph == Phase::FirstForward;
+  bool last = ph == Phase::LastBackward; // pre/post gradient reduction, exposed
+  const RegionNumbers &pre = sc.numbers.pre, &post = sc.numbers.post;
+  if (k.first)
+    elapsed +=
+        fwd ? pre.fwdCompute + pre.tpFwd : pre.bwdCompute + pre.tpBwd + (last ? sc.reducePre : 0);
+  if (k.last)
+    elapsed += fwd ? post.fwdCompute + post.tpFwd
+                   : post.bwdCompute + post.tpBwd + (last ? sc.reducePost : 0);
+  return elapsed;
+}
+
+/// The same phase with each stream's busy time, for reports and traces.
+PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
+                     const LayerTimes &lt) {
+  const unsigned p = static_cast<unsigned>(ph);
+  PhaseLoad total;
+  total.elapsed = phaseElapsed(ph, k, sc, lt);
+  int counts[2] = {k.layers - k.ckpt, k.ckpt};
+  for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
+    const PhaseLoad &l = lt.load[p][ckpt];
+    total.tp += counts[ckpt] * l.tp;
+    for (unsigned s = 0; s < numStreams; ++s)
+      total.busy[s] += counts[ckpt] * l.busy[s];
+  }
+  bool fwd = ph == Phase::Forward || ph == Phase::FirstForward;
+  for (auto [runs, r, reduce] : {std::tuple{k.first, &sc.numbers.pre, sc.reducePre},
+                                 std::tuple{k.last, &sc.numbers.post, sc.reducePost}}) {
+    if (!runs)
+      continue;
+    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute;
+    total.tp += fwd ? r->tpFwd : r->tpBwd;
+    if (ph == Phase::LastBackward)
+      total.busy[1] += reduce;
+  }
+  return total;
+}
+
+/// t and d from the stable and the first+last micro-batch times.
+void splitTimes(double stable, double edges, int gradAccum, double &t, double &d) {
+  if (gradAccum == 1) { // the only micro-batch is both first and last
+    t = edges;
+    d = 0;
+  } else {
+    t = stable;
+    d = edges - stable;
+  }
+}
+
+/// Weights, gradients, optimizer state and their gather/staging buffers.
+MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
+  const RegionNumbers &L = n.layer;
+  const OffloadRatios &o = k.offload;
+  double shardW = k.zero.weights ? k.dp : 1, shardG = k.zero.grads ? k.dp : 1,
+         shardO = k.zero.optimizer ? k.dp : 1;
+  // A pipeline's last stage holds its own copy of a weight post shares with
+  // pre (the tied embedding); one stage holds it once.
+  double post = n.post.params + (k.first ? 0 : n.post.tiedParams);
+  double P = k.layers * L.params + (k.first ? n.pre.params : 0) + (k.last ? post : 0);
+  MemoryBreakdown m;
+  // per parameter: weights, gradients, optimizer state
+  const double wb = L.paramBytes, gb = L.gradBytes, sb = optimizerBytesPerParam(k, L);
+  m.weights = wb * P / shardW * (1 - o.weights);
+  m.grads = gb * P / shardG * (1 - o.grads);
+  m.optimizer = sb * P / shardO * (1 - o.optimizer);
+  // Sharded or offloaded layers are gathered into a double buffer (the
+  // layer in use and the one being prefetched); the offloaded part of the
+  // optimizer state is staged one parameter group (a layer, pre or post) at
+  // a time for its step, in a buffer the size of the largest.
+  if (k.zero.weights || o.weights > 0)
+    m.buffers += 2 * wb * L.params;
+  if (k.zero.grads || o.grads > 0)
+    m.buffers += 2 * gb * L.params;
+  if (o.optimizer > 0) {
+    double largestGroup = std::max(
+        {k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0, k.last ? post : 0.0});
+    m.buffers += o.optimizer * sb * largestGroup / shardO;
+  }
+  m.host = wb * P / shardW * o.weights + gb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
+  return m;
+}
+
+/// Adds the activations of the in-flight micro-batches and the working set
+/// of the layer being computed to the state memory.
+MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, MemoryBreakdown m) {
+  const RegionNumbers &L = n.layer;
+  const OffloadRatios &o = k.offload;
+  int full = k.layers - k.ckpt;
+  double perMicroBatch =
+      full * L.savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
+  double keep = 1 - o.activations;
+  double waiting = std::max(0, k.inflight - 1) * perMicroBatch * keep;
+  // Current micro-batch: everything before its last layer, kept (or being
+  // swapped out through a one-layer staging buffer), plus the last layer's
+  // working set; the last stage then runs the head and the loss.
+  int fullBefore = std::min(k.layers - 1, full), ckptBefore = k.layers - 1 - fullBefore;
+  double before =
+      ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
+          keep +
+      (o.activations > 0 ? o.activations * L.savedFull : 0);
+  bool lastCkpt = k.ckpt > 0;
+  double fwdWork = lastCkpt ? L.fwdPeakCkpt : L.fwdPeakFull;
+  double bwdWork = std::max(L.bwdPeak, lastCkpt ? L.fwdPeakFull + L.gradIn : 0.0);
+  if (k.last) {
+    double lastSaved = lastCkpt ? L.savedCkpt : L.savedFull;
+    double head = lastSaved + std::max(n.post.fwdPeakFull, n.post.bwdPeak);
+    fwdWork = std::max(fwdWork, head);
+  }
+  double states = m.weights + m.grads + m.optimizer + m.buffers;
+  m.perInflight = perMicroBatch * keep;
+  // The offloaded share of the same activations waits in pinned host memory.
+  m.hostPerInflight = perMicroBatch * o.activations;
+  m.host +=
+      std::max(0, k.inflight - 1) * m.hostPerInflight +
+      ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
+          o.activations;
+  m.savedActivations = waiting + before;
+  m.transient = std::max(fwdWork, bwdWork);
+  m.fwdPeak = states + waiting + before + fwdWork;
+  m.bwdPeak = states + waiting + before + bwdWork;
+  return m;
+}
+
+} // namespace
+
+StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumbers &n,
+                                        const Cluster &c) {
+  StageConstants sc;
+  sc.numbers = n;
+  // The dp group: tp fills a node first, dp takes what is left of the mesh.
+  auto dpSeconds = [&](double bytes, double factor) {
+    if (ctx.dp <= 1)
+      return 0.0;
+    int gpn = std::max(1, ctx.meshGpusPerNode / std::max(1, ctx.tp));
+    int nodes = std::max(1, ctx.dp / gpn);
+    return collectiveSeconds(c, bytes, nodes, std::min(gpn, ctx.dp), factor);
+  };
+  const double layerWeights = n.layer.paramBytes * n.layer.params;
+  const double layerGrads = n.layer.gradBytes * n.layer.params;
+  sc.gatherWeights = dpSeconds(layerWeights, 1);
+  sc.scatterGrads = dpSeconds(layerGrads, 1);
+  sc.reduceGrads = dpSeconds(layerGrads, 2);
+  // A weight tied across a pipeline's end stages (GPT's embedding) is not
+  // reduced over dp with the rest: the ranks of both stages holding a part
+  // sum it in one all-reduce over both stages' dp ranks: within the node on a
+  // one-node cluster, else taken as spanning two nodes (the pipeline's ends).
+  const bool pipelineEnd = ctx.first != ctx.last;
+  const double tiedBytes = pipelineEnd ? n.post.gradBytes * n.post.tiedParams : 0;
+  const int tiedNodes = c.nodes > 1 ? 2 : 1;
+  const double tiedSum =
+      tiedBytes > 0 ? collectiveSeconds(c, tiedBytes, tiedNodes, 2 * ctx.dp / tiedNodes, 2) : 0;
+  sc.reducePre = dpSeconds(n.pre.gradBytes * n.pre.params - (ctx.first ? tiedBytes : 0), 2) +
+                 (ctx.first ? tiedSum : 0);
+  sc.reducePost = dpSeconds(n.post.gradBytes * n.post.params, 2) + (ctx.last ? tiedSum : 0);
+  double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
+  // Adam reads and writes m, v and the masters, reads the gradient, and
+  // writes the weights when they are a separate copy (bf16: 30 bytes; fp32: 28).
+  const RegionNumbers &L = n.layer;
+  const double masters = L.stateBytes + (L.mastersAreWeights ? L.paramBytes : 0);
+  const double adamBytesPerParam =
+      2 * masters + L.gradBytes + (L.mastersAreWeights ? 0 : L.paramBytes);
+  sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
+  sc.h2dGBs = c.h2dGBs;
+  sc.d2hGBs = c.d2hGBs;
+  sc.hostLatencyUs = c.hostLatencyUs;
+  sc.usableBytes = c.usableBytes();
+  sc.hostBytes = c.hostBytesPerGpu();
+  return sc;
+}
+
+LayerTimes mist::layerTimes(const StageKnobs &k, const StageConstants &sc,
+                            const InterferenceTable &interference) {
+  LayerTimes lt;
+  for (unsigned p = 0; p < 4; ++p)
+    for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
+      PhaseLoad l = layerLoad(static_cast<Phase>(p), ckpt, k, sc);
+      lt.load[p][ckpt] = l;
+      lt.elapsed[p][ckpt] = interference.overlap(l.busy) + l.tp;
+    }
+  lt.states = statesOf(k, sc.numbers);
+  return lt;
+}
+
+StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
+                                  const LayerTimes &lt) {
+  StageEstimate e;
+  e.fwdStable = stagePhase(Phase::Forward, k, sc, lt);
+  e.bwdStable = stagePhase(Phase::Backward, k, sc, lt);
+  e.fwdFirst = stagePhase(Phase::FirstForward, k, sc, lt);
+  e.bwdLast = stagePhase(Phase::LastBackward, k, sc, lt);
+  splitTimes(e.fwdStable.elapsed + e.bwdStable.elapsed, e.fwdFirst.elapsed + e.bwdLast.elapsed,
+             k.gradAccum, e.t, e.d);
+  e.mem = withActivations(k, sc.numbers, lt.states);
+  e.fits = fitsIn(e.mem, sc);
+  return e;
+}
+
+MemoryBreakdown mist::stageStateMemory(const StageKnobs &k, const StageNumbers &n) {
+  return statesOf(k, n);
+}
+
+MemoryBreakdown mist::stageMemory(const StageKnobs &k, const StageNumbers &n,
+                                  const MemoryBreakdown &states) {
+  return withActivations(k, n, states);
+}
+
+void mist::stageTimes(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt,
+                      double &t, double &d) {
+  splitTimes(phaseElapsed(Phase::Forward, k, sc, lt) + phaseElapsed(Phase::Backward, k, sc, lt),
+             phaseElapsed(Phase::FirstForward, k, sc, lt) +
+                 phaseElapsed(Phase::LastBackward, k, sc, lt),
+             k.gradAccum, t, d);
+}
+
+StageScore mist::scoreStage(const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
+  StageScore r;
+  stageTimes(k, sc, lt, r.t, r.d);
+  MemoryBreakdown m = withActivations(k, sc.numbers, lt.states);
+  r.peakBytes = m.peak();
+  r.perInflightBytes = m.perInflight;
+  r.hostBytes = m.host;
+  r.hostPerInflightBytes = m.hostPerInflight;
+  r.fits = fitsIn(m, sc);
+  return r;
+}
+
+StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
+                                  const InterferenceTable &interference) {
+  return estimateStage(k, sc, layerTimes(k, sc, interference));
+}
+
+StageEstimate mist::estimateStage(const StageKnobs &k, const StageNumbers &n, const Cluster &c,
+                                  const InterferenceTable &interference) {
+  return estimateStage(k, makeStageConstants(k, n, c), interference);
+}
+
+double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G) {
+  double sum = 0, maxT = 0, maxD = -INFINITY, before = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    sum += t[i];
+    maxT = std::max(maxT, t[i]);
+    maxD = std::max(maxD, d[i] - before);
+    before += t[i];
+  }
+  return sum + (G - 1) * maxT + std::max(0.0, maxD);
+}
+
+std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const ModelProfile &model,
+                                                   const Cluster &cluster, DiagnosticEngine &diag) {
+  auto fail = [&](const std::string &msg) {
+    diag.error({}, "plan: " + msg);
+    return std::nullopt;
+  };
+  const int S = static_cast<int>(plan.stages.size());
+  if (S == 0)
+    return fail("it has no stages");
+  if (plan.gradAccum < 1)
+    return fail("grad_accum must be at least 1");
+  int expectFirst = 0, gpus = 0;
+  for (int i = 0; i < S; ++i) {
+    const StagePlan &st = plan.stages[i];
+    std::string where = "stage " + std::to_string(i) + ": ";
+    if (st.firstLayer != expectFirst || st.lastLayer < st.firstLayer)
+      return fail(where + "layers must continue at " + std::to_string(expectFirst));
+    expectFirst = st.lastLayer + 1;
+    if (st.ckptLayers < 0 || st.ckptLayers > st.layers())
+      return fail(where + "ckpt_layers must be between 0 and the stage's layer count");
+    if (st.dp * st.tp != st.gpus())
+      return fail(where + "dp x tp = " + std::to_string(st.dp * st.tp) + " but the mesh has " +
+                  std::to_string(st.gpus()) + " GPUs");
+    if (int64_t(st.microBatch) * st.dp * plan.gradAccum != plan.globalBatch)
+      return fail(where + "micro_batch x dp x grad_accum = " +
+                  std::to_string(int64_t(st.microBatch) * st.dp * plan.gradAccum) +
+                  " but the global batch is " + std::to_string(plan.globalBatch));
+    if (st.meshGpusPerNode > cluster.gpusPerNode || st.meshNodes > cluster.nodes)
+      return fail(where + "its mesh does not fit the cluster's nodes");
+    if (st.tp > st.meshGpusPerNode && !cluster.tpAcrossNodes)
+      return fail(where + "tp = " + std::to_string(st.tp) +
+                  " spans nodes, which the cluster does not allow");
+    if (auto bad = model.violatedAssumption(st.tp))
+      return fail(where + "tp = " + std::to_string(st.tp) + " breaks the model's assumption " +
+                  *bad);
+    gpus += st.gpus();
+  }
+  if (expectFirst != model.numLayers)
+    return fail("the stages cover " + std::to_string(expectFirst) + " layers but the model has " +
+                std::to_string(model.numLayers));
+  if (gpus > cluster.totalGpus())
+    return fail("it uses " + std::to_string(gpus) + " GPUs but the cluster has " +
+                std::to_string(cluster.totalGpus()));
+
+  InterferenceTable interference(cluster);
+  std::vector<int> firstGpu(S + 1, 0); // stages sit on consecutive GPUs
+  for (int i = 0; i < S; ++i)
+    firstGpu[i + 1] = firstGpu[i] + plan.stages[i].gpus();
+  PipelineEstimate pe;
+  std::vector<double> t, d;
+  pe.fits = true;
+  for (int i = 0; i < S; ++i) {
+    const StagePlan &st = plan.stages[i];
+    StageKnobs k;
+    k.layers = st.layers();
+    k.ckpt = st.ckptLayers;
+    k.microBatch = st.microBatch;
+    k.dp = st.dp;
+    k.tp = st.tp;
+    k.meshNodes = st.meshNodes;
+    k.meshGpusPerNode = st.meshGpusPerNode;
+    k.zero = st.zero;
+    k.offload = st.offload;
+    k.first = i == 0;
+    k.last = i == S - 1;
+    k.inflight = std::min(S - i, plan.gradAccum);
+    k.gradAccum = plan.gradAccum;
+    StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster),
+                   model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster),
+                   model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};
+    StageEstimate e = estimateStage(k, n, cluster, interference);
+    // Activations go to the next stage and gradients come back, once per
+    // micro-batch each way.
+    if (i + 1 < S)
+      e.p2p += p2pSeconds(cluster,
+                          p2pCrossesNodes(cluster, firstGpu[i], firstGpu[i + 1],
+                                          std::min(st.gpus(), plan.stages[i + 1].gpus())),
+                          n.layer.output);
+    if (i > 0)
+      e.p2p += p2pSeconds(cluster,
+                          p2pCrossesNodes(cluster, firstGpu[i - 1], firstGpu[i],
+                                          std::min(st.gpus(), plan.stages[i - 1].gpus())),
+                          n.layer.gradIn);
+    e.t += e.p2p;
+    pe.fits &= e.fits;
+    t.push_back(e.t);
+    d.push_back(e.d);
+    pe.stages.push_back(e);
+  }
+  pe.iterationSeconds = pipelineSeconds(t, d, plan.gradAccum);
+  if (pe.iterationSeconds > 0) {
+    pe.tokensPerSecond = double(plan.globalBatch) * model.seqLen / pe.iterationSeconds;
+    pe.tflopsPerGpu =
+        model.modelFlopsPerSample * plan.globalBatch / pe.iterationSeconds / gpus / 1e12;
+  }
+  return pe;
+}

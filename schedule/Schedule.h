@@ -1,0 +1,125 @@
+//===- Schedule.h - What a pipeline stage does, step by step --------------===//
+/// \file
+/// The one description of a stage's iteration that the performance model
+/// prices, `mistc --emit=schedule` and `--emit=timeline` show and the
+/// trainer emitter follows: the 1F1B order of micro-batches, and for each
+/// of the four phase kinds (the first forward, a stable forward, a stable
+/// backward, the last backward) the ordered steps on each stream with the
+/// steps each waits for. Plain C++ (format layer types only), so the
+/// runtime can read it too.
+///
+/// A phase is built from its layers' steps (layerSteps) between the
+/// stage's own steps (pre/post, pipeline messages). The time model prices a
+/// layer by summing its steps' costs per stream (perfmodel/StageModel.cpp),
+/// so a step added here is a step priced there.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "format/Plan.h"
+#include "format/Streams.h"
+
+#include <array>
+#include <utility>
+#include <vector>
+
+namespace mist {
+
+/// The phase kinds of a stage's iteration. The first forward also runs the
+/// previous iteration's optimizer step, layer by layer; the last backward
+/// also reduces the gradients over dp.
+enum class Phase { FirstForward, Forward, Backward, LastBackward };
+constexpr unsigned numPhases = 4;
+/// "first forward (micro-batch 0)", ...: a reader's heading.
+const char *phaseName(Phase p);
+inline bool isForward(Phase p) { return p == Phase::FirstForward || p == Phase::Forward; }
+
+enum class StepKind {
+  // The stage's own steps (layer -1).
+  PreOptimizerStep,
+  PostOptimizerStep,
+  PreForward,
+  ReceiveActivations,
+  PostForward,
+  SendActivations,
+  PostBackward,
+  ReceiveGradients,
+  PreBackward,
+  SendGradients,
+  ReducePreGradients,
+  ReducePostGradients,
+  // A layer's steps.
+  FetchOptimizerState,     ///< h2d: offloaded optimizer state and gradients, for the step
+  OptimizerStep,           ///< AdamW on the layer (its ZeRO-1 shard)
+  WriteBackOptimizerState, ///< d2h: offloaded optimizer state and updated weights
+  GatherUpdatedWeights,    ///< g2g: ZeRO-1's all-gather of the updated shards
+  GatherWeights,           ///< g2g: ZeRO-3's all-gather before each use
+  FetchWeights,            ///< h2d: the offloaded part of the weights
+  Forward,
+  SwapOutActivations, ///< d2h: the offloaded part of the saved activations
+  SwapInActivations,  ///< h2d: and back for the backward
+  Recompute,          ///< a checkpointed layer's forward again
+  Backward,
+  FetchGradientAccumulators, ///< h2d: offloaded gradient sums, when G > 1
+  WriteBackGradients,        ///< d2h: and back
+  ReduceScatterGradients,    ///< g2g: ZeRO-2, or ZeRO-1's last backward
+  AllReduceGradients,        ///< g2g: plain data parallelism's last backward
+};
+constexpr unsigned numStepKinds = unsigned(StepKind::AllReduceGradients) + 1;
+
+Stream streamOf(StepKind k);
+/// A stable identifier ("gather-weights"), for tests and tools.
+const char *stepName(StepKind k);
+
+/// What a stage's schedule depends on: its plan entry and its place in the
+/// pipeline.
+struct ScheduleKnobs {
+  int layers = 1, ckptLayers = 0;
+  int dp = 1, tp = 1;
+  ZeroFlags zero;
+  OffloadRatios offload;
+  bool first = true, last = true; ///< runs pre / post
+  int gradAccum = 1;              ///< G
+  /// The last ckptLayers layers of the stage are recomputed.
+  bool checkpointed(int layer) const { return layer >= layers - ckptLayers; }
+};
+ScheduleKnobs scheduleKnobs(const Plan &plan, int stage);
+
+/// One layer's steps in a phase, in issue order (at most 10): what the time
+/// model prices per layer, without allocating.
+struct LayerSteps {
+  std::array<StepKind, 12> kinds;
+  unsigned count = 0;
+  const StepKind *begin() const { return kinds.data(); }
+  const StepKind *end() const { return kinds.data() + count; }
+};
+LayerSteps layerSteps(Phase phase, bool checkpointed, const ScheduleKnobs &k);
+
+/// A step of a stage's phase: `kind` for `layer` (the stage's index from 0;
+/// -1 for the stage's own steps), after the steps `after` (indices into the
+/// phase) have finished. Steps on one stream also run in list order.
+struct Step {
+  StepKind kind;
+  int layer = -1;
+  std::vector<int> after;
+  Stream stream() const { return streamOf(kind); }
+};
+
+/// The 1F1B order of stage i of S with G micro-batches: min(S - i - 1, G)
+/// warm-up forwards, then one forward and one backward alternately, then
+/// the remaining backwards. Entries are (micro-batch, isForward).
+std::vector<std::pair<int, bool>> oneFOneB(int stage, int stages, int gradAccum);
+
+struct StageSchedule {
+  int stage = 0;
+  ScheduleKnobs knobs;
+  std::vector<std::pair<int, bool>> order; ///< 1F1B (micro-batch, isForward)
+  std::vector<Step> phases[numPhases];     ///< indexed by Phase
+  /// Which phase kind runs for entry k of `order`.
+  Phase phaseOf(size_t k) const;
+  /// Whether some entry of `order` runs phase `p` (G = 1 has no stable one).
+  bool runs(Phase p) const;
+};
+
+StageSchedule buildStageSchedule(const Plan &plan, int stage);
+
+} // namespace mist

@@ -1,0 +1,315 @@
+//===- Driver.cpp - The mistc command line --------------------------------===//
+/// \file
+/// mistc reads a .mist model (or textual IR with -x ir), runs the pass
+/// pipeline and writes what --emit asks for. Exit status: 0 on success, 1
+/// after any diagnostic error.
+//===----------------------------------------------------------------------===//
+#include "backend/Summary.h"
+#include "frontend/Frontend.h"
+#include "ir/IRParser.h"
+#include "ir/OpSemantics.h"
+#include "ir/Printer.h"
+#include "ir/Verifier.h"
+#include "passes/Pipeline.h"
+#include "tools/mistc/PlanActions.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#ifndef MIST_STDLIB_DIR
+#define MIST_STDLIB_DIR ""
+#endif
+#ifndef MIST_SOURCE_DIR
+#define MIST_SOURCE_DIR "."
+#endif
+#ifndef MIST_BUILD_DIR
+#define MIST_BUILD_DIR "build"
+#endif
+#ifndef MIST_CLUSTER_DIR
+#define MIST_CLUSTER_DIR ""
+#endif
+
+using namespace mist;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class InputKind { Mist, IR };
+enum class Emit {
+  AST,
+  IR,
+  CostedIR,
+  Summary,
+  Plan,
+  Report,
+  Timeline,
+  Schedule,
+  Megatron,
+  DeepSpeed,
+  TorchTitan,
+  TimelineSvg,
+  Lowered,
+  Trainer,
+  ProfileShapes
+};
+
+cl::OptionCategory category("mistc options");
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mist | module.mir>"), cl::Required,
+                               cl::cat(category));
+cl::opt<std::string> outputPath("o", cl::desc("output file (default: stdout)"),
+                                cl::value_desc("file"), cl::init("-"), cl::cat(category));
+cl::opt<InputKind> inputKind("x", cl::desc("input language (default: from the file extension)"),
+                             cl::values(clEnumValN(InputKind::Mist, "mist", ".mist model source"),
+                                        clEnumValN(InputKind::IR, "ir", "textual mistc IR")),
+                             cl::cat(category));
+cl::opt<Emit> emit(
+    "emit", cl::desc("what to write"), cl::init(Emit::Summary),
+    cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
+               clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
+               clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
+               clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs"),
+               clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
+               clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
+               clEnumValN(Emit::Timeline, "timeline",
+                          "predicted stream timeline (Chrome trace JSON)"),
+               clEnumValN(Emit::Schedule, "schedule",
+                          "what every stage does, step by step and stream by stream"),
+               clEnumValN(Emit::Megatron, "megatron", "Megatron-LM arguments for the plan"),
+               clEnumValN(Emit::DeepSpeed, "deepspeed", "DeepSpeed JSON config for the plan"),
+               clEnumValN(Emit::TorchTitan, "torchtitan", "TorchTitan TOML config for the plan"),
+               clEnumValN(Emit::TimelineSvg, "timeline-svg",
+                          "predicted stream timeline as an SVG picture"),
+               clEnumValN(Emit::Lowered, "lowered",
+                          "the IR at each stage's micro-batch and tp, sizes concrete"),
+               clEnumValN(Emit::Trainer, "trainer", "train.cu: the trainer program for the plan"),
+               clEnumValN(Emit::ProfileShapes, "profile-shapes",
+                          "the (op, shape) pairs the performance model looks up in measured op "
+                          "times, for tools/profiler")),
+    cl::cat(category));
+cl::list<std::string> passList("passes", cl::desc("run exactly these passes (comma-separated)"),
+                               cl::CommaSeparated, cl::cat(category));
+cl::list<std::string> printAfter("print-ir-after", cl::desc("print the IR after these passes"),
+                                 cl::CommaSeparated, cl::cat(category));
+cl::opt<bool> printAfterAll("print-ir-after-all", cl::desc("print the IR after every pass"),
+                            cl::cat(category));
+cl::opt<bool> verifyEach("verify-each", cl::desc("run the verifier after every pass"),
+                         cl::cat(category));
+cl::opt<bool> timePasses("time-passes", cl::desc("report the time of each pass"),
+                         cl::cat(category));
+cl::opt<bool> listPasses("list-passes", cl::desc("list the available passes and exit"),
+                         cl::cat(category));
+cl::list<std::string> importDirs("I", cl::desc("add a folder to the import path"), cl::Prefix,
+                                 cl::value_desc("dir"), cl::cat(category));
+cl::opt<std::string> stdlibDir("stdlib", cl::desc("folder of the standard model library"),
+                               cl::init(MIST_STDLIB_DIR), cl::cat(category));
+cl::opt<std::string> modelName("model", cl::desc("model instance to compile (default: the last)"),
+                               cl::cat(category));
+cl::opt<int64_t> seqLen("seq-len", cl::desc("override train.seq_len"), cl::init(0),
+                        cl::cat(category));
+cl::opt<std::string> clusterName("cluster", cl::desc("cluster preset name or YAML file"),
+                                 cl::value_desc("name|file"), cl::cat(category));
+cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster file)"), cl::init(0),
+                   cl::cat(category));
+cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
+                              cl::value_desc("plan.yaml"), cl::cat(category));
+cl::opt<std::string> space("space",
+                           cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
+                           cl::init("full"), cl::cat(category));
+cl::opt<unsigned> paretoK("pareto-k", cl::desc("Pareto points kept per stage context (0: all)"),
+                          cl::init(0), cl::cat(category));
+cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many seconds"),
+                          cl::init(0), cl::cat(category));
+cl::opt<std::string> dumpMilp("dump-milp",
+                              cl::desc("write every MILP as an LP file in this folder"),
+                              cl::value_desc("dir"), cl::cat(category));
+cl::opt<bool> quiet("quiet", cl::desc("no progress lines while tuning"), cl::cat(category));
+cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
+                               cl::desc("let stages differ in GPU count (full space; slower)"),
+                               cl::cat(category));
+cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
+                             cl::cat(category));
+
+/// The spelling of an --emit value, for messages.
+/// The --emit values that act on a plan: their spelling and what
+/// runPlanActions writes for them (one table, so the two never disagree).
+struct PlanEmit {
+  Emit emit;
+  const char *name;
+  PlanOutput output;
+};
+constexpr PlanEmit planEmits[] = {
+    {Emit::Plan, "plan", PlanOutput::Plan},
+    {Emit::Report, "report", PlanOutput::Report},
+    {Emit::Timeline, "timeline", PlanOutput::Timeline},
+    {Emit::Schedule, "schedule", PlanOutput::Schedule},
+    {Emit::Megatron, "megatron", PlanOutput::Megatron},
+    {Emit::DeepSpeed, "deepspeed", PlanOutput::DeepSpeed},
+    {Emit::TorchTitan, "torchtitan", PlanOutput::TorchTitan},
+    {Emit::TimelineSvg, "timeline-svg", PlanOutput::TimelineSvg},
+    {Emit::Lowered, "lowered", PlanOutput::Lowered},
+    {Emit::Trainer, "trainer", PlanOutput::Trainer},
+    {Emit::ProfileShapes, "profile-shapes", PlanOutput::ProfileShapes},
+};
+
+const PlanEmit *planEmitOf(Emit e) {
+  for (const PlanEmit &p : planEmits)
+    if (p.emit == e)
+      return &p;
+  return nullptr;
+}
+
+std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
+                                 bool &astOnly) {
+  if (seqLen < 0 || globalBatch < 0) {
+    diag.error({}, "--seq-len and --global-batch must not be negative");
+    return nullptr;
+  }
+  FrontendOptions fo;
+  fo.load.importDirs.assign(importDirs.begin(), importDirs.end());
+  if (!stdlibDir.empty())
+    fo.load.importDirs.push_back(stdlibDir);
+  fo.gen.modelName = modelName;
+  fo.gen.seqLen = seqLen;
+  fo.gen.globalBatch = globalBatch;
+  if (emit != Emit::AST)
+    return compileMist(buffer, fo, diag);
+  if (auto program = loadProgram(buffer, fo.load, diag)) {
+    dumpAST(*program->files.front(), out);
+    astOnly = true;
+  }
+  return nullptr;
+}
+
+int run() {
+  llvm::SourceMgr srcMgr;
+  DiagnosticEngine diag(srcMgr, llvm::errs());
+  // A misspelled pass name would otherwise print nothing, silently.
+  for (const std::string &p : printAfter)
+    if (!p.empty() && !lookupPass(p)) {
+      diag.error({}, "unknown pass '" + p + "' in --print-ir-after (see --list-passes)");
+      return 1;
+    }
+  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+  if (!buf) {
+    diag.error({}, "cannot read '" + inputPath + "': " + buf.getError().message());
+    return 1;
+  }
+  unsigned id = srcMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  bool fromIR = inputKind.getNumOccurrences() ? inputKind == InputKind::IR
+                                              : llvm::StringRef(inputPath).endswith(".mir");
+  std::error_code ec;
+  llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    diag.error({}, "cannot write '" + outputPath + "': " + ec.message());
+    return 1;
+  }
+
+  std::unique_ptr<Module> m;
+  if (fromIR) {
+    if (emit == Emit::AST) {
+      diag.error({}, "--emit=ast needs a .mist input");
+      return 1;
+    }
+    m = parseIR(id, diag);
+    if (m && failed(verifyModule(*m, diag)))
+      return 1;
+  } else {
+    bool astOnly = false;
+    m = loadMist(id, diag, out.os(), astOnly);
+    if (astOnly && !diag.hasErrors()) {
+      out.keep();
+      return 0;
+    }
+  }
+  if (!m || diag.hasErrors())
+    return 1;
+
+  PassManagerOptions pmo;
+  pmo.printAfter.insert(printAfter.begin(), printAfter.end());
+  pmo.printAfterAll = printAfterAll;
+  pmo.verifyEach = verifyEach;
+  pmo.timePasses = timePasses;
+  PassManager pm(pmo, llvm::errs());
+  PipelineRequest request;
+  if (passList.getNumOccurrences())
+    request.passes = std::vector<std::string>(passList.begin(), passList.end());
+  request.withCosts = emit != Emit::IR;
+  request.fromIR = fromIR;
+  if (!buildPipeline(pm, *m, request, diag) || failed(pm.run(*m, diag)) ||
+      failed(verifyModule(*m, diag)))
+    return 1;
+
+  if (planEmitOf(emit)) { // the plan actions
+    if (emit == Emit::ProfileShapes && clusterName.empty() && planPath.empty()) {
+      diag.error({}, "--emit=profile-shapes needs --plan (the plan's stages) or --cluster (every "
+                     "stage shape the tuner evaluates)");
+      return 1;
+    }
+    if (clusterName.empty() && emit != Emit::ProfileShapes) {
+      diag.error({}, std::string("--emit=") + planEmitOf(emit)->name + " needs --cluster");
+      return 1;
+    }
+    PlanActionOptions pa;
+    pa.cluster = clusterName;
+    pa.nodes = nodes;
+    pa.presetDirs = {MIST_CLUSTER_DIR};
+    pa.planPath = planPath;
+    auto level = parseSpaceLevel(space);
+    if (!level) {
+      diag.error({}, "unknown --space '" + space +
+                         "' (expected megatron, +zero, +ckpt, +offload or full)");
+      return 1;
+    }
+    if (nodes < 0 || timeLimit < 0) {
+      diag.error({}, "--nodes and --time-limit must not be negative");
+      return 1;
+    }
+    pa.tuner.space.level = *level;
+    pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
+    pa.tuner.paretoLimit = paretoK;
+    pa.tuner.timeLimitSeconds = timeLimit;
+    pa.tuner.dumpMilpDir = dumpMilp;
+    pa.tuner.progress = !quiet;
+    pa.output = planEmitOf(emit)->output;
+    pa.summaryToStdout = outputPath != "-";
+    pa.trainer.modelFile = inputPath;
+    pa.trainer.sourceRoot = MIST_SOURCE_DIR;
+    pa.trainer.buildDir = MIST_BUILD_DIR;
+    int rc = runPlanActions(*m, pa, diag, out.os());
+    if (rc == 0)
+      out.keep();
+    return rc;
+  }
+  if (emit == Emit::Summary) {
+    if (!m->state.costed) {
+      diag.error({}, "--emit=summary needs the cost-model pass");
+      return 1;
+    }
+    printSummary(*m, out.os());
+  } else {
+    printModule(*m, out.os());
+  }
+  out.keep();
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "mistc 0.1\n"; });
+  // --list-passes must work without an input file.
+  for (int i = 1; i < argc; ++i)
+    if (llvm::StringRef(argv[i]) == "--list-passes") {
+      for (const PassInfo &p : registeredPasses())
+        llvm::outs() << "  " << p.argument << "  " << p.description << "\n";
+      return 0;
+    }
+  if (!cl::ParseCommandLineOptions(argc, argv,
+                                   "mistc: compile transformer models to training plans\n"))
+    return 1;
+  return run();
+}

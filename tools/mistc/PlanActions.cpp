@@ -1,0 +1,241 @@
+//===- PlanActions.cpp - Tune, report and trace plans for a cluster -------===//
+#include "tools/mistc/PlanActions.h"
+
+#include "backend/ExportProjection.h"
+#include "backend/Lowering.h"
+#include "backend/ProfileShapes.h"
+#include "backend/Report.h"
+#include "backend/ScheduleListing.h"
+#include "backend/Timeline.h"
+#include "format/ClusterLoader.h"
+#include "format/PlanLoader.h"
+#include "format/PlanWriter.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include <algorithm>
+#include <fmt/format.h>
+
+using namespace mist;
+
+namespace {
+
+/// Projects the plan onto what the target framework can run, prices the
+/// projection with the same model, says what changed on stderr and writes
+/// the target's configuration.
+bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estimate,
+                const Cluster &cluster, const ModelProfile &model, PlanOutput output,
+                DiagnosticEngine &diag, llvm::raw_ostream &out) {
+  ExportTarget target = output == PlanOutput::Megatron    ? ExportTarget::Megatron
+                        : output == PlanOutput::DeepSpeed ? ExportTarget::DeepSpeed
+                                                          : ExportTarget::TorchTitan;
+  ExportProjection projected = projectForExport(plan, target, cluster.gpusPerNode);
+  auto cost = estimatePlan(projected.plan, model, cluster, diag);
+  if (!cost)
+    return false;
+  llvm::raw_ostream &err = llvm::errs();
+  if (projected.exact()) {
+    err << fmt::format("mistc: {} runs the plan as tuned: {:.4f} s per iteration predicted\n",
+                       exportTargetName(target), estimate.iterationSeconds);
+  } else {
+    err << fmt::format("mistc: {} cannot express the plan; writing the closest plan it can run:\n",
+                       exportTargetName(target));
+    for (const std::string &n : projected.notes)
+      err << "mistc:   - " << n << "\n";
+    err << fmt::format("mistc: predicted iteration: the plan {:.4f} s, the {} projection {:.4f} s "
+                       "({:+.1f}%){}\n",
+                       estimate.iterationSeconds, exportTargetName(target), cost->iterationSeconds,
+                       100 * (cost->iterationSeconds / estimate.iterationSeconds - 1),
+                       cost->fits ? "" : "; the projection does NOT fit in device memory");
+  }
+  if (target == ExportTarget::DeepSpeed && projected.plan.stages.size() > 1)
+    err << fmt::format("mistc: DeepSpeed builds the pipeline in code: "
+                       "PipelineModule(layers, num_stages={}, partition_method=\"uniform\")\n",
+                       projected.plan.stages.size());
+  ExportModel em = exportModelOf(m);
+  switch (target) {
+  case ExportTarget::Megatron:
+    writeMegatronArgs(projected, em, out);
+    break;
+  case ExportTarget::DeepSpeed:
+    writeDeepSpeedConfig(projected, em, out);
+    break;
+  case ExportTarget::TorchTitan:
+    writeTorchTitanConfig(projected, em, out);
+    break;
+  }
+  return true;
+}
+
+/// Reads the plan file of --plan.
+std::optional<Plan> readPlan(const Module &m, const std::string &path, DiagnosticEngine &diag) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf) {
+    diag.error({}, "cannot read plan '" + path + "': " + buf.getError().message());
+    return std::nullopt;
+  }
+  unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  auto plan = loadPlan(id, diag);
+  if (plan && !plan->model.empty() && plan->model != m.name)
+    diag.warning({}, "the plan was made for model '" + plan->model + "', not '" + m.name + "'");
+  return plan;
+}
+
+std::string shapeList(const std::vector<std::pair<int, int>> &shapes) {
+  std::string s;
+  for (auto [b, tp] : shapes)
+    s += fmt::format("{}({}, {})", s.empty() ? "" : " ", b, tp);
+  return s;
+}
+
+/// --emit=profile-shapes: the measured-op lookups at the plan's stage
+/// shapes (checked against the cluster when one is given), or at every
+/// stage shape the tuner would evaluate on the cluster.
+int emitProfileShapes(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+                      llvm::raw_ostream &out) {
+  std::optional<Cluster> cluster;
+  if (!opts.cluster.empty() &&
+      !(cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag)))
+    return 1;
+  auto model = ModelProfile::build(m, diag);
+  if (!model)
+    return 1;
+  std::vector<std::pair<int, int>> shapes;
+  std::vector<std::string> comments;
+  if (!opts.planPath.empty()) {
+    auto plan = readPlan(m, opts.planPath, diag);
+    if (!plan)
+      return 1;
+    if (cluster && !estimatePlan(*plan, *model, *cluster, diag))
+      return 1;
+    for (size_t i = 0; i < plan->stages.size(); ++i) {
+      const StagePlan &st = plan->stages[i];
+      if (auto bad = model->violatedAssumption(st.tp)) {
+        diag.error({}, fmt::format("plan: stage {}: tp = {} breaks the model's assumption {}", i,
+                                   st.tp, *bad));
+        return 1;
+      }
+      std::pair<int, int> shape{st.microBatch, st.tp};
+      if (std::find(shapes.begin(), shapes.end(), shape) == shapes.end())
+        shapes.push_back(shape);
+    }
+    std::sort(shapes.begin(), shapes.end());
+    comments.push_back(fmt::format("model {}, the stages of plan {}", m.name, opts.planPath));
+  } else {
+    if (model->globalBatch <= 0) {
+      diag.error({}, "the global batch is not set: add 'global_batch = N' to the train section "
+                     "or pass --global-batch");
+      return 1;
+    }
+    shapes = tunerStageShapes(*model, *cluster, model->globalBatch, opts.tuner);
+    if (shapes.empty()) {
+      diag.error({}, fmt::format("the tuner evaluates no stage shape of model '{}' on cluster "
+                                 "'{}' (no tp degree divides the model, or no data-parallel "
+                                 "degree splits the global batch {})",
+                                 m.name, cluster->name, model->globalBatch));
+      return 1;
+    }
+    comments.push_back(fmt::format("model {}, every stage shape the tuner evaluates on cluster {} "
+                                   "({} GPUs, --space={}, global batch {})",
+                                   m.name, cluster->name, cluster->totalGpus(),
+                                   spaceLevelName(opts.tuner.space.level), model->globalBatch));
+  }
+  comments.push_back("(micro-batch, tp): " + shapeList(shapes));
+  auto entries = collectProfileShapes(m, *model, shapes, diag);
+  if (!entries)
+    return 1;
+  writeProfileShapes(*entries, comments, out);
+  return 0;
+}
+
+} // namespace
+
+int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+                         llvm::raw_ostream &out) {
+  if (opts.output == PlanOutput::ProfileShapes)
+    return emitProfileShapes(m, opts, diag, out);
+  auto cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag);
+  if (!cluster)
+    return 1;
+  auto model = ModelProfile::build(m, diag);
+  if (!model)
+    return 1;
+  Plan plan;
+  std::optional<PipelineEstimate> estimate;
+  if (!opts.planPath.empty()) {
+    auto loaded = readPlan(m, opts.planPath, diag);
+    if (!loaded)
+      return 1;
+    plan = *loaded;
+    estimate = estimatePlan(plan, *model, *cluster, diag);
+    if (!estimate)
+      return 1;
+  } else {
+    auto tuned = tune(*model, *cluster, model->globalBatch, opts.tuner, diag);
+    if (!tuned)
+      return 1;
+    plan = tuned->plan;
+    estimate = tuned->estimate;
+    llvm::errs() << fmt::format("mistc: tuned in {:.2f} s: {} strategies scored in {} stage "
+                                "contexts, {} MILPs\n",
+                                tuned->stats.seconds, tuned->stats.evaluations,
+                                tuned->stats.contexts, tuned->stats.milps);
+  }
+  switch (opts.output) {
+  case PlanOutput::Plan:
+    writePlan(plan, out);
+    printPlanSummary(plan, *estimate, *cluster, *model,
+                     opts.summaryToStdout ? llvm::outs() : llvm::errs());
+    break;
+  case PlanOutput::Report:
+    printReport(plan, *estimate, *cluster, *model, out);
+    break;
+  case PlanOutput::Schedule:
+    printSchedule(plan, out);
+    break;
+  case PlanOutput::TimelineSvg:
+    writeTimelineSvg(plan, *estimate, out);
+    break;
+  case PlanOutput::Trainer: {
+    TrainerSource src = opts.trainer;
+    src.modelFlopsPerSample = model->modelFlopsPerSample;
+    src.deviceName = cluster->device.name;
+    src.devicePeakTflops = cluster->device.peakTflops;
+    if (!emitTrainer(m, plan, src, diag, out))
+      return 1;
+    break;
+  }
+  case PlanOutput::Lowered: {
+    // One listing per distinct stage shape (micro-batch, tp).
+    std::vector<std::pair<int, int>> done;
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+      std::pair<int, int> shape{plan.stages[i].microBatch, plan.stages[i].tp};
+      if (std::find(done.begin(), done.end(), shape) != done.end())
+        continue;
+      done.push_back(shape);
+      auto lowered = lowerForStage(m, shape.first, shape.second, diag);
+      if (!lowered)
+        return 1;
+      out << fmt::format("{}stage {}: ", i ? "\n" : "", i);
+      printLowered(*lowered, out);
+    }
+    break;
+  }
+  case PlanOutput::Megatron:
+  case PlanOutput::DeepSpeed:
+  case PlanOutput::TorchTitan:
+    if (!exportPlan(m, plan, *estimate, *cluster, *model, opts.output, diag, out))
+      return 1;
+    break;
+  case PlanOutput::ProfileShapes: // handled above
+    break;
+  case PlanOutput::Timeline: {
+    double simulated = writeTimeline(plan, *estimate, out);
+    llvm::errs() << fmt::format("mistc: timeline of one iteration: {:.4f} s simulated, {:.4f} s "
+                                "by the pipeline formula\n",
+                                simulated, estimate->iterationSeconds);
+    break;
+  }
+  }
+  if (!estimate->fits)
+    diag.warning({}, "the plan does not fit in device memory on some stage");
+  return 0;
+}

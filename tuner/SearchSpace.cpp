@@ -1,0 +1,115 @@
+//===- SearchSpace.cpp - The knobs the tuner may turn ---------------------===//
+#include "tuner/SearchSpace.h"
+
+#include <algorithm>
+
+using namespace mist;
+
+std::optional<SpaceLevel> mist::parseSpaceLevel(llvm::StringRef s) {
+  for (SpaceLevel l : {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::Ckpt,
+                       SpaceLevel::Offload, SpaceLevel::Full})
+    if (s == spaceLevelName(l))
+      return l;
+  return std::nullopt;
+}
+
+const char *mist::spaceLevelName(SpaceLevel s) {
+  switch (s) {
+  case SpaceLevel::Megatron:
+    return "megatron";
+  case SpaceLevel::Zero:
+    return "+zero";
+  case SpaceLevel::Ckpt:
+    return "+ckpt";
+  case SpaceLevel::Offload:
+    return "+offload";
+  case SpaceLevel::Full:
+    return "full";
+  }
+  return "?";
+}
+
+std::vector<ZeroFlags> SearchSpace::zeroOptions(int dp) const {
+  if (dp <= 1)
+    return {ZeroFlags{}}; // sharding over one rank changes nothing
+  if (!zeroLevels())
+    return {ZeroFlags{false, false, true}}; // Megatron's distributed optimizer
+  return {ZeroFlags{}, ZeroFlags{false, false, true}, ZeroFlags{false, true, true},
+          ZeroFlags{true, true, true}};
+}
+
+std::vector<OffloadRatios> SearchSpace::offloadOptions() const {
+  if (!offload())
+    return {OffloadRatios{}};
+  std::vector<OffloadRatios> out;
+  for (double wo : weightGradRatios)
+    for (double go : weightGradRatios)
+      for (double oo : optActRatios)
+        for (double ao : optActRatios) {
+          if (wo > 0 && go == 0)
+            continue; // offloaded weights with resident grads never pays off (the seed's rule)
+          out.push_back({wo, go, oo, ao});
+        }
+  return out;
+}
+
+std::vector<int> SearchSpace::ckptOptions(int layers) const {
+  if (!flexibleCkpt())
+    return {0, layers};
+  std::vector<int> out;
+  for (int c = 0; c <= layers; ++c)
+    out.push_back(c);
+  return out;
+}
+
+std::vector<int> SearchSpace::layerOptions(int total, int stages) const {
+  return layerOptionsForShare(total, stages, 1, stages);
+}
+
+std::vector<int> SearchSpace::layerOptionsForShare(int total, int stages, int gpus,
+                                                   int totalGpus) const {
+  if (stages == 1)
+    return {total};
+  int64_t share = int64_t(total) * gpus;
+  int lo = static_cast<int>(share / totalGpus),
+      hi = static_cast<int>((share + totalGpus - 1) / totalGpus);
+  if (level >= SpaceLevel::Full) {
+    lo -= layerSlack;
+    hi += layerSlack;
+  }
+  lo = std::max(1, lo);
+  hi = std::min(total - (stages - 1), hi);
+  std::vector<int> out;
+  for (int l = lo; l <= hi; ++l)
+    out.push_back(l);
+  return out;
+}
+
+std::vector<int> SearchSpace::nonUniformMeshSizes(int stages, int totalGpus,
+                                                  int gpusPerNode) const {
+  if (!nonUniformMeshes || level < SpaceLevel::Full || stages < 2)
+    return {};
+  std::vector<int> sizes;
+  for (int g = 1; g <= totalGpus; ++g) {
+    bool mesh = g >= gpusPerNode ? g % gpusPerNode == 0 : gpusPerNode % g == 0;
+    // Within a factor of 2 of the even share totalGpus / stages.
+    if (mesh && 2 * g * stages >= totalGpus && g * stages <= 2 * totalGpus)
+      sizes.push_back(g);
+  }
+  // Some mix must add up: the smallest and largest sizes bound every sum.
+  if (sizes.size() < 2 || sizes.front() * stages > totalGpus || sizes.back() * stages < totalGpus)
+    return {};
+  return sizes;
+}
+
+std::vector<int64_t> mist::divisorsOf(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d)
+        large.push_back(n / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}

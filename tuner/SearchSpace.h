@@ -1,0 +1,67 @@
+//===- SearchSpace.h - The knobs the tuner may turn -----------------------===//
+/// \file
+/// Which values each knob may take. `--space` restricts the space to
+/// reproduce the seed's ablation:
+///   megatron  uniform 3D parallelism: one tp for all stages, even layer
+///             split, micro-batch, full or no recomputation, ZeRO-1 (the
+///             distributed optimizer) when dp > 1, no offload, objective
+///             blind to the first/last micro-batch imbalance
+///   +zero     adds ZeRO-0/2/3
+///   +ckpt     adds any number of checkpointed layers per stage
+///   +offload  adds the offload-ratio grid
+///   full      adds imbalance awareness, a tp per stage and uneven layer
+///             splits (within `layerSlack` of the even split)
+/// G may be any divisor of the global batch, the micro-batch any divisor of
+/// the per-replica batch.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "format/Plan.h"
+#include "llvm/ADT/StringRef.h"
+#include <optional>
+#include <vector>
+
+namespace mist {
+
+enum class SpaceLevel { Megatron = 0, Zero = 1, Ckpt = 2, Offload = 3, Full = 4 };
+std::optional<SpaceLevel> parseSpaceLevel(llvm::StringRef s);
+const char *spaceLevelName(SpaceLevel s);
+
+struct SearchSpace {
+  SpaceLevel level = SpaceLevel::Full;
+  /// Offload grids (the seed's: sparse for weights/grads, dense for optimizer state and
+  /// activations).
+  std::vector<double> weightGradRatios = {0, .25, .375, .5, .75, 1};
+  std::vector<double> optActRatios = {0, .25, .375, .5, .625, .75, .875, 1};
+  int layerSlack = 2; ///< layer counts within this of the even split (full space)
+  /// Stages may differ in their number of GPUs (full space only): each
+  /// stage's mesh is a whole number of nodes or a divisor of a node, within
+  /// a factor of 2 of the even share, never growing along the pipeline.
+  bool nonUniformMeshes = false;
+
+  bool zeroLevels() const { return level >= SpaceLevel::Zero; }
+  bool flexibleCkpt() const { return level >= SpaceLevel::Ckpt; }
+  bool offload() const { return level >= SpaceLevel::Offload; }
+  bool imbalanceAware() const { return level >= SpaceLevel::Full; }
+  bool tpPerStage() const { return level >= SpaceLevel::Full; }
+
+  /// ZeRO settings to try with this dp.
+  std::vector<ZeroFlags> zeroOptions(int dp) const;
+  /// Offload settings (weights, grads, optimizer, activations).
+  std::vector<OffloadRatios> offloadOptions() const;
+  /// Checkpointed-layer counts for a stage of `layers` layers.
+  std::vector<int> ckptOptions(int layers) const;
+  /// Layer counts a stage may take when `stages` stages share `total` layers.
+  std::vector<int> layerOptions(int total, int stages) const;
+  /// The same for a stage holding `gpus` of `totalGpus` GPUs: around its
+  /// share total * gpus / totalGpus of the layers.
+  std::vector<int> layerOptionsForShare(int total, int stages, int gpus, int totalGpus) const;
+  /// Mesh sizes the stages of an S-stage pipeline may use with non-uniform
+  /// meshes: valid meshes within a factor of 2 of the even share (empty
+  /// when there are fewer than two or no mix can add up).
+  std::vector<int> nonUniformMeshSizes(int stages, int totalGpus, int gpusPerNode) const;
+};
+
+std::vector<int64_t> divisorsOf(int64_t n);
+
+} // namespace mist
