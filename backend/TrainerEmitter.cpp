@@ -5,6 +5,7 @@
 
 #include "schedule/Schedule.h"
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,9 +17,30 @@ using namespace mist;
 
 namespace {
 
+/// Each buffer's IR name as a C++ identifier ("layer.ln1.weight" ->
+/// layer_ln1_weight), unique within the stage: what train.cu calls it.
+std::vector<std::string> bufferIdentifiers(const LoweredStage &st) {
+  std::vector<std::string> out;
+  std::set<std::string> taken;
+  for (const LoweredBuffer &b : st.buffers) {
+    std::string id;
+    for (char c : b.name)
+      id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0])))
+      id = "b_" + id;
+    std::string unique = id;
+    for (int k = 2; taken.count(unique); ++k)
+      unique = fmt::format("{}_{}", id, k);
+    taken.insert(unique);
+    out.push_back(unique);
+  }
+  return out;
+}
+
 class Emitter {
 public:
-  Emitter(const Module &m, const LoweredStage &st, llvm::raw_ostream &os) : m(m), st(st), os(os) {
+  Emitter(const Module &m, const LoweredStage &st, llvm::raw_ostream &os)
+      : m(m), st(st), os(os), idents(bufferIdentifiers(st)) {
     const LoweredRegion &layer = st.region(RegionKind::Layer);
     for (const auto *ops : {&layer.forward, &layer.backward})
       for (const LoweredOp &op : *ops) {
@@ -29,11 +51,14 @@ public:
     layerOwned.insert(layer.gradInputs.begin(), layer.gradInputs.end());
   }
 
-  /// `G.at(i)` or `L.at(i)`: the global frame or this layer's.
+  /// `G.at(buf::x)` or `L.at(buf::ln1)`: a buffer of the global frame or
+  /// of this layer's, by its name in the stage's `buf` enumeration.
   std::string ref(int i) const {
     bool ids = st.buffers[i].dtype == DType::I32;
-    return fmt::format("{}.{}({})", layerOwned.count(i) ? "L" : "G", ids ? "ids" : "at", i);
+    return fmt::format("{}.{}({})", frameOf(i), ids ? "ids" : "at", named(i));
   }
+  const char *frameOf(int i) const { return layerOwned.count(i) ? "L" : "G"; }
+  std::string named(int i) const { return "buf::" + idents.at(size_t(i)); }
   int64_t n(int i) const { return st.buffers[i].elements(); }
   const std::vector<int64_t> &shape(int i) const { return st.buffers[i].shape; }
 
@@ -251,7 +276,7 @@ public:
         if (recomputed.count(b))
           lastUse[b] = i;
     }
-    os << fmt::format("void {}(Frame &G, Frame &L, TpContext &C) {{\n", name);
+    std::string body;
     for (size_t i = 0; i < ops.size(); ++i) {
       const LoweredOp &op = ops[i];
       std::string text;
@@ -262,23 +287,31 @@ public:
       }
       for (auto [b, at] : firstWrite)
         if (at == i)
-          os << fmt::format("  {}.allocate({}, {});\n", layerOwned.count(b) ? "L" : "G", b, n(b));
-      os << "  // " << irLine(op) << "\n  " << text << "\n";
+          body += fmt::format("  {}.allocate({}, {});\n", frameOf(b), named(b), n(b));
+      body += "  // " + irLine(op) + "\n  " + text + "\n";
       std::vector<std::string> released;
       for (auto [b, at] : lastRead)
         if (at == i)
-          released.push_back(fmt::format("{}.release({});", layerOwned.count(b) ? "L" : "G", b));
+          released.push_back(fmt::format("{}.release({});", frameOf(b), named(b)));
       if (!released.empty())
-        os << "  " << fmt::format("{}", fmt::join(released, " ")) << " // last read\n";
+        body += fmt::format("  {} // last read\n", fmt::join(released, " "));
       std::vector<std::string> dropped;
       for (auto [b, at] : lastUse)
         if (at == i)
-          dropped.push_back(fmt::format("L.releaseIfRecomputed({});", b));
+          dropped.push_back(fmt::format("L.releaseIfRecomputed({});", named(b)));
       if (!dropped.empty())
-        os << "  " << fmt::format("{}", fmt::join(dropped, " "))
-           << " // last forward use; recomputed if checkpointed\n";
+        body += fmt::format("  {} // last forward use; recomputed if checkpointed\n",
+                            fmt::join(dropped, " "));
     }
-    os << "  (void)G;\n  (void)L;\n  (void)C;\n}\n\n";
+    // Every region function has the same signature; a frame it does not
+    // touch keeps its parameter unnamed.
+    auto param = [&](const char *type, const char *name) {
+      bool used = body.find(std::string(name) + ".") != std::string::npos;
+      return fmt::format("{} &{}", type, used ? name : fmt::format("/*{}*/", name));
+    };
+    os << fmt::format("void {}({}, {}, {}) {{\n", name, param("Frame", "G"), param("Frame", "L"),
+                      param("TpContext", "C"))
+       << body << "}\n\n";
     return true;
   }
 
@@ -286,6 +319,7 @@ public:
   const LoweredStage &st;
   llvm::raw_ostream &os;
   std::set<int> layerOwned;
+  std::vector<std::string> idents; ///< per buffer: its name in `buf`
 };
 
 } // namespace
@@ -597,8 +631,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   int ranks = 0;
   for (const StagePlan &sp : plan.stages)
     ranks += sp.dp * sp.tp;
-  os << fmt::format("// train.cu for {}, generated by mistc from {}: do not edit.\n", m.name,
-                    src.modelFile);
+  os << fmt::format("// train.cu for {}, generated by mistc from {}.\n", m.name, src.modelFile);
   os << fmt::format(
       "// Plan: {} stage{}, {} micro-batches per step (global batch {}), {} rank{}.\n", stages,
       stages == 1 ? "" : "s", plan.gradAccum, plan.globalBatch, ranks, ranks == 1 ? "" : "s");
@@ -630,8 +663,16 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   os << fmt::format(
       "// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
       "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
-      "timeline.json]\n\n",
+      "timeline.json]\n",
       ranks);
+  os << "// Editing: the training hyper-parameters (lr, betas, eps, weight decay, gradient "
+        "clipping,\n"
+        "// warmup) are the spec.* lines at the end of main(); change one and rebuild with the "
+        "line\n"
+        "// above. Each stage's code names its buffers (sN::buf) and states every size; the "
+        "sizes,\n"
+        "// the stage tables and the schedule follow from the plan, so to change the model, the\n"
+        "// batch or the parallelism, edit the .mist file or the plan and run mistc again.\n\n";
   os << "#include \"runtime/ops/Ops.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
         "#include \"runtime/trainer/TpContext.h\"\n"
         "#include \"runtime/trainer/Trainer.h\"\n\n";
@@ -649,6 +690,12 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     const std::string prefix = fmt::format("s{}_", i);
     os << fmt::format("// ======== stage {}: layers {}-{}, micro-batch {}, tp {} ========\n\n", i,
                       sp.firstLayer, sp.lastLayer, sp.microBatch, sp.tp);
+    os << fmt::format("namespace s{} {{\n\n", i);
+    os << "// The stage's buffers, by their IR names: G.at(buf::x) in the global frame, L.at(...)\n"
+          "// in the frame of the layer being computed.\nnamespace buf {\nenum : int {\n";
+    for (size_t b = 0; b < st.buffers.size(); ++b)
+      os << fmt::format("  {} = {},\n", e.idents[b], b);
+    os << "};\n} // namespace buf\n\n";
     const std::vector<StageParam> params = stageParams(st, use);
     const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
                         &post = st.region(RegionKind::Post);
@@ -728,12 +775,20 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     for (size_t b = 0; b < st.buffers.size(); ++b) {
       const LoweredBuffer &buf = st.buffers[b];
       const bool used = use.buffers.count(int(b)) > 0;
-      os << fmt::format(
-          "      {{\"{}\", {}, BufferKind::{}, {}, {}, {}, {}, {}}}, // {}{}\n", buf.name,
-          used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float",
-          boolean(e.layerOwned.count(int(b))), boolean(used && use.forward.count(int(b))),
-          boolean(used && use.saved.count(int(b))), arena.run[b], arena.offset[b], b,
-          used ? "" : " (not on this stage)");
+      // Fields left out keep their defaults (false, -1: see BufferSpec).
+      std::string fields =
+          fmt::format(".name = \"{}\", .elements = {}, .kind = BufferKind::{}", buf.name,
+                      used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float");
+      if (e.layerOwned.count(int(b)))
+        fields += ", .layer = true";
+      if (used && use.forward.count(int(b)))
+        fields += ", .forward = true";
+      if (used && use.saved.count(int(b)))
+        fields += ", .saved = true";
+      if (arena.run[b] >= 0)
+        fields +=
+            fmt::format(", .scratchRun = {}, .scratchOffset = {}", arena.run[b], arena.offset[b]);
+      os << fmt::format("      {{{}}},{}\n", fields, used ? "" : " // not on this stage");
     }
     os << "  };\n  s.params = {\n";
     for (const StageParam &sp : params) {
@@ -749,13 +804,18 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       if (last && inPost)
         regions.push_back("RegionKind::Post");
       const bool tied = stages > 1 && inPre && inPost;
-      os << fmt::format("      {{\"{}\", {}, {{{}}}, {{{}}}, {}, {{{}}}, {{{}}}, {}}},\n", p.name,
-                        buffer, joined(grads), joined(p.fullShape), p.shardAxis, joined(p.groups),
-                        fmt::join(regions, ", "), boolean(tied));
+      std::vector<std::string> gradNames;
+      for (int64_t g : grads)
+        gradNames.push_back(e.named(int(g)));
+      os << fmt::format("      {{.name = \"{}\", .buffer = {}, .grads = {{{}}}, .shape = {{{}}}, "
+                        ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}}},\n",
+                        p.name, e.named(buffer), fmt::join(gradNames, ", "), joined(p.fullShape),
+                        p.shardAxis, joined(p.groups), fmt::join(regions, ", "),
+                        tied ? ", .tiedAcrossStages = true" : "");
     }
     os << "  };\n";
     auto io = [&](const char *field, int value, bool present) {
-      os << fmt::format("  s.{} = {};\n", field, present ? value : -1);
+      os << fmt::format("  s.{} = {};\n", field, present ? e.named(value) : "-1");
     };
     io("tokensBuffer", st.moduleInputs[0], first);
     io("targetsBuffer", st.moduleInputs[1], last);
@@ -770,8 +830,10 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     io("layerGradOut", layer.gradOutputs.at(0), true);
     io("preGradIn", pre.gradInputs.at(0), first);
     if (last) { // post's saved activations that no pre backward reads: freed after post's backward
-      const std::vector<int64_t> freed(savedBy[2].begin(), savedBy[2].end());
-      os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", joined(freed));
+      std::vector<std::string> freed;
+      for (int b : savedBy[2])
+        freed.push_back(e.named(b));
+      os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", fmt::join(freed, ", "));
     }
     for (int r = 0; r < 3; ++r) {
       if ((r == 0 && !first) || (r == 2 && !last))
@@ -789,6 +851,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                       "  s.optimizer = s{0}_optimizer;\n",
                       i);
     os << "  return s;\n}\n\n";
+    os << fmt::format("}} // namespace s{}\n\n", i);
   }
   os << "} // namespace\n\nint main(int argc, char **argv) {\n  TrainerSpec spec;\n";
   std::string planText;
@@ -799,7 +862,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     stages, stages == 1 ? "" : "s", planText, plan.gradAccum);
   std::string stageCalls;
   for (int i = 0; i < stages; ++i)
-    stageCalls += fmt::format("{}stage{}()", i ? ", " : "", i);
+    stageCalls += fmt::format("{}s{}::stage{}()", i ? ", " : "", i, i);
   os << "  spec.stages = {" << stageCalls << "};\n";
   const TrainConfig &t = m.train;
   os << fmt::format("  spec.seqLen = {};\n  spec.vocab = {};\n  spec.gradAccum = {};\n"

@@ -6,6 +6,9 @@
 #include "backend/ScheduleListing.h"
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 using namespace mist;
 
 namespace {
@@ -171,6 +174,70 @@ TEST(Schedule, StagesTalkToTheirNeighbours) {
   EXPECT_EQ(count(phase(first, Phase::Forward), "pre forward"), 1);
   EXPECT_EQ(count(phase(last, Phase::Forward), "post forward"), 1);
   EXPECT_EQ(count(phase(first, Phase::Forward), "post"), 0);
+}
+
+/// The index of the first step of `kind` for `layer` in a phase, or -1.
+int find(const std::vector<Step> &steps, StepKind kind, int layer) {
+  for (size_t j = 0; j < steps.size(); ++j)
+    if (steps[j].kind == kind && steps[j].layer == layer)
+      return int(j);
+  return -1;
+}
+
+bool waitsFor(const std::vector<Step> &steps, int j, int i) {
+  return j >= 0 && i >= 0 &&
+         std::find(steps[j].after.begin(), steps[j].after.end(), i) != steps[j].after.end();
+}
+
+TEST(Schedule, StepsWaitForTheStepsThatProduceWhatTheyRead) {
+  Plan p = twoStages();
+  p.stages[1].zero = {true, true, true}; // ZeRO-3 on the last stage
+  p.stages[1].offload = {0.5, 0, 0, 0.25};
+  const StageSchedule last = buildStageSchedule(p, 1);
+  const std::vector<Step> &fwd = last.phases[int(Phase::Forward)];
+  const int forward = find(fwd, StepKind::Forward, 2);
+  EXPECT_TRUE(waitsFor(fwd, forward, find(fwd, StepKind::GatherWeights, 2)));
+  EXPECT_TRUE(waitsFor(fwd, forward, find(fwd, StepKind::FetchWeights, 2)));
+  EXPECT_FALSE(waitsFor(fwd, forward, find(fwd, StepKind::GatherWeights, 3))); // the next layer's
+  EXPECT_TRUE(waitsFor(fwd, find(fwd, StepKind::SwapOutActivations, 2), forward));
+  // The first computation after the received activations waits for them.
+  EXPECT_TRUE(
+      waitsFor(fwd, find(fwd, StepKind::Forward, 0), find(fwd, StepKind::ReceiveActivations, -1)));
+  EXPECT_FALSE(
+      waitsFor(fwd, find(fwd, StepKind::Forward, 1), find(fwd, StepKind::ReceiveActivations, -1)));
+
+  const std::vector<Step> &bwd = last.phases[int(Phase::Backward)];
+  const int backward = find(bwd, StepKind::Backward, 1);
+  EXPECT_TRUE(waitsFor(bwd, find(bwd, StepKind::ReduceScatterGradients, 1), backward));
+  EXPECT_TRUE(waitsFor(bwd, backward, find(bwd, StepKind::SwapInActivations, 1)));
+  EXPECT_TRUE(
+      waitsFor(bwd, find(bwd, StepKind::SendGradients, -1), find(bwd, StepKind::Backward, 0)));
+
+  // One stage: the pre and post reductions wait for their own backward.
+  Plan one = twoStages();
+  one.stages[0].lastLayer = 7;
+  one.stages.pop_back();
+  const StageSchedule single = buildStageSchedule(one, 0);
+  const std::vector<Step> &lastBwd = single.phases[int(Phase::LastBackward)];
+  EXPECT_TRUE(waitsFor(lastBwd, find(lastBwd, StepKind::ReducePreGradients, -1),
+                       find(lastBwd, StepKind::PreBackward, -1)));
+  EXPECT_TRUE(waitsFor(lastBwd, find(lastBwd, StepKind::ReducePostGradients, -1),
+                       find(lastBwd, StepKind::PostBackward, -1)));
+  // Every dependency points backwards: a phase runs in one pass.
+  for (unsigned k = 0; k < numPhases; ++k)
+    for (const std::vector<Step> *steps : {&last.phases[k], &single.phases[k]})
+      for (size_t j = 0; j < steps->size(); ++j)
+        for (int a : (*steps)[j].after)
+          EXPECT_LT(a, int(j));
+}
+
+TEST(Schedule, StepKindsHaveDistinctNames) {
+  std::set<std::string> names;
+  for (unsigned k = 0; k < numStepKinds; ++k)
+    names.insert(stepName(StepKind(k)));
+  EXPECT_EQ(names.size(), size_t(numStepKinds));
+  EXPECT_STREQ(stepName(StepKind::AllReduceGradients), "all-reduce-gradients");
+  EXPECT_EQ(streamOf(StepKind::SwapOutActivations), Stream::D2H);
 }
 
 } // namespace
