@@ -7,3 +7,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
 ctest --output-on-failure -j "${JOBS:-$(nproc)}" -LE gpu
+# In CI (CI=true), or with MIST_SANITIZED_TESTS=1: the unit and lit tests again,
+# built with ASan and UBSan in build-asan/ (MIST_SANITIZED_TESTS=0 skips them).
+if [[ ${MIST_SANITIZED_TESTS:-${CI:-false}} =~ ^(1|true)$ ]]; then
+  "$root/scripts/run-sanitized-tests.sh"
+fi

@@ -3,7 +3,8 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config python3
           llvm-14-dev llvm-14-tools libginac-dev libglpk-dev libfmt-dev libyaml-cpp-dev
-          libgtest-dev libopenmpi-dev openmpi-bin)
+          libgtest-dev libopenmpi-dev openmpi-bin
+          clang-format-14) # scripts/check-format.sh (CTest: format-check)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

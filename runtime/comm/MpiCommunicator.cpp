@@ -7,6 +7,25 @@
 #include <cstdlib>
 #include <exception>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define MIST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MIST_ASAN 1
+#endif
+#endif
+
+#ifdef MIST_ASAN
+/// In a sanitized build (scripts/run-sanitized-tests.sh), programs that use
+/// MPI record allocation stacks with the slow unwinder. Open MPI leaks at exit
+/// by design, partly from components it dlcloses at MPI_Finalize and from its
+/// progress thread: the fast (frame-pointer) unwinder stops in that code, so
+/// the stack shows only unknown modules and no suppression can match it; the
+/// slow one reaches libmpi, libopen-pal or libevent, which
+/// scripts/lsan-suppressions.txt names. Only MPI programs pay for it.
+extern "C" const char *__lsan_default_options() { return "fast_unwind_on_malloc=0"; }
+#endif
+
 namespace mist::rt {
 
 namespace {
