@@ -2,6 +2,8 @@
 #include "backend/TrainerEmitter.h"
 
 #include "backend/ScratchPlanner.h"
+#include "backend/TrainerStageSchedule.h"
+#include "backend/TrainerStageUse.h"
 
 #include "schedule/Schedule.h"
 #include <algorithm>
@@ -326,110 +328,6 @@ public:
 
 namespace {
 
-/// What one stage of the plan runs: its regions, the buffers they touch and
-/// the parameters they read.
-struct StageUse {
-  bool pre = false, post = false;
-  std::set<int> buffers;
-  std::set<int> forward; ///< read or written by a forward op, or a forward input/output
-  std::set<int> saved;   ///< of those, read by a backward op: kept from forward to backward
-};
-
-StageUse stageUse(const LoweredStage &st, bool first, bool last) {
-  StageUse u;
-  u.pre = first;
-  u.post = last;
-  for (int r = 0; r < 3; ++r) {
-    if ((r == 0 && !first) || (r == 2 && !last))
-      continue;
-    const LoweredRegion &lr = st.regions[r];
-    for (const auto *ops : {&lr.forward, &lr.backward})
-      for (const LoweredOp &op : *ops) {
-        u.buffers.insert(op.operands.begin(), op.operands.end());
-        u.buffers.insert(op.results.begin(), op.results.end());
-        if (ops == &lr.forward) {
-          u.forward.insert(op.operands.begin(), op.operands.end());
-          u.forward.insert(op.results.begin(), op.results.end());
-        }
-      }
-    for (const auto *ids : {&lr.inputs, &lr.outputs, &lr.gradInputs, &lr.gradOutputs})
-      u.buffers.insert(ids->begin(), ids->end());
-    u.forward.insert(lr.inputs.begin(), lr.inputs.end());
-    u.forward.insert(lr.outputs.begin(), lr.outputs.end());
-    for (const LoweredOp &op : lr.backward)
-      u.saved.insert(op.operands.begin(), op.operands.end());
-  }
-  if (first)
-    u.buffers.insert(st.moduleInputs[0]);
-  if (last)
-    u.buffers.insert(st.moduleInputs[1]);
-  u.forward.insert(u.buffers.count(st.moduleInputs[0]) ? st.moduleInputs[0] : -1);
-  u.forward.insert(u.buffers.count(st.moduleInputs[1]) ? st.moduleInputs[1] : -1);
-  std::set<int> saved;
-  for (int b : u.saved)
-    if (u.forward.count(b))
-      saved.insert(b);
-  u.saved = std::move(saved);
-  return u;
-}
-
-/// A parameter of the stage: its buffer and the gradient buffers that
-/// contribute to it (a tied weight gets one from each region reading it).
-struct StageParam {
-  const ParamLayout *layout;
-  int buffer;
-  std::vector<int64_t> grads;
-};
-
-std::vector<StageParam> stageParams(const LoweredStage &st, const StageUse &use) {
-  std::vector<StageParam> out;
-  for (const ParamLayout &p : st.params) {
-    StageParam sp{&p, -1, {}};
-    for (size_t b = 0; b < st.buffers.size(); ++b) {
-      const std::string &n = st.buffers[b].name;
-      if (n == p.name && st.buffers[b].role == Role::Param)
-        sp.buffer = int(b);
-      if (st.buffers[b].role == Role::Grad && use.buffers.count(int(b)) &&
-          (n == p.name + ".grad" || n.rfind(p.name + ".grad.", 0) == 0))
-        sp.grads.push_back(int64_t(b));
-    }
-    if (sp.buffer >= 0 && use.buffers.count(sp.buffer))
-      out.push_back(std::move(sp)); // else another stage's
-  }
-  return out;
-}
-
-/// Whether buffer `b` is a parameter of the stage or one of its gradients.
-bool isParameterBuffer(const std::vector<StageParam> &params, int b) {
-  return std::any_of(params.begin(), params.end(), [&](const StageParam &p) {
-    return p.buffer == b || std::find(p.grads.begin(), p.grads.end(), int64_t(b)) != p.grads.end();
-  });
-}
-
-/// What a checkpointed layer recomputes before its backward: its saved
-/// float activations but its input (kept) and its output (carried on);
-/// the same set as StageMemory::recomputed().
-std::set<int> recomputedByCheckpoint(const LoweredStage &st, const std::set<int> &layerSaved) {
-  const LoweredRegion &layer = st.region(RegionKind::Layer);
-  std::set<int> out;
-  for (int b : layerSaved)
-    if (st.buffers[size_t(b)].dtype != DType::I32 &&
-        std::find(layer.inputs.begin(), layer.inputs.end(), b) == layer.inputs.end() &&
-        std::find(layer.outputs.begin(), layer.outputs.end(), b) == layer.outputs.end())
-      out.insert(b);
-  return out;
-}
-
-/// Whether `region`'s ops read buffer `b`.
-bool reads(const LoweredRegion &region, int b) {
-  for (const auto *ops : {&region.forward, &region.backward})
-    for (const LoweredOp &op : *ops)
-      for (int o : op.operands)
-        if (o == b)
-          return true;
-  return false;
-}
-
 std::string joined(const std::vector<int64_t> &values) {
   std::string s;
   for (int64_t v : values)
@@ -439,161 +337,18 @@ std::string joined(const std::vector<int64_t> &values) {
 
 const char *boolean(bool b) { return b ? "true" : "false"; }
 
-std::string percent(double fraction) { return fmt::format("{:g}%", 100 * fraction); }
+/// The region functions' names: [pre, layer, post][forward, backward].
+constexpr const char *regionFunctions[3][2] = {{"preForward", "preBackward"},
+                                               {"layerForward", "layerBackward"},
+                                               {"postForward", "postBackward"}};
 
-/// "dp 2 x tp 1" of a stage.
-std::string split(const StagePlan &sp) { return fmt::format("dp {} x tp {}", sp.dp, sp.tp); }
+/// Whether stage `first`/`last` runs region r (0 pre, 1 layer, 2 post).
+bool runsRegion(int r, bool first, bool last) { return !(r == 0 && !first) && !(r == 2 && !last); }
 
-/// One statement of a schedule with its comment, aligned.
-void step(llvm::raw_ostream &os, const std::string &call, const std::string &why = "") {
-  if (why.empty())
-    os << "  " << call << "\n";
-  else
-    os << fmt::format("  {:<44} // {}\n", call, why);
-}
-
-/// Stage i's schedule: the steps of one micro-batch's forward and backward
-/// and of the optimizer, as calls to mist::rt::StageRunner, each placed and
-/// commented as the plan's knobs say.
-void emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
-  const StagePlan &sp = plan.stages[i];
-  const int stages = static_cast<int>(plan.stages.size());
-  const bool first = i == 0, last = i + 1 == stages;
-  const bool zero1 = sp.zero.optimizer && sp.dp > 1, zero2 = zero1 && sp.zero.grads,
-             zero3 = zero2 && sp.zero.weights;
-  const std::string acquireWhy =
-      zero3 ? fmt::format("g2g: all-gather its ZeRO-3 slices over dp {}", sp.dp)
-      : sp.offload.weights > 0
-          ? fmt::format("h2d: swap in the {} kept in host memory", percent(sp.offload.weights))
-          : "wait for its last optimizer update";
-  const std::string releaseWhy = zero3 ? "drop the gathered weights"
-                                 : sp.offload.weights > 0
-                                     ? fmt::format("d2h: swap {} out", percent(sp.offload.weights))
-                                     : "nothing to move";
-  // Weights that move between uses (ZeRO-3, weight offload) are brought in
-  // for the next region while this one computes: `ahead` names it, and it is
-  // prefetched right before this region's call.
-  const bool movesWeights = zero3 || sp.offload.weights > 0;
-  struct Region {
-    std::string kind;
-    int layer;
-  };
-  auto prefetch = [&](const std::optional<Region> &ahead) {
-    if (movesWeights && ahead)
-      step(os, fmt::format("r.prefetchWeights(RegionKind::{}, {});", ahead->kind, ahead->layer),
-           zero3 ? "the next region's gather runs beside this one"
-                 : "the next region's swap-in "
-                   "runs beside this one");
-  };
-  auto around = [&](const char *region, int layer, const std::string &call, const std::string &why,
-                    const std::optional<Region> &ahead) {
-    step(os, fmt::format("r.acquireWeights(RegionKind::{}, {});", region, layer), acquireWhy);
-    prefetch(ahead);
-    step(os, call, why);
-    step(os, fmt::format("r.releaseWeights(RegionKind::{}, {});", region, layer), releaseWhy);
-  };
-  const int firstCheckpointed = sp.layers() - sp.ckptLayers;
-  os << fmt::format("// Stage {}'s forward of micro-batch mb (layers {}-{}, {}).\n", i,
-                    sp.firstLayer, sp.lastLayer, split(sp));
-  os << fmt::format("void s{}_forward(StageRunner &r, int step, int mb) {{\n", i);
-  step(os, "r.beginForward(mb);", "its activations get a slot of the stage's memory");
-  if (first || last)
-    step(os, "r.loadData(step, mb);",
-         first && last ? "tokens and targets"
-         : first       ? "tokens"
-                       : "targets");
-  const std::optional<Region> firstLayer =
-      sp.layers() > 0 ? std::optional<Region>(Region{"Layer", 0}) : std::nullopt;
-  if (first)
-    around("Pre", 0, "r.forwardPre(mb);", "embeddings", firstLayer);
-  else
-    step(os, "r.receiveActivations(mb);",
-         fmt::format("g2g: from stage {} ({}){}", i - 1, split(plan.stages[i - 1]),
-                     plan.stages[i - 1].dp == sp.dp ? "" : ", re-sliced"));
-  for (int l = 0; l < sp.layers(); ++l) {
-    std::optional<Region> ahead;
-    if (l + 1 < sp.layers())
-      ahead = Region{"Layer", l + 1};
-    else if (last)
-      ahead = Region{"Post", 0};
-    around("Layer", l, fmt::format("r.forwardLayer({}, mb);", l),
-           fmt::format("layer {}", sp.firstLayer + l), ahead);
-    if (l >= firstCheckpointed)
-      step(os, fmt::format("r.dropRecomputable({});", l), "checkpointed: keep only its input");
-  }
-  if (last)
-    around("Post", 0, "r.forwardPost(step, mb);", "final norm, LM head, loss", std::nullopt);
-  else
-    step(os, "r.sendActivations(mb);",
-         fmt::format("g2g: to stage {} ({})", i + 1, split(plan.stages[i + 1])));
-  step(os, "r.stashActivations(mb);",
-       sp.offload.activations > 0 ? fmt::format("kept for the backward; d2h: {} to host memory",
-                                                percent(sp.offload.activations))
-                                  : "kept in its slot for the backward");
-  os << "}\n\n";
-
-  os << fmt::format("// Stage {}'s backward of micro-batch mb.\n", i);
-  os << fmt::format("void s{}_backward(StageRunner &r, int mb) {{\n", i);
-  step(os, "r.unstashActivations(mb);",
-       sp.offload.activations > 0 ? "h2d: the offloaded part comes back" : "");
-  step(os, "r.clearGradients();");
-  const std::optional<Region> lastLayer =
-      sp.layers() > 0 ? std::optional<Region>(Region{"Layer", sp.layers() - 1}) : std::nullopt;
-  if (last)
-    around("Post", 0, "r.backwardPost(mb);", "d loss / d x", lastLayer);
-  else
-    step(os, "r.receiveGradients(mb);", fmt::format("g2g: from stage {}", i + 1));
-  for (int l = sp.layers() - 1; l >= 0; --l) {
-    step(os, fmt::format("r.acquireWeights(RegionKind::Layer, {});", l), acquireWhy);
-    if (l > 0)
-      prefetch(Region{"Layer", l - 1});
-    else if (first)
-      prefetch(Region{"Pre", 0});
-    if (l >= firstCheckpointed)
-      step(os, fmt::format("r.recomputeLayer({}, mb);", l), "checkpointed: forward again");
-    step(os, fmt::format("r.backwardLayer({}, mb);", l),
-         fmt::format("layer {}", sp.firstLayer + l));
-    step(os, fmt::format("r.releaseWeights(RegionKind::Layer, {});", l), releaseWhy);
-  }
-  if (first)
-    around("Pre", 0, "r.backwardPre(mb);", "embedding gradients", std::nullopt);
-  else
-    step(os, "r.sendGradients(mb);", fmt::format("g2g: to stage {}", i - 1));
-  step(os, "r.foldGradients();",
-       (zero2 ? fmt::format("ZeRO-2: each region's gradients were reduce-scattered over dp {} "
-                            "after its backward (g2g); the rest here",
-                            sp.dp)
-              : std::string("add into the step's gradient sums")) +
-           (sp.offload.grads > 0
-                ? fmt::format(" ({} of them in host memory)", percent(sp.offload.grads))
-                : ""));
-  os << "}\n\n";
-
-  os << fmt::format("// Stage {}'s optimizer, in the order the next forward reads the weights.\n",
-                    i);
-  if (zero1)
-    os << fmt::format("// ZeRO-1: AdamW on this rank's slice, then {} over dp {}.\n",
-                      zero3 ? "the slice is the weights" : "all-gather the weights", sp.dp);
-  os << fmt::format("void s{}_optimizer(StageRunner &r, const AdamStep &a) {{\n", i);
-  const std::string stateWhy =
-      sp.offload.optimizer > 0 ? fmt::format("h2d/d2h: {} of the optimizer state in host memory",
-                                             percent(sp.offload.optimizer))
-                               : "";
-  if (first)
-    step(os, "r.optimizerStep(a, RegionKind::Pre, 0);", stateWhy);
-  for (int l = 0; l < sp.layers(); ++l)
-    step(os, fmt::format("r.optimizerStep(a, RegionKind::Layer, {});", l), stateWhy);
-  if (last)
-    step(os, "r.optimizerStep(a, RegionKind::Post, 0);", stateWhy);
-  os << "}\n\n";
-}
-
-} // namespace
-
-bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
-                       DiagnosticEngine &diag, llvm::raw_ostream &os) {
-  const int stages = static_cast<int>(plan.stages.size());
-  for (int i = 0; i < stages; ++i) {
+/// Plans and models the trainer cannot run are errors; a plan priced for
+/// another precision than the trainer's fp32 gets a warning.
+bool checkTrainable(const Module &m, const Plan &plan, DiagnosticEngine &diag) {
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
     const ZeroFlags &z = plan.stages[i].zero;
     if ((z.weights && !z.grads) || (z.grads && !z.optimizer)) {
       diag.error({}, fmt::format("stage {}: the trainer splits weights only with gradients, and "
@@ -612,22 +367,21 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   // The runtime stores and computes in fp32 only (TF32 GEMMs); a plan priced
   // for 2-byte weights and activations would need about twice the memory it
   // was proven to fit in, so say so rather than run it silently.
-  const bool fp32StandIn = m.train.dtype != DType::F32;
   const bool narrowGrads = dtypeBytes(m.train.gradientDtype()) < 4;
-  if (fp32StandIn)
+  if (m.train.dtype != DType::F32)
     diag.warning({}, fmt::format("the trainer runs in fp32 (TF32 GEMMs) only: this plan was "
                                  "priced for dtype = {}, so its predicted memory and time do not "
                                  "apply to the trainer (weights{} and activations take twice the "
                                  "bytes); put `dtype = f32` in the train section to plan for what "
                                  "the trainer runs",
                                  dtypeName(m.train.dtype).str(), narrowGrads ? ", gradients" : ""));
-  std::vector<LoweredStage> lowered;
-  for (const StagePlan &sp : plan.stages) {
-    auto st = lowerForStage(m, sp.microBatch, sp.tp, diag);
-    if (!st)
-      return false;
-    lowered.push_back(std::move(*st));
-  }
+  return true;
+}
+
+/// The comment block on top: the plan, how to build, run and edit.
+void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
+                llvm::raw_ostream &os) {
+  const int stages = static_cast<int>(plan.stages.size());
   int ranks = 0;
   for (const StagePlan &sp : plan.stages)
     ranks += sp.dp * sp.tp;
@@ -644,7 +398,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                       sp.zero.weights ? "w" : "-", sp.offload.weights, sp.offload.grads,
                       sp.offload.optimizer, sp.offload.activations);
   }
-  if (fp32StandIn)
+  if (m.train.dtype != DType::F32)
     os << fmt::format("// Precision: fp32 (TF32 GEMMs), not the plan's {}: see the warning mistc "
                       "printed; the plan's memory and time figures do not apply.\n",
                       dtypeName(m.train.dtype).str());
@@ -654,7 +408,8 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                     "{1}/runtime/device/libmistrtDeviceHost.a "
                     "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
                     "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
-                    "{1}/stdlib/kernels/libmistKernelsRef.a {1}/format/libmistFormat.a -o train\n",
+                    "{1}/stdlib/kernels/libmistKernelsRef.a {1}/schedule/libmistSchedule.a "
+                    "{1}/format/libmistFormat.a -o train\n",
                     src.sourceRoot, src.buildDir);
   os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. "
         "-DMIST_RUNTIME_ONLY=ON):\n";
@@ -673,187 +428,227 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
         "sizes,\n"
         "// the stage tables and the schedule follow from the plan, so to change the model, the\n"
         "// batch or the parallelism, edit the .mist file or the plan and run mistc again.\n\n";
-  os << "#include \"runtime/ops/Ops.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
-        "#include \"runtime/trainer/TpContext.h\"\n"
-        "#include \"runtime/trainer/Trainer.h\"\n\n";
-  os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";
-  const char *names[3][2] = {{"preForward", "preBackward"},
-                             {"layerForward", "layerBackward"},
-                             {"postForward", "postBackward"}};
-  int64_t vocab = 0, seqLen = 0;
-  for (int i = 0; i < stages; ++i) {
-    const StagePlan &sp = plan.stages[i];
-    const LoweredStage &st = lowered[i];
-    const bool first = i == 0, last = i + 1 == stages;
-    const StageUse use = stageUse(st, first, last);
-    Emitter e(m, st, os);
-    const std::string prefix = fmt::format("s{}_", i);
-    os << fmt::format("// ======== stage {}: layers {}-{}, micro-batch {}, tp {} ========\n\n", i,
-                      sp.firstLayer, sp.lastLayer, sp.microBatch, sp.tp);
-    os << fmt::format("namespace s{} {{\n\n", i);
-    os << "// The stage's buffers, by their IR names: G.at(buf::x) in the global frame, L.at(...)\n"
-          "// in the frame of the layer being computed.\nnamespace buf {\nenum : int {\n";
-    for (size_t b = 0; b < st.buffers.size(); ++b)
-      os << fmt::format("  {} = {},\n", e.idents[b], b);
-    os << "};\n} // namespace buf\n\n";
-    const std::vector<StageParam> params = stageParams(st, use);
-    const LoweredRegion &pre = st.region(RegionKind::Pre), &layer = st.region(RegionKind::Layer),
-                        &post = st.region(RegionKind::Post);
+}
+
+/// One stage as the emitter sees it while writing its code and tables.
+struct StageContext {
+  StageContext(const Module &m, const Plan &plan, int i, const LoweredStage &st,
+               llvm::raw_ostream &os)
+      : plan(plan), i(i), sp(plan.stages[i]), st(st), first(i == 0),
+        last(i + 1 == int(plan.stages.size())), use(stageUse(st, first, last)),
+        params(stageParams(st, use)), e(m, st, os) {
     // Saved activations by the backward that reads them last: a layer's
     // own; the global ones pre's backward reads; the rest post's.
-    std::set<int> savedBy[3];
     for (int b : use.saved) {
       if (isParameterBuffer(params, b))
         continue;
-      const int r = e.layerOwned.count(b) ? 1 : first && reads(pre, b) ? 0 : 2;
+      const int r = e.layerOwned.count(b) ? 1 : first && reads(pre(), b) ? 0 : 2;
       savedBy[r].insert(b);
     }
-    // Each backward also frees the gradient handed to it once read (an
-    // array of its own: see the scratch planning below).
-    std::set<int> releasedBy[3] = {savedBy[0], savedBy[1], savedBy[2]};
-    releasedBy[1].insert(layer.gradInputs.begin(), layer.gradInputs.end());
-    if (first)
-      releasedBy[0].insert(pre.gradInputs.begin(), pre.gradInputs.end());
-    for (int r = 0; r < 3; ++r) {
-      if ((r == 0 && !first) || (r == 2 && !last))
-        continue;
-      const LoweredRegion &lr = st.regions[r];
-      os << fmt::format("// ---- {} ----\n", regionName(lr.kind));
-      // Handed to the next run: allocated at write, moved out after the run.
-      std::set<int> fwdOut(lr.outputs.begin(), lr.outputs.end()),
-          bwdOut(lr.gradOutputs.begin(), lr.gradOutputs.end());
-      if (r == 2)
-        fwdOut.clear(); // the loss stays in post's frame
-      const std::set<int> recomputed =
-          r == 1 ? recomputedByCheckpoint(st, savedBy[1]) : std::set<int>{};
-      fwdOut.insert(recomputed.begin(), recomputed.end());
-      if (!e.function(prefix + names[r][0], lr.forward, diag, {}, recomputed, fwdOut) ||
-          !e.function(prefix + names[r][1], lr.backward, diag, releasedBy[r], {}, bwdOut))
-        return false;
-    }
-    seqLen = st.buffers[st.moduleInputs[0]].shape[1];
-    if (last)
-      for (const LoweredOp &op : st.region(RegionKind::Post).forward)
-        if (op.kind == OpKind::CrossEntropy) { // this rank's logits: a slice when vocab-parallel
-          auto vp = op.words.find("vocab_parallel");
-          vocab = st.buffers[op.operands[0]].shape.back() *
-                  (vp != op.words.end() && vp->second == "true" ? sp.tp : 1);
-        }
-    emitStageSchedule(plan, i, os);
-    // The stage's tables.
-    os << fmt::format("StageSpec stage{}() {{\n  StageSpec s;\n", i);
-    os << fmt::format("  s.firstLayer = {};\n  s.layers = {};\n  s.microBatch = {};\n  s.dp = {};\n"
-                      "  s.tp = {};\n  s.ckptLayers = {};\n",
-                      sp.firstLayer, sp.layers(), sp.microBatch, sp.dp, sp.tp, sp.ckptLayers);
-    os << fmt::format("  s.zeroOptimizer = {};\n  s.zeroGrads = {};\n  s.zeroWeights = {};\n",
-                      boolean(sp.zero.optimizer), boolean(sp.zero.grads), boolean(sp.zero.weights));
-    os << fmt::format(
-        "  s.offloadWeights = {};\n  s.offloadGrads = {};\n  s.offloadOptimizer = {};\n"
-        "  s.offloadActivations = {};\n",
-        sp.offload.weights, sp.offload.grads, sp.offload.optimizer, sp.offload.activations);
-    // Scratch: what is neither a parameter (or its gradient) nor kept from a
-    // forward to its backward; it shares one arena, planned by liveness.
-    std::vector<bool> scratch(st.buffers.size(), false);
-    for (size_t b = 0; b < st.buffers.size(); ++b)
-      scratch[b] = use.buffers.count(int(b)) && !use.saved.count(int(b));
-    for (const StageParam &p : params) {
-      scratch[size_t(p.buffer)] = false;
-      for (int64_t g : p.grads)
-        scratch[size_t(g)] = false;
-    }
-    // What the runtime hands from one run to the next (the activation
-    // between regions, and its gradient) gets an array of its own, which it
-    // moves instead of copying out of an arena (StageRunner::handIn/handOut).
-    for (const std::vector<int> *carried : {&layer.outputs, &layer.gradInputs, &layer.gradOutputs,
-                                            &pre.outputs, &pre.gradInputs, &post.gradOutputs})
-      for (int b : *carried)
-        scratch[size_t(b)] = false;
-    const ScratchPlan arena = planScratch(st, scratch, first, last);
-    os << fmt::format("  s.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
-                      fmt::join(arena.bytes, ", "));
-    os << "  s.buffers = {\n";
-    for (size_t b = 0; b < st.buffers.size(); ++b) {
-      const LoweredBuffer &buf = st.buffers[b];
-      const bool used = use.buffers.count(int(b)) > 0;
-      // Fields left out keep their defaults (false, -1: see BufferSpec).
-      std::string fields =
-          fmt::format(".name = \"{}\", .elements = {}, .kind = BufferKind::{}", buf.name,
-                      used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float");
-      if (e.layerOwned.count(int(b)))
-        fields += ", .layer = true";
-      if (used && use.forward.count(int(b)))
-        fields += ", .forward = true";
-      if (used && use.saved.count(int(b)))
-        fields += ", .saved = true";
-      if (arena.run[b] >= 0)
-        fields +=
-            fmt::format(", .scratchRun = {}, .scratchOffset = {}", arena.run[b], arena.offset[b]);
-      os << fmt::format("      {{{}}},{}\n", fields, used ? "" : " // not on this stage");
-    }
-    os << "  };\n  s.params = {\n";
-    for (const StageParam &sp : params) {
-      const ParamLayout &p = *sp.layout;
-      const int buffer = sp.buffer;
-      const std::vector<int64_t> &grads = sp.grads;
-      const bool inPre = reads(pre, buffer), inPost = reads(post, buffer);
-      std::vector<std::string> regions;
-      if (first && inPre)
-        regions.push_back("RegionKind::Pre");
-      if (reads(layer, buffer))
-        regions.push_back("RegionKind::Layer");
-      if (last && inPost)
-        regions.push_back("RegionKind::Post");
-      const bool tied = stages > 1 && inPre && inPost;
-      std::vector<std::string> gradNames;
-      for (int64_t g : grads)
-        gradNames.push_back(e.named(int(g)));
-      os << fmt::format("      {{.name = \"{}\", .buffer = {}, .grads = {{{}}}, .shape = {{{}}}, "
-                        ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}}},\n",
-                        p.name, e.named(buffer), fmt::join(gradNames, ", "), joined(p.fullShape),
-                        p.shardAxis, joined(p.groups), fmt::join(regions, ", "),
-                        tied ? ", .tiedAcrossStages = true" : "");
-    }
-    os << "  };\n";
-    auto io = [&](const char *field, int value, bool present) {
-      os << fmt::format("  s.{} = {};\n", field, present ? e.named(value) : "-1");
-    };
-    io("tokensBuffer", st.moduleInputs[0], first);
-    io("targetsBuffer", st.moduleInputs[1], last);
-    io("lossBuffer", post.outputs.at(0), last);
-    io("preOut", pre.outputs.at(0), first);
-    io("layerIn", layer.inputs.at(0), true);
-    io("layerOut", layer.outputs.at(0), true);
-    io("postIn", post.inputs.at(0), last);
-    io("postGradIn", post.gradInputs.at(0), last);
-    io("postGradOut", post.gradOutputs.at(0), last);
-    io("layerGradIn", layer.gradInputs.at(0), true);
-    io("layerGradOut", layer.gradOutputs.at(0), true);
-    io("preGradIn", pre.gradInputs.at(0), first);
-    if (last) { // post's saved activations that no pre backward reads: freed after post's backward
-      std::vector<std::string> freed;
-      for (int b : savedBy[2])
-        freed.push_back(e.named(b));
-      os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", fmt::join(freed, ", "));
-    }
-    for (int r = 0; r < 3; ++r) {
-      if ((r == 0 && !first) || (r == 2 && !last))
-        continue;
-      os << fmt::format("  s.{0} = {1}{0};\n  s.{2} = {1}{2};\n", names[r][0], prefix, names[r][1]);
-    }
-    std::string order, entries;
-    for (auto [mb, forward] : oneFOneB(i, stages, plan.gradAccum)) {
-      order += fmt::format(" {}{}", forward ? "F" : "B", mb);
-      entries += fmt::format("{}{{{}, {}}}", entries.empty() ? "" : ", ", mb, boolean(forward));
-    }
-    os << "  // 1F1B:" << order << "\n";
-    os << "  s.order = {" << entries << "};\n";
-    os << fmt::format("  s.forward = s{0}_forward;\n  s.backward = s{0}_backward;\n"
-                      "  s.optimizer = s{0}_optimizer;\n",
-                      i);
-    os << "  return s;\n}\n\n";
-    os << fmt::format("}} // namespace s{}\n\n", i);
   }
-  os << "} // namespace\n\nint main(int argc, char **argv) {\n  TrainerSpec spec;\n";
+  const LoweredRegion &pre() const { return st.region(RegionKind::Pre); }
+  const LoweredRegion &layer() const { return st.region(RegionKind::Layer); }
+  const LoweredRegion &post() const { return st.region(RegionKind::Post); }
+
+  const Plan &plan;
+  const int i;
+  const StagePlan &sp;
+  const LoweredStage &st;
+  const bool first, last;
+  const StageUse use;
+  const std::vector<StageParam> params;
+  Emitter e;
+  std::set<int> savedBy[3];
+};
+
+/// `namespace buf`: every buffer of the stage by name.
+void emitBufferNames(const StageContext &c, llvm::raw_ostream &os) {
+  os << "// The stage's buffers, by their IR names: G.at(buf::x) in the global frame, L.at(...)\n"
+        "// in the frame of the layer being computed.\nnamespace buf {\nenum : int {\n";
+  for (size_t b = 0; b < c.st.buffers.size(); ++b)
+    os << fmt::format("  {} = {},\n", c.e.idents[b], b);
+  os << "};\n} // namespace buf\n\n";
+}
+
+/// The forward and backward function of every region the stage runs.
+bool emitRegionFunctions(StageContext &c, DiagnosticEngine &diag, llvm::raw_ostream &os) {
+  // Each backward also frees the gradient handed to it once read (an
+  // array of its own: see the scratch planning in emitStageTable).
+  std::set<int> releasedBy[3] = {c.savedBy[0], c.savedBy[1], c.savedBy[2]};
+  releasedBy[1].insert(c.layer().gradInputs.begin(), c.layer().gradInputs.end());
+  if (c.first)
+    releasedBy[0].insert(c.pre().gradInputs.begin(), c.pre().gradInputs.end());
+  const std::string prefix = fmt::format("s{}_", c.i);
+  for (int r = 0; r < 3; ++r) {
+    if (!runsRegion(r, c.first, c.last))
+      continue;
+    const LoweredRegion &lr = c.st.regions[r];
+    os << fmt::format("// ---- {} ----\n", regionName(lr.kind));
+    // Handed to the next run: allocated at write, moved out after the run.
+    std::set<int> fwdOut(lr.outputs.begin(), lr.outputs.end()),
+        bwdOut(lr.gradOutputs.begin(), lr.gradOutputs.end());
+    if (r == 2)
+      fwdOut.clear(); // the loss stays in post's frame
+    const std::set<int> recomputed =
+        r == 1 ? recomputedByCheckpoint(c.st, c.savedBy[1]) : std::set<int>{};
+    fwdOut.insert(recomputed.begin(), recomputed.end());
+    if (!c.e.function(prefix + regionFunctions[r][0], lr.forward, diag, {}, recomputed, fwdOut) ||
+        !c.e.function(prefix + regionFunctions[r][1], lr.backward, diag, releasedBy[r], {}, bwdOut))
+      return false;
+  }
+  return true;
+}
+
+/// The stage's scratch arenas: what is neither a parameter (or its
+/// gradient) nor kept from a forward to its backward shares one arena per
+/// run, planned by liveness.
+ScratchPlan stageScratch(const StageContext &c) {
+  std::vector<bool> scratch(c.st.buffers.size(), false);
+  for (size_t b = 0; b < c.st.buffers.size(); ++b)
+    scratch[b] = c.use.buffers.count(int(b)) && !c.use.saved.count(int(b));
+  for (const StageParam &p : c.params) {
+    scratch[size_t(p.buffer)] = false;
+    for (int64_t g : p.grads)
+      scratch[size_t(g)] = false;
+  }
+  // What the runtime hands from one run to the next (the activation
+  // between regions, and its gradient) gets an array of its own, which it
+  // moves instead of copying out of an arena (StageRunner::handIn/handOut).
+  const LoweredRegion &pre = c.pre(), &layer = c.layer(), &post = c.post();
+  for (const std::vector<int> *carried : {&layer.outputs, &layer.gradInputs, &layer.gradOutputs,
+                                          &pre.outputs, &pre.gradInputs, &post.gradOutputs})
+    for (int b : *carried)
+      scratch[size_t(b)] = false;
+  return planScratch(c.st, scratch, c.first, c.last);
+}
+
+/// `s.buffers`: one designated initializer per buffer.
+void emitBufferTable(const StageContext &c, const ScratchPlan &arena, llvm::raw_ostream &os) {
+  os << "  s.buffers = {\n";
+  for (size_t b = 0; b < c.st.buffers.size(); ++b) {
+    const LoweredBuffer &buf = c.st.buffers[b];
+    const bool used = c.use.buffers.count(int(b)) > 0;
+    // Fields left out keep their defaults (false, -1: see BufferSpec).
+    std::string fields =
+        fmt::format(".name = \"{}\", .elements = {}, .kind = BufferKind::{}", buf.name,
+                    used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float");
+    if (c.e.layerOwned.count(int(b)))
+      fields += ", .layer = true";
+    if (used && c.use.forward.count(int(b)))
+      fields += ", .forward = true";
+    if (used && c.use.saved.count(int(b)))
+      fields += ", .saved = true";
+    if (arena.run[b] >= 0)
+      fields +=
+          fmt::format(", .scratchRun = {}, .scratchOffset = {}", arena.run[b], arena.offset[b]);
+    os << fmt::format("      {{{}}},{}\n", fields, used ? "" : " // not on this stage");
+  }
+  os << "  };\n";
+}
+
+/// `s.params`: each parameter with its gradients, layout and regions.
+void emitParamTable(const StageContext &c, llvm::raw_ostream &os) {
+  os << "  s.params = {\n";
+  for (const StageParam &sp : c.params) {
+    const ParamLayout &p = *sp.layout;
+    const bool inPre = reads(c.pre(), sp.buffer), inPost = reads(c.post(), sp.buffer);
+    std::vector<std::string> regions;
+    if (c.first && inPre)
+      regions.push_back("RegionKind::Pre");
+    if (reads(c.layer(), sp.buffer))
+      regions.push_back("RegionKind::Layer");
+    if (c.last && inPost)
+      regions.push_back("RegionKind::Post");
+    const bool tied = c.plan.stages.size() > 1 && inPre && inPost;
+    std::vector<std::string> gradNames;
+    for (int64_t g : sp.grads)
+      gradNames.push_back(c.e.named(int(g)));
+    os << fmt::format("      {{.name = \"{}\", .buffer = {}, .grads = {{{}}}, .shape = {{{}}}, "
+                      ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}}},\n",
+                      p.name, c.e.named(sp.buffer), fmt::join(gradNames, ", "), joined(p.fullShape),
+                      p.shardAxis, joined(p.groups), fmt::join(regions, ", "),
+                      tied ? ", .tiedAcrossStages = true" : "");
+  }
+  os << "  };\n";
+}
+
+/// `stageN()`: the knobs, tables, region functions and 1F1B order the
+/// runtime reads.
+void emitStageTable(const StageContext &c, llvm::raw_ostream &os) {
+  const StagePlan &sp = c.sp;
+  const int i = c.i;
+  os << fmt::format("StageSpec stage{}() {{\n  StageSpec s;\n", i);
+  os << fmt::format("  s.firstLayer = {};\n  s.layers = {};\n  s.microBatch = {};\n  s.dp = {};\n"
+                    "  s.tp = {};\n  s.ckptLayers = {};\n",
+                    sp.firstLayer, sp.layers(), sp.microBatch, sp.dp, sp.tp, sp.ckptLayers);
+  os << fmt::format("  s.zeroOptimizer = {};\n  s.zeroGrads = {};\n  s.zeroWeights = {};\n",
+                    boolean(sp.zero.optimizer), boolean(sp.zero.grads), boolean(sp.zero.weights));
+  os << fmt::format("  s.offloadWeights = {};\n  s.offloadGrads = {};\n  s.offloadOptimizer = {};\n"
+                    "  s.offloadActivations = {};\n",
+                    sp.offload.weights, sp.offload.grads, sp.offload.optimizer,
+                    sp.offload.activations);
+  const ScratchPlan arena = stageScratch(c);
+  os << fmt::format("  s.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
+                    fmt::join(arena.bytes, ", "));
+  emitBufferTable(c, arena, os);
+  emitParamTable(c, os);
+  const LoweredRegion &pre = c.pre(), &layer = c.layer(), &post = c.post();
+  auto io = [&](const char *field, int value, bool present) {
+    os << fmt::format("  s.{} = {};\n", field, present ? c.e.named(value) : "-1");
+  };
+  io("tokensBuffer", c.st.moduleInputs[0], c.first);
+  io("targetsBuffer", c.st.moduleInputs[1], c.last);
+  io("lossBuffer", post.outputs.at(0), c.last);
+  io("preOut", pre.outputs.at(0), c.first);
+  io("layerIn", layer.inputs.at(0), true);
+  io("layerOut", layer.outputs.at(0), true);
+  io("postIn", post.inputs.at(0), c.last);
+  io("postGradIn", post.gradInputs.at(0), c.last);
+  io("postGradOut", post.gradOutputs.at(0), c.last);
+  io("layerGradIn", layer.gradInputs.at(0), true);
+  io("layerGradOut", layer.gradOutputs.at(0), true);
+  io("preGradIn", pre.gradInputs.at(0), c.first);
+  if (c.last) { // post's saved activations that no pre backward reads: freed after post's backward
+    std::vector<std::string> freed;
+    for (int b : c.savedBy[2])
+      freed.push_back(c.e.named(b));
+    os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", fmt::join(freed, ", "));
+  }
+  for (int r = 0; r < 3; ++r)
+    if (runsRegion(r, c.first, c.last))
+      os << fmt::format("  s.{0} = s{1}_{0};\n  s.{2} = s{1}_{2};\n", regionFunctions[r][0], i,
+                        regionFunctions[r][1]);
+  std::string order, entries;
+  for (auto [mb, forward] : oneFOneB(i, int(c.plan.stages.size()), c.plan.gradAccum)) {
+    order += fmt::format(" {}{}", forward ? "F" : "B", mb);
+    entries += fmt::format("{}{{{}, {}}}", entries.empty() ? "" : ", ", mb, boolean(forward));
+  }
+  os << "  // 1F1B:" << order << "\n";
+  os << "  s.order = {" << entries << "};\n";
+  os << fmt::format("  s.forward = s{0}_forward;\n  s.backward = s{0}_backward;\n"
+                    "  s.optimizer = s{0}_optimizer;\n",
+                    i);
+  os << "  return s;\n}\n\n";
+}
+
+/// What main() needs from the stages: the sequence length and the vocabulary
+/// (this rank's logits are a slice of it when the loss is vocab-parallel).
+void stageSizes(const StageContext &c, int64_t &seqLen, int64_t &vocab) {
+  seqLen = c.st.buffers[c.st.moduleInputs[0]].shape[1];
+  if (c.last)
+    for (const LoweredOp &op : c.post().forward)
+      if (op.kind == OpKind::CrossEntropy) {
+        auto vp = op.words.find("vocab_parallel");
+        vocab = c.st.buffers[op.operands[0]].shape.back() *
+                (vp != op.words.end() && vp->second == "true" ? c.sp.tp : 1);
+      }
+}
+
+/// main(): the stages and the training setup handed to runTrainer.
+void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64_t seqLen,
+              int64_t vocab, llvm::raw_ostream &os) {
+  const int stages = static_cast<int>(plan.stages.size());
+  os << "int main(int argc, char **argv) {\n  TrainerSpec spec;\n";
   std::string planText;
   for (int i = 0; i < stages; ++i)
     planText += fmt::format("{}dp {} tp {} b {}", i ? " | " : "", plan.stages[i].dp,
@@ -876,5 +671,42 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
       "  spec.warmupSteps = {};\n",
       t.lr, t.beta1, t.beta2, t.eps, t.weightDecay, t.gradClip, t.warmupSteps);
   os << "  return runTrainer(spec, argc, argv);\n}\n";
+}
+
+} // namespace
+
+bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
+                       DiagnosticEngine &diag, llvm::raw_ostream &os) {
+  if (!checkTrainable(m, plan, diag))
+    return false;
+  std::vector<LoweredStage> lowered;
+  for (const StagePlan &sp : plan.stages) {
+    auto st = lowerForStage(m, sp.microBatch, sp.tp, diag);
+    if (!st)
+      return false;
+    lowered.push_back(std::move(*st));
+  }
+  emitHeader(m, plan, src, os);
+  os << "#include \"runtime/ops/Ops.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
+        "#include \"runtime/trainer/TpContext.h\"\n"
+        "#include \"runtime/trainer/Trainer.h\"\n\n";
+  os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";
+  int64_t seqLen = 0, vocab = 0;
+  for (int i = 0; i < int(plan.stages.size()); ++i) {
+    const StagePlan &sp = plan.stages[i];
+    os << fmt::format("// ======== stage {}: layers {}-{}, micro-batch {}, tp {} ========\n\n", i,
+                      sp.firstLayer, sp.lastLayer, sp.microBatch, sp.tp);
+    os << fmt::format("namespace s{} {{\n\n", i);
+    StageContext c(m, plan, i, lowered[i], os);
+    emitBufferNames(c, os);
+    if (!emitRegionFunctions(c, diag, os))
+      return false;
+    stageSizes(c, seqLen, vocab);
+    emitStageSchedule(plan, i, os);
+    emitStageTable(c, os);
+    os << fmt::format("}} // namespace s{}\n\n", i);
+  }
+  os << "} // namespace\n\n";
+  emitMain(m, plan, src, seqLen, vocab, os);
   return true;
 }

@@ -66,22 +66,6 @@ double optimizerBytesPerParam(const StageKnobs &k, const RegionNumbers &L) {
   return L.stateBytes + (separateMasters ? L.paramBytes : 0);
 }
 
-/// The schedule's view of a stage (schedule/Schedule.h): what its steps
-/// depend on.
-ScheduleKnobs scheduleKnobsOf(const StageKnobs &k) {
-  ScheduleKnobs s;
-  s.layers = k.layers;
-  s.ckptLayers = k.ckpt;
-  s.dp = k.dp;
-  s.tp = k.tp;
-  s.zero = k.zero;
-  s.offload = k.offload;
-  s.first = k.first;
-  s.last = k.last;
-  s.gradAccum = k.gradAccum;
-  return s;
-}
-
 /// Loads of one layer in one phase: the cost of each of the layer's steps
 /// in the schedule, summed per stream (host copies as bytes, moved in one
 /// transfer per stream); `ckpt` layers recompute their forward.
@@ -96,7 +80,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
   PhaseLoad p;
   double &C = p.busy[0], &G = p.busy[1];
   double hBytes = 0, dBytes = 0;
-  for (StepKind step : layerSteps(ph, ckpt, scheduleKnobsOf(k))) {
+  for (StepKind step : layerSteps(ph, ckpt, k)) {
     switch (step) {
     case StepKind::FetchOptimizerState:
       hBytes += o.optimizer * O / shardO + o.grads * Gr / shardG;

@@ -33,15 +33,13 @@ private:
   double factor[1 << numStreams][numStreams];
 };
 
-struct StageKnobs {
-  int layers = 1, ckpt = 0;
-  int microBatch = 1, dp = 1, tp = 1;
+/// A stage's knobs as the model prices them: the schedule's (layers,
+/// checkpointing, dp, tp, ZeRO, offload, place in the pipeline, G) and the
+/// micro-batch, mesh and in-flight count the costs also depend on.
+struct StageKnobs : ScheduleKnobs {
+  int microBatch = 1;
   int meshNodes = 1, meshGpusPerNode = 1;
-  ZeroFlags zero;
-  OffloadRatios offload;
-  bool first = true, last = true; ///< runs pre / post
-  int inflight = 1;               ///< micro-batches whose activations it holds (1F1B: S - i)
-  int gradAccum = 1;              ///< G
+  int inflight = 1; ///< micro-batches whose activations it holds (1F1B: S - i)
 };
 
 struct MemoryBreakdown {

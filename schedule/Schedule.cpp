@@ -148,7 +148,7 @@ ScheduleKnobs mist::scheduleKnobs(const Plan &plan, int stage) {
   const StagePlan &st = plan.stages[size_t(stage)];
   ScheduleKnobs k;
   k.layers = st.layers();
-  k.ckptLayers = st.ckptLayers;
+  k.ckpt = st.ckptLayers;
   k.dp = st.dp;
   k.tp = st.tp;
   k.zero = st.zero;

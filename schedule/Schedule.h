@@ -71,16 +71,17 @@ Stream streamOf(StepKind k);
 const char *stepName(StepKind k);
 
 /// What a stage's schedule depends on: its plan entry and its place in the
-/// pipeline.
+/// pipeline. The performance model's StageKnobs extends it with what only
+/// the costs depend on.
 struct ScheduleKnobs {
-  int layers = 1, ckptLayers = 0;
+  int layers = 1, ckpt = 0; ///< layers, and how many of the last are checkpointed
   int dp = 1, tp = 1;
   ZeroFlags zero;
   OffloadRatios offload;
   bool first = true, last = true; ///< runs pre / post
   int gradAccum = 1;              ///< G
-  /// The last ckptLayers layers of the stage are recomputed.
-  bool checkpointed(int layer) const { return layer >= layers - ckptLayers; }
+  /// The last `ckpt` layers of the stage are recomputed.
+  bool checkpointed(int layer) const { return layer >= layers - ckpt; }
 };
 ScheduleKnobs scheduleKnobs(const Plan &plan, int stage);
 

@@ -15,7 +15,7 @@ set -euo pipefail
 kind=$1 train=$2 build=$(cd "$3" && pwd) out=$4
 src=$(cd "$(dirname "$0")/.." && pwd)
 common=(runtime/data/libmistrtData.a runtime/checkpoint/libmistrtCheckpoint.a
-        runtime/comm/libmistrtComm.a format/libmistFormat.a)
+        runtime/comm/libmistrtComm.a schedule/libmistSchedule.a format/libmistFormat.a)
 if [[ $kind == cpu ]]; then
   libs=(runtime/trainer/libmistrtTrainer.a runtime/ops/libmistrtOps.a
         runtime/device/libmistrtDeviceHost.a "${common[@]}" stdlib/kernels/libmistKernelsRef.a)

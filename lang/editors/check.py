@@ -11,7 +11,7 @@ What it checks (any failure makes the exit status 1):
    keywords with support/Token.def and the keyword block of lang/SPEC.md,
    built-in ops with frontend/Builtins.cpp and the table of SPEC 11.1, shard
    words with Builtins.cpp, element types with ir/Types.cpp, train and
-   optimizer settings with frontend/IRGen.cpp and SPEC section 8.
+   optimizer settings with frontend/IRGenTrain.cpp and SPEC section 8.
 2. vscode/package.json, vscode/language-configuration.json and
    vscode/syntaxes/mist.tmLanguage.json parse as JSON and are consistent
    (language id, extension, paths, scopeName); every rule of the grammar is
@@ -178,7 +178,7 @@ def check_word_lists(rep):
         tokdef = read(os.path.join(ROOT, "support", "Token.def"))
         builtins = read(os.path.join(ROOT, "frontend", "Builtins.cpp"))
         types = read(os.path.join(ROOT, "ir", "Types.cpp"))
-        irgen = read(os.path.join(ROOT, "frontend", "IRGen.cpp"))
+        irgen = read(os.path.join(ROOT, "frontend", "IRGenTrain.cpp"))
     except OSError as e:
         rep.fail("cannot read a compiler source: %s" % e)
         return
@@ -205,15 +205,15 @@ def check_word_lists(rep):
     m = re.search(r"bool IRGen::evalTrain\(\)(.*?)\n}\n", irgen, re.S)
     body = m.group(1) if m else ""
     compare("train settings", TRAIN_KEYS, re.findall(r'\bk == "(\w+)"', body),
-            "frontend/IRGen.cpp")
+            "frontend/IRGenTrain.cpp")
     m = re.search(r"## 8\. The train section(.*?)\n## 9\.", spec, re.S)
     compare("train settings", TRAIN_KEYS,
             re.findall(r"^\| `(\w+)` \|", m.group(1) if m else "", re.M),
             "lang/SPEC.md section 8")
     compare("optimizer settings", OPTIMIZER_SETTINGS,
-            re.findall(r'\ba\.name [!=]= "(\w+)"', body), "frontend/IRGen.cpp")
+            re.findall(r'\ba\.name [!=]= "(\w+)"', body), "frontend/IRGenTrain.cpp")
     compare("optimizers", OPTIMIZERS, re.findall(r'(?<![.\w])name != "(\w+)"', body),
-            "frontend/IRGen.cpp")
+            "frontend/IRGenTrain.cpp")
 
 
 # --------------------------------------------------------------------------

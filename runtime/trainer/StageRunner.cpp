@@ -32,7 +32,8 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
                          Streams &streams, const BatchSampler *sampler)
     : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
       memory(memory), global(memory.global()), layers(memory.layers()), store(store), stash(stash),
-      streams(streams), sampler(sampler), stageIndex(groups.layout().stage) {
+      streams(streams), sampler(sampler), stageIndex(groups.layout().stage),
+      check(scheduleOf(stage, stageIndex, int(spec.stages.size()), spec.gradAccum)) {
   samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
   const RankLayout &layout = groups.layout();
   const int me = layout.myWorldRank, stages = int(spec.stages.size());
@@ -60,6 +61,8 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
 
 void StageRunner::finishStep(int step) {
   streams.synchronize();
+  if (std::string problem = check.finishStep(); !problem.empty())
+    abortJob("step " + std::to_string(step) + ": " + problem);
   losses = 0;
   if (stage.lossBuffer < 0)
     return;
@@ -179,7 +182,10 @@ std::string StageRunner::layerName(int layer) const {
   return "layer " + std::to_string(stage.firstLayer + layer);
 }
 
-void StageRunner::receiveActivations(int mb) { receive(x, mb, false); }
+void StageRunner::receiveActivations(int mb) {
+  check.record(StepKind::ReceiveActivations, -1, mb);
+  receive(x, mb, false);
+}
 
 void StageRunner::prefetchWeights(RegionKind region, int layer) { store.prefetch(region, layer); }
 
@@ -191,6 +197,7 @@ void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(r
 // to just after its output moves out (StageMemory::enter/leave).
 
 void StageRunner::forwardPre(int mb) {
+  check.record(StepKind::PreForward, -1, mb);
   memory.enter(RegionKind::Pre, true);
   run(stage.preForward, layers[0], "pre F" + std::to_string(mb));
   handOut(global.vec(stage.preOut), x);
@@ -198,6 +205,7 @@ void StageRunner::forwardPre(int mb) {
 }
 
 void StageRunner::forwardLayer(int layer, int mb) {
+  check.record(StepKind::Forward, layer, mb);
   Frame &frame = layers[size_t(layer)];
   handIn(frame.vec(stage.layerIn), x);
   memory.enter(RegionKind::Layer, true);
@@ -214,6 +222,7 @@ void StageRunner::dropRecomputable(int layer) {
 }
 
 void StageRunner::forwardPost(int step, int mb) {
+  check.record(StepKind::PostForward, -1, mb);
   handIn(global.vec(stage.postIn), x);
   memory.enter(RegionKind::Post, true);
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
@@ -224,6 +233,7 @@ void StageRunner::forwardPost(int step, int mb) {
 }
 
 void StageRunner::sendActivations(int mb) {
+  check.record(StepKind::SendActivations, -1, mb);
   send(x, mb, false);
   x.clear(); // sent (postSend copies): not kept until the next forward
 }
@@ -237,6 +247,7 @@ void StageRunner::unstashActivations(int mb) { stash.restore(mb); }
 void StageRunner::clearGradients() { store.clearGradBuffers(); }
 
 void StageRunner::backwardPost(int mb) {
+  check.record(StepKind::PostBackward, -1, mb);
   memory.enter(RegionKind::Post, false);
   store.prepareGradBuffers(RegionKind::Post, 0);
   global.vec(stage.postGradIn).assignZeros(1);
@@ -248,9 +259,13 @@ void StageRunner::backwardPost(int mb) {
   store.foldRegionGradients(RegionKind::Post, 0);
 }
 
-void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
+void StageRunner::receiveGradients(int mb) {
+  check.record(StepKind::ReceiveGradients, -1, mb);
+  receive(dx, mb, true);
+}
 
 void StageRunner::recomputeLayer(int layer, int mb) {
+  check.record(StepKind::Recompute, layer, mb);
   Frame &frame = layers[size_t(layer)];
   memory.enter(RegionKind::Layer, true);
   run(stage.layerForward, frame, layerName(layer) + " R" + std::to_string(mb));
@@ -260,6 +275,7 @@ void StageRunner::recomputeLayer(int layer, int mb) {
 }
 
 void StageRunner::backwardLayer(int layer, int mb) {
+  check.record(StepKind::Backward, layer, mb);
   Frame &frame = layers[size_t(layer)];
   handIn(frame.vec(stage.layerGradIn), dx);
   store.prepareGradBuffers(RegionKind::Layer, layer);
@@ -272,6 +288,7 @@ void StageRunner::backwardLayer(int layer, int mb) {
 }
 
 void StageRunner::backwardPre(int mb) {
+  check.record(StepKind::PreBackward, -1, mb);
   handIn(global.vec(stage.preGradIn), dx);
   store.prepareGradBuffers(RegionKind::Pre, 0);
   memory.enter(RegionKind::Pre, false);
@@ -282,6 +299,7 @@ void StageRunner::backwardPre(int mb) {
 }
 
 void StageRunner::sendGradients(int mb) {
+  check.record(StepKind::SendGradients, -1, mb);
   send(dx, mb, true);
   dx.clear();
 }

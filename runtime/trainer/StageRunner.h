@@ -18,6 +18,7 @@
 #include "runtime/data/BatchSampler.h"
 #include "runtime/trainer/ActivationStash.h"
 #include "runtime/trainer/ParameterStore.h"
+#include "runtime/trainer/ScheduleCheck.h"
 #include "runtime/trainer/StageMemory.h"
 #include "runtime/trainer/TpContext.h"
 #include "runtime/trainer/TraceWriter.h"
@@ -33,7 +34,8 @@ public:
   /// Step start.
   void beginStep() {}
   /// After the step's work is enqueued: waits for it, and ends the job on a
-  /// non-finite micro-batch loss (naming the first).
+  /// non-finite micro-batch loss (naming the first) or when the stage did not
+  /// run its schedule's compute and pipeline steps in order (ScheduleCheck).
   void finishStep(int step);
 
   // The steps of a micro-batch's forward, in the order the emitted
@@ -98,6 +100,8 @@ private:
   Streams &streams;
   const BatchSampler *sampler;
   int stageIndex;
+  /// The steps run this training step, against the schedule mistc priced.
+  ScheduleCheck check;
   int64_t samplesPerMicroBatch; ///< M = b dp, the same on every stage
   std::vector<Transfer> recvForward, sendForward, recvBackward, sendBackward;
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward

@@ -24,7 +24,7 @@ build="$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-trainer.sh"
 expect() {
   local name=$1 pattern=$2; shift 2
   local start=$SECONDS
-  if timeout 60 mpirun --oversubscribe -np "${RANKS:-2}" "$work/train" "$@" >"$work/$name.txt" 2>&1; then
+  if timeout 60 mpirun --oversubscribe -np "${RANKS:-2}" "${TRAIN:-$work/train}" "$@" >"$work/$name.txt" 2>&1; then
     echo "$name: the job succeeded"; cat "$work/$name.txt"; exit 1
   fi
   grep -qE "$pattern" "$work/$name.txt" || { echo "$name: no '$pattern' in:"; cat "$work/$name.txt"; exit 1; }
@@ -62,4 +62,14 @@ PLAN
 # Built over ./train: it also has two ranks.
 "$build" "$mistc" "$model" "$work/pp.yaml" "$work/train"
 expect pipeline-non-finite 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30
+# A trainer that does not run the schedule mistc priced stops at the end of the
+# step, naming the first step that differs: here train.cu is edited by hand so
+# that its table says no layer is checkpointed while its code recomputes one.
+sed 's/^    tp: 1$/    tp: 1\n    ckpt_layers: 1/' "$work/plan.yaml" >"$work/ckpt.yaml"
+"$mistc" "$model" --cluster a100-40g --plan "$work/ckpt.yaml" --emit=trainer -o "$work/edited.cu" 2>/dev/null
+grep -q '^  s.ckptLayers = 1;$' "$work/edited.cu"
+sed -i 's/^  s.ckptLayers = 1;$/  s.ckptLayers = 0;/' "$work/edited.cu"
+line=$(grep -m1 '^//   mpicxx' "$work/edited.cu" | sed "s|^//   ||;s| train.cu | edited.cu |;s|-o train\$|-o edited|")
+(cd "$work" && eval "$line")
+TRAIN="$work/edited" expect off-schedule 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran recompute of layer 1 for micro-batch 0 where the schedule has backward of layer 1' --steps 2
 echo "failure checks passed"

@@ -11,6 +11,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
+#include "tools/mistc/Emit.h"
 #include "tools/mistc/PlanActions.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -37,24 +38,6 @@ namespace cl = llvm::cl;
 namespace {
 
 enum class InputKind { Mist, IR };
-enum class Emit {
-  AST,
-  IR,
-  CostedIR,
-  Summary,
-  Plan,
-  Report,
-  Timeline,
-  Schedule,
-  Megatron,
-  DeepSpeed,
-  TorchTitan,
-  TimelineSvg,
-  Lowered,
-  Trainer,
-  ProfileShapes
-};
-
 cl::OptionCategory category("mistc options");
 cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.mist | module.mir>"), cl::Required,
                                cl::cat(category));
@@ -130,35 +113,6 @@ cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
                                cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
-
-/// The spelling of an --emit value, for messages.
-/// The --emit values that act on a plan: their spelling and what
-/// runPlanActions writes for them (one table, so the two never disagree).
-struct PlanEmit {
-  Emit emit;
-  const char *name;
-  PlanOutput output;
-};
-constexpr PlanEmit planEmits[] = {
-    {Emit::Plan, "plan", PlanOutput::Plan},
-    {Emit::Report, "report", PlanOutput::Report},
-    {Emit::Timeline, "timeline", PlanOutput::Timeline},
-    {Emit::Schedule, "schedule", PlanOutput::Schedule},
-    {Emit::Megatron, "megatron", PlanOutput::Megatron},
-    {Emit::DeepSpeed, "deepspeed", PlanOutput::DeepSpeed},
-    {Emit::TorchTitan, "torchtitan", PlanOutput::TorchTitan},
-    {Emit::TimelineSvg, "timeline-svg", PlanOutput::TimelineSvg},
-    {Emit::Lowered, "lowered", PlanOutput::Lowered},
-    {Emit::Trainer, "trainer", PlanOutput::Trainer},
-    {Emit::ProfileShapes, "profile-shapes", PlanOutput::ProfileShapes},
-};
-
-const PlanEmit *planEmitOf(Emit e) {
-  for (const PlanEmit &p : planEmits)
-    if (p.emit == e)
-      return &p;
-  return nullptr;
-}
 
 std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
                                  bool &astOnly) {
@@ -241,14 +195,14 @@ int run() {
       failed(verifyModule(*m, diag)))
     return 1;
 
-  if (planEmitOf(emit)) { // the plan actions
+  if (actsOnPlan(emit)) { // the plan actions
     if (emit == Emit::ProfileShapes && clusterName.empty() && planPath.empty()) {
       diag.error({}, "--emit=profile-shapes needs --plan (the plan's stages) or --cluster (every "
                      "stage shape the tuner evaluates)");
       return 1;
     }
     if (clusterName.empty() && emit != Emit::ProfileShapes) {
-      diag.error({}, std::string("--emit=") + planEmitOf(emit)->name + " needs --cluster");
+      diag.error({}, std::string("--emit=") + emitName(emit) + " needs --cluster");
       return 1;
     }
     PlanActionOptions pa;
@@ -272,7 +226,7 @@ int run() {
     pa.tuner.timeLimitSeconds = timeLimit;
     pa.tuner.dumpMilpDir = dumpMilp;
     pa.tuner.progress = !quiet;
-    pa.output = planEmitOf(emit)->output;
+    pa.output = emit;
     pa.summaryToStdout = outputPath != "-";
     pa.trainer.modelFile = inputPath;
     pa.trainer.sourceRoot = MIST_SOURCE_DIR;

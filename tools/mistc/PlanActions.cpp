@@ -22,11 +22,11 @@ namespace {
 /// projection with the same model, says what changed on stderr and writes
 /// the target's configuration.
 bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estimate,
-                const Cluster &cluster, const ModelProfile &model, PlanOutput output,
+                const Cluster &cluster, const ModelProfile &model, Emit output,
                 DiagnosticEngine &diag, llvm::raw_ostream &out) {
-  ExportTarget target = output == PlanOutput::Megatron    ? ExportTarget::Megatron
-                        : output == PlanOutput::DeepSpeed ? ExportTarget::DeepSpeed
-                                                          : ExportTarget::TorchTitan;
+  ExportTarget target = output == Emit::Megatron    ? ExportTarget::Megatron
+                        : output == Emit::DeepSpeed ? ExportTarget::DeepSpeed
+                                                    : ExportTarget::TorchTitan;
   ExportProjection projected = projectForExport(plan, target, cluster.gpusPerNode);
   auto cost = estimatePlan(projected.plan, model, cluster, diag);
   if (!cost)
@@ -150,7 +150,7 @@ int emitProfileShapes(const Module &m, const PlanActionOptions &opts, Diagnostic
 
 int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
                          llvm::raw_ostream &out) {
-  if (opts.output == PlanOutput::ProfileShapes)
+  if (opts.output == Emit::ProfileShapes)
     return emitProfileShapes(m, opts, diag, out);
   auto cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag);
   if (!cluster)
@@ -180,21 +180,21 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
                                 tuned->stats.contexts, tuned->stats.milps);
   }
   switch (opts.output) {
-  case PlanOutput::Plan:
+  case Emit::Plan:
     writePlan(plan, out);
     printPlanSummary(plan, *estimate, *cluster, *model,
                      opts.summaryToStdout ? llvm::outs() : llvm::errs());
     break;
-  case PlanOutput::Report:
+  case Emit::Report:
     printReport(plan, *estimate, *cluster, *model, out);
     break;
-  case PlanOutput::Schedule:
+  case Emit::Schedule:
     printSchedule(plan, out);
     break;
-  case PlanOutput::TimelineSvg:
+  case Emit::TimelineSvg:
     writeTimelineSvg(plan, *estimate, out);
     break;
-  case PlanOutput::Trainer: {
+  case Emit::Trainer: {
     TrainerSource src = opts.trainer;
     src.modelFlopsPerSample = model->modelFlopsPerSample;
     src.deviceName = cluster->device.name;
@@ -203,7 +203,7 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
       return 1;
     break;
   }
-  case PlanOutput::Lowered: {
+  case Emit::Lowered: {
     // One listing per distinct stage shape (micro-batch, tp).
     std::vector<std::pair<int, int>> done;
     for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -219,15 +219,19 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
     }
     break;
   }
-  case PlanOutput::Megatron:
-  case PlanOutput::DeepSpeed:
-  case PlanOutput::TorchTitan:
+  case Emit::Megatron:
+  case Emit::DeepSpeed:
+  case Emit::TorchTitan:
     if (!exportPlan(m, plan, *estimate, *cluster, *model, opts.output, diag, out))
       return 1;
     break;
-  case PlanOutput::ProfileShapes: // handled above
+  case Emit::ProfileShapes: // handled above
+  case Emit::AST:           // the driver writes these itself
+  case Emit::IR:
+  case Emit::CostedIR:
+  case Emit::Summary:
     break;
-  case PlanOutput::Timeline: {
+  case Emit::Timeline: {
     double simulated = writeTimeline(plan, *estimate, out);
     llvm::errs() << fmt::format("mistc: timeline of one iteration: {:.4f} s simulated, {:.4f} s "
                                 "by the pipeline formula\n",

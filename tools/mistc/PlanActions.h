@@ -11,24 +11,11 @@
 #include "backend/TrainerEmitter.h"
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
+#include "tools/mistc/Emit.h"
 #include "tuner/Tuner.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mist {
-
-enum class PlanOutput {
-  Plan,
-  Report,
-  Timeline,
-  Schedule,
-  Megatron,
-  DeepSpeed,
-  TorchTitan,
-  TimelineSvg,
-  Lowered,
-  Trainer,
-  ProfileShapes
-};
 
 struct PlanActionOptions {
   std::string cluster;                 ///< preset name or YAML path (ProfileShapes: may be empty)
@@ -36,7 +23,7 @@ struct PlanActionOptions {
   std::vector<std::string> presetDirs; ///< where preset names are looked up
   std::string planPath;                ///< a plan to evaluate instead of tuning
   TunerOptions tuner;
-  PlanOutput output = PlanOutput::Report;
+  Emit output = Emit::Report;   ///< one that actsOnPlan
   bool summaryToStdout = false; ///< the plan goes to a file: print the summary on stdout
   TrainerSource trainer;        ///< for --emit=trainer
 };

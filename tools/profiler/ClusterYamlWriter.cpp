@@ -1,6 +1,8 @@
 //===- ClusterYamlWriter.cpp - Write a cluster file without yaml-cpp ------===//
 #include "tools/profiler/ClusterYamlWriter.h"
 
+#include "format/Streams.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -109,14 +111,13 @@ std::vector<std::string> checkClusterFigures(const ClusterFigures &c) {
   positive(c.d2hGBs, "host.d2h_gbs");
   nonNegative(c.hostLatencyUs, "host.latency_us");
   nonNegative(c.hostMemoryGiB, "host.memory_gib");
-  static const std::set<std::string> streamNames = {"compute", "g2g", "h2d", "d2h"};
   std::set<std::set<std::string>> sets;
   for (const InterferenceFigure &e : c.interference) {
     std::set<std::string> s(e.streams.begin(), e.streams.end());
     if (e.streams.size() < 2 || e.streams.size() > 4 || s.size() != e.streams.size())
       bad.push_back("an interference entry needs 2 to 4 distinct streams");
     for (const std::string &n : e.streams)
-      if (!streamNames.count(n))
+      if (!parseStreamName(n))
         bad.push_back("unknown stream '" + n + "'");
     if (e.factors.size() != e.streams.size())
       bad.push_back("an interference entry needs one factor per stream");

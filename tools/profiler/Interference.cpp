@@ -1,6 +1,7 @@
 //===- Interference.cpp - How concurrent streams slow each other down -----===//
 #include "tools/profiler/Interference.h"
 
+#include "format/Streams.h"
 #include "tools/profiler/Bf16Gemm.h"
 #include "tools/profiler/DeviceBuffer.h"
 #include "tools/profiler/EventTimer.h"
@@ -15,8 +16,6 @@
 namespace mist::profiler {
 
 namespace {
-
-const char *const streamNames[4] = {"compute", "g2g", "h2d", "d2h"};
 
 /// A CUDA stream that does not synchronize with the legacy default stream.
 struct Stream {
@@ -136,7 +135,7 @@ InterferenceResult measureInterference(const InterferenceOptions &o) {
                  : (since(start.ev[0], ev[s]->ev[count[s]]) - since(start.ev[0], ev[s]->ev[0])) /
                        count[s];
       double factor = std::max(1.0, busy / r.aloneSeconds[s]);
-      f.streams.push_back(streamNames[s]);
+      f.streams.push_back(mist::streamName(mist::Stream(s)));
       f.factors.push_back(std::round(factor * 1000) / 1000);
     }
     r.table.push_back(std::move(f));

@@ -1,0 +1,47 @@
+//===- TrainerStageUse.h - What one stage of a plan runs ------------------===//
+/// \file
+/// The facts about a lowered stage the trainer emitter writes tables from:
+/// which buffers its regions touch, which are kept from a forward to its
+/// backward, its parameters with the gradient buffers that feed them, and
+/// what a checkpointed layer recomputes.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "backend/Lowering.h"
+
+#include <set>
+#include <vector>
+
+namespace mist {
+
+/// What one stage of the plan runs: its regions, the buffers they touch and
+/// the parameters they read.
+struct StageUse {
+  bool pre = false, post = false;
+  std::set<int> buffers;
+  std::set<int> forward; ///< read or written by a forward op, or a forward input/output
+  std::set<int> saved;   ///< of those, read by a backward op: kept from forward to backward
+};
+StageUse stageUse(const LoweredStage &st, bool first, bool last);
+
+/// A parameter of the stage: its buffer and the gradient buffers that
+/// contribute to it (a tied weight gets one from each region reading it).
+struct StageParam {
+  const ParamLayout *layout;
+  int buffer;
+  std::vector<int64_t> grads;
+};
+std::vector<StageParam> stageParams(const LoweredStage &st, const StageUse &use);
+
+/// Whether buffer `b` is a parameter of the stage or one of its gradients.
+bool isParameterBuffer(const std::vector<StageParam> &params, int b);
+
+/// What a checkpointed layer recomputes before its backward: its saved
+/// float activations but its input (kept) and its output (carried on);
+/// the same set as StageMemory::recomputed().
+std::set<int> recomputedByCheckpoint(const LoweredStage &st, const std::set<int> &layerSaved);
+
+/// Whether `region`'s ops read buffer `b`.
+bool reads(const LoweredRegion &region, int b);
+
+} // namespace mist

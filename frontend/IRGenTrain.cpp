@@ -1,0 +1,208 @@
+//===- IRGenTrain.cpp - The instance, its parameters and train section ----===//
+#include "frontend/IRGenContext.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include <cmath>
+
+using namespace mist;
+using namespace mist::irgen;
+
+const InstanceDecl *IRGen::pickInstance() {
+  const FileAST &mainFile = *prog.files.front();
+  if (!opts.modelName.empty()) {
+    auto it = prog.instances.find(opts.modelName);
+    if (it == prog.instances.end()) {
+      error({}, "no model instance named '" + opts.modelName + "'");
+      return nullptr;
+    }
+    return it->second;
+  }
+  if (mainFile.instances.empty()) {
+    llvm::SMLoc start = llvm::SMLoc::getFromPointer(
+        diag.sourceMgr().getMemoryBuffer(mainFile.bufferId)->getBufferStart());
+    error(start, "no model instance to compile: add a line such as "
+                 "'model my_model = gpt(vocab = 50304, ...)'");
+    return nullptr;
+  }
+  return &mainFile.instances.back();
+}
+
+std::optional<int64_t> IRGen::evalConstInt(const ExprAST &e, Env &env, const char *what,
+                                           bool allowZero) {
+  auto v = eval(e, env);
+  if (!v)
+    return std::nullopt;
+  std::optional<int64_t> i;
+  if (v->kind == EValue::Kind::Dim)
+    i = exprToInt(v->dim);
+  if (!i || *i < 0 || (*i == 0 && !allowZero)) {
+    if (v->kind == EValue::Kind::Dim && isHugePositiveInteger(v->dim))
+      error(e.loc(), std::string(what) + " is too large", e.range);
+    else
+      error(e.loc(),
+            std::string(what) + " must be a " + (allowZero ? "non-negative" : "positive") +
+                " whole number",
+            e.range);
+    return std::nullopt;
+  }
+  return i;
+}
+
+std::optional<double> IRGen::evalRealArg(const ExprAST &e, Env &env, const char *what) {
+  auto v = eval(e, env);
+  if (!v)
+    return std::nullopt;
+  if (v->kind == EValue::Kind::Real)
+    return v->real;
+  if (v->kind == EValue::Kind::Dim)
+    if (auto d = exprToDouble(v->dim)) {
+      if (std::isfinite(*d))
+        return d;
+      error(e.loc(), std::string(what) + " is out of range", e.range);
+      return std::nullopt;
+    }
+  error(e.loc(), std::string(what) + " must be a number, got a " + kindName(v->kind), e.range);
+  return std::nullopt;
+}
+
+bool IRGen::evalTrain() {
+  TrainConfig &t = m->train;
+  int64_t seqLen = 0;
+  Env empty;
+  inTrain = true;
+  auto leaveTrain = llvm::make_scope_exit([&] { inTrain = false; });
+  const TrainEntry *gradDtypeEntry = nullptr;
+  if (const TrainDecl *td = prog.train) {
+    for (const TrainEntry &e : td->entries) {
+      const std::string &k = e.key;
+      if (k == "global_batch" || k == "seq_len" || k == "warmup_steps") {
+        // No warmup is a valid schedule; a batch or sequence of 0 is not.
+        auto v = evalConstInt(*e.value, empty, k.c_str(), /*allowZero=*/k == "warmup_steps");
+        if (!v)
+          return false;
+        (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
+      } else if (k == "lr" || k == "grad_clip") {
+        auto v = evalRealArg(*e.value, empty, k.c_str());
+        if (!v)
+          return false;
+        if (!(*v > 0))
+          return error(e.value->loc(), k + " must be positive", e.value->range);
+        (k == "lr" ? t.lr : t.gradClip) = *v;
+      } else if (k == "dtype" || k == "master_dtype" || k == "grad_dtype") {
+        auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());
+        auto dt = id ? parseDType(id->name) : std::nullopt;
+        if (!dt || *dt == DType::I32 || *dt == DType::U8)
+          return error(e.value->loc(), k + " must be one of bf16, f16, f32", e.value->range);
+        if (k == "grad_dtype")
+          t.gradDtype = *dt, gradDtypeEntry = &e;
+        else
+          (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
+      } else if (k == "optimizer") {
+        const ExprAST *v = e.value.get();
+        std::string name;
+        const CallExpr *call = llvm::dyn_cast<CallExpr>(v);
+        if (call)
+          name = call->callee;
+        else if (auto *id = llvm::dyn_cast<IdentExpr>(v))
+          name = id->name;
+        if (name != "adamw" && name != "sgd")
+          return error(v->loc(), "unknown optimizer; expected adamw(...) or sgd(...)", v->range);
+        t.optimizer = name;
+        static const std::vector<CallArg> noArgs;
+        for (const CallArg &a : call ? call->args : noArgs) {
+          if (a.name.empty())
+            return error(a.value->loc(), "optimizer arguments must be named");
+          if (a.name == "betas") {
+            auto *tup = llvm::dyn_cast<TupleExpr>(a.value.get());
+            if (!tup || tup->elements.size() != 2)
+              return error(a.value->loc(), "betas must be a pair such as (0.9, 0.95)",
+                           a.value->range);
+            auto b1 = evalRealArg(*tup->elements[0], empty, "beta1");
+            auto b2 = b1 ? evalRealArg(*tup->elements[1], empty, "beta2") : std::nullopt;
+            if (!b2)
+              return false;
+            if (*b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
+              return error(a.value->loc(), "betas must lie in [0, 1)", a.value->range);
+            t.beta1 = *b1;
+            t.beta2 = *b2;
+            continue;
+          }
+          double *slot = a.name == "lr"                               ? &t.lr
+                         : a.name == "weight_decay" || a.name == "wd" ? &t.weightDecay
+                         : a.name == "eps"                            ? &t.eps
+                                                                      : nullptr;
+          if (!slot)
+            return error(a.nameRange.Start,
+                         "unknown optimizer setting '" + a.name +
+                             "' (expected lr, betas, weight_decay, eps)",
+                         a.nameRange);
+          auto r = evalRealArg(*a.value, empty, a.name.c_str());
+          if (!r)
+            return false;
+          if (*r < 0 || (a.name != "weight_decay" && a.name != "wd" && *r == 0))
+            return error(a.value->loc(), a.name + " must be positive", a.value->range);
+          *slot = *r;
+        }
+      } else {
+        return error(e.keyRange.Start,
+                     "unknown train setting '" + k +
+                         "' (expected global_batch, seq_len, optimizer, lr, "
+                         "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype)",
+                     e.keyRange);
+      }
+    }
+  }
+  // Gradients narrower than the weights would round every update twice.
+  if (gradDtypeEntry && dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
+    return error(gradDtypeEntry->value->loc(),
+                 "grad_dtype " + dtypeName(t.gradientDtype()).str() +
+                     " is narrower than the weights' dtype " + dtypeName(t.dtype).str(),
+                 gradDtypeEntry->value->range);
+  if (opts.globalBatch)
+    t.globalBatch = opts.globalBatch;
+  if (opts.seqLen)
+    seqLen = opts.seqLen;
+  if (seqLen <= 0)
+    return error(prog.train ? prog.train->loc : llvm::SMLoc(),
+                 "the sequence length is not set: add 'seq_len = N' to the train section or "
+                 "pass --seq-len");
+  m->symbols.declare("b", SymbolKind::Batch, std::nullopt);
+  m->symbols.declare("s", SymbolKind::Seq, seqLen);
+  return true;
+}
+
+bool IRGen::bindParams(const ModelDecl &tmpl, const InstanceDecl &inst, Env &env) {
+  env["b"] = EValue::ofDim(m->symbols.lookup("b")->sym);
+  env["s"] = EValue::ofDim(m->symbols.lookup("s")->sym);
+  for (const ParamAST &p : tmpl.params) {
+    const CallArg *given = nullptr;
+    for (const CallArg &a : inst.call->args)
+      if (a.name == p.name)
+        given = &a;
+    if (!given) {
+      auto v = eval(*p.defaultValue, env);
+      if (!v)
+        return false;
+      env[p.name] = *v; // a default stays an expression of earlier parameters
+      continue;
+    }
+    Env constants;
+    auto v = eval(*given->value, constants);
+    if (!v)
+      return false;
+    if (v->kind == EValue::Kind::Dim) {
+      auto i = exprToInt(v->dim);
+      if (!i || *i <= 0)
+        return error(given->value->loc(),
+                     "model parameter '" + p.name +
+                         (isHugePositiveInteger(v->dim) ? "' is too large"
+                                                        : "' must be a positive whole number"),
+                     given->value->range);
+      const Symbol *s = m->symbols.declare(p.name, SymbolKind::Model, *i);
+      env[p.name] = EValue::ofDim(s->sym);
+    } else {
+      env[p.name] = *v;
+    }
+  }
+  return true;
+}
