@@ -55,13 +55,9 @@ void checkOrder(const StageSpec &stage, int gradAccum, int stageIndex) {
              std::to_string(gradAccum) + " micro-batches forward once, then backward once");
 }
 
-} // namespace
-
-int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
-  MpiRuntime mpi(argc, argv);
-  std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
-  const Options o = parseOptions(argc, argv);
-  // Place this rank.
+/// Places this rank on the plan's stages (stages on consecutive ranks, tp
+/// innermost); a job with the wrong number of ranks ends, naming the plan's.
+RankLayout placeRank(const TrainerSpec &spec, const Communicator &world) {
   std::vector<StageShape> shapes;
   std::string stagesText;
   int ranks = 0;
@@ -72,14 +68,79 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                   std::to_string(s.tp);
     ranks += s.dp * s.tp;
   }
-  if (world->size() != ranks)
+  if (world.size() != ranks)
     abortJob("the plan needs " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") + " (" +
-             stagesText + "), the job has " + std::to_string(world->size()) +
+             stagesText + "), the job has " + std::to_string(world.size()) +
              " (run it with mpirun -np " + std::to_string(ranks) + ")");
   std::string error;
-  auto layout = RankLayout::build(shapes, world->size(), world->rank(), error);
+  auto layout = RankLayout::build(shapes, world.size(), world.rank(), error);
   if (!layout)
     abortJob("cannot place the plan's stages on the job's ranks: " + error);
+  return std::move(*layout);
+}
+
+/// Rank 0 creates the checkpoint folder of a new run and removes the
+/// partial files interrupted saves left (only it writes checkpoints).
+void prepareCheckpointFolder(const Options &o, int worldRank) {
+  if (o.ckptDir.empty() || worldRank != 0)
+    return;
+  if (!o.resume) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.ckptDir, ec);
+    if (ec)
+      abortJob("cannot create the checkpoint folder " + o.ckptDir + ": " + ec.message());
+  }
+  std::string why;
+  for (const std::string &stale : removeInterruptedWrites(o.ckptDir + "/latest.safetensors", why))
+    std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
+  if (!why.empty())
+    std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
+}
+
+/// One step's log line: loss, gradient norm, learning rate, throughput, the
+/// model FLOP/s per rank (the report's definition: no recompute), the peak
+/// of the device memory the runtime allocated, and what was offloaded.
+void logStep(const TrainerSpec &spec, int step, double loss, double norm, float stepLr,
+             int64_t samplesPerStep, int ranks, double seconds, const OffloadEngine &offload) {
+  const double flopsPerRank =
+      spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
+  std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
+              "%.2f MiB peak",
+              step, loss, norm, stepLr,
+              double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9), flopsPerRank / 1e12,
+              double(device::peakBytes()) / (1 << 20));
+  if (spec.devicePeakTflops > 0)
+    std::printf("  MFU %.2g%%", 100 * flopsPerRank / (spec.devicePeakTflops * 1e12));
+  if (offload.peakHostBytes() > 0)
+    std::printf("  offloaded %.2f MiB", double(offload.peakHostBytes()) / (1 << 20));
+  std::printf("\n");
+}
+
+/// The step lines show rank 0's peak; a pipeline's other stages hold other
+/// layers and pre or post, so each stage's peak (the most any of its ranks
+/// allocated) is reported for comparison with the plan's prediction.
+void reportStagePeaks(const RankLayout &layout, Communicator &world) {
+  std::string peaks;
+  for (size_t s = 0; s < layout.stages.size(); ++s) {
+    const double mine = int(s) == layout.stage ? double(device::peakBytes()) : 0.0;
+    char text[64];
+    std::snprintf(text, sizeof text, "%sstage %zu %.2f MiB", s ? ", " : "", s,
+                  world.allReduceMax(mine) / (1 << 20));
+    peaks += text;
+  }
+  if (layout.myWorldRank == 0)
+    std::printf("mistrt: peak device memory by stage (its largest rank): %s\n", peaks.c_str());
+}
+
+} // namespace
+
+int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
+  MpiRuntime mpi(argc, argv);
+  std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
+  const Options o = parseOptions(argc, argv);
+  const std::optional<RankLayout> layout = placeRank(spec, *world);
+  const int ranks = world->size();
+  std::string error;
   // The device of this rank: ranks of one node share its GPUs in turn.
   const std::string deviceName = device::initialize(world->localRank());
   // The groups move device buffers: MPI on CPU ranks, NCCL on GPUs.
@@ -98,20 +159,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   std::unique_ptr<Communicator> tiedShardGroup =
       deviceWorld->split(tiedShardsAlign ? layout->tpRank : -1, worldRank);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
-  if (!o.ckptDir.empty() && worldRank == 0 && !o.resume) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.ckptDir, ec);
-    if (ec)
-      abortJob("cannot create the checkpoint folder " + o.ckptDir + ": " + ec.message());
-  }
-  if (!o.ckptDir.empty() && worldRank == 0) {
-    // Only rank 0 writes checkpoints, and none is being written yet.
-    std::string why;
-    for (const std::string &stale : removeInterruptedWrites(o.ckptDir + "/latest.safetensors", why))
-      std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
-    if (!why.empty())
-      std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
-  }
+  prepareCheckpointFolder(o, worldRank);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
   std::optional<TokenFile> tokenFile;
@@ -215,22 +263,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     streams.synchronize(); // the step's time is the device's
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep)) {
-      // Model FLOP/s per rank (the report's definition: no recompute) and
-      // the peak of the device memory the runtime allocated.
-      const double flopsPerRank =
-          spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
-      std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
-                  "%.2f MiB peak",
-                  step, loss, norm, stepLr,
-                  double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9),
-                  flopsPerRank / 1e12, double(device::peakBytes()) / (1 << 20));
-      if (spec.devicePeakTflops > 0)
-        std::printf("  MFU %.2g%%", 100 * flopsPerRank / (spec.devicePeakTflops * 1e12));
-      if (offload.peakHostBytes() > 0)
-        std::printf("  offloaded %.2f MiB", double(offload.peakHostBytes()) / (1 << 20));
-      std::printf("\n");
-    }
+    if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
+      logStep(spec, step, loss, norm, stepLr, samplesPerStep, ranks, seconds, offload);
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
       saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed);
@@ -240,19 +274,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       return 0;
     }
   }
-  // The step lines show rank 0's peak; a pipeline's other stages hold other
-  // layers and pre or post, so each stage's peak (the most any of its ranks
-  // allocated) is reported for comparison with the plan's prediction.
-  std::string peaks;
-  for (size_t s = 0; s < layout->stages.size(); ++s) {
-    const double mine = int(s) == layout->stage ? double(device::peakBytes()) : 0.0;
-    char text[64];
-    std::snprintf(text, sizeof text, "%sstage %zu %.2f MiB", s ? ", " : "", s,
-                  world->allReduceMax(mine) / (1 << 20));
-    peaks += text;
-  }
-  if (worldRank == 0)
-    std::printf("mistrt: peak device memory by stage (its largest rank): %s\n", peaks.c_str());
+  reportStagePeaks(*layout, *world);
   if (!o.trace.empty()) {
     if (!gatherAndWriteTrace(*world, leaders, streams.events(), spec.model, o.trace))
       abortJob("cannot write the trace to " + o.trace);
