@@ -447,19 +447,11 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
   for (int i = 0; i < S; ++i) {
     const StagePlan &st = plan.stages[i];
     StageKnobs k;
-    k.layers = st.layers();
-    k.ckpt = st.ckptLayers;
+    static_cast<ScheduleKnobs &>(k) = scheduleKnobs(plan, i);
     k.microBatch = st.microBatch;
-    k.dp = st.dp;
-    k.tp = st.tp;
     k.meshNodes = st.meshNodes;
     k.meshGpusPerNode = st.meshGpusPerNode;
-    k.zero = st.zero;
-    k.offload = st.offload;
-    k.first = i == 0;
-    k.last = i == S - 1;
     k.inflight = std::min(S - i, plan.gradAccum);
-    k.gradAccum = plan.gradAccum;
     StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster),
                    model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster),
                    model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};

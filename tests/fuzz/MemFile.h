@@ -53,4 +53,34 @@ private:
   std::string filePath;
 };
 
+/// A path for the file a round trip writes (the writers take a path and
+/// rename into place), in a folder of its own made on construction under
+/// /dev/shm (else $TMPDIR or /tmp); the file and the folder are removed on
+/// destruction. Keep one per process (a function-local static).
+class ScratchFile {
+public:
+  ScratchFile(const char *folderPrefix, const char *fileName) {
+    std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "";
+    if (base.empty()) {
+      const char *tmp = std::getenv("TMPDIR");
+      base = tmp && *tmp ? tmp : "/tmp";
+    }
+    folder = base + "/" + folderPrefix + "-XXXXXX";
+    if (!::mkdtemp(folder.data()))
+      std::abort();
+    filePath = folder + "/" + fileName;
+  }
+  ~ScratchFile() {
+    static_cast<void>(::unlink(filePath.c_str()));
+    static_cast<void>(::rmdir(folder.c_str()));
+  }
+  ScratchFile(const ScratchFile &) = delete;
+  ScratchFile &operator=(const ScratchFile &) = delete;
+
+  const std::string &path() const { return filePath; }
+
+private:
+  std::string folder, filePath;
+};
+
 } // namespace mist::fuzz

@@ -35,29 +35,6 @@ using namespace mist::rt;
 
 namespace {
 
-/// A folder for the round trip's files, made once per process.
-const std::string &scratchFolder() {
-  static const std::string folder = [] {
-    std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "";
-    if (base.empty()) {
-      const char *tmp = std::getenv("TMPDIR");
-      base = tmp && *tmp ? tmp : "/tmp";
-    }
-    std::string pattern = base + "/mist-safetensors-fuzzer-XXXXXX";
-    if (!::mkdtemp(pattern.data()))
-      std::abort();
-    return pattern;
-  }();
-  return folder;
-}
-
-struct ScratchCleanup {
-  ~ScratchCleanup() {
-    static_cast<void>(::unlink((scratchFolder() + "/roundtrip.safetensors").c_str()));
-    static_cast<void>(::rmdir(scratchFolder().c_str()));
-  }
-};
-
 /// A JSON number as written by a non-negative integer, or nullopt.
 std::optional<uint64_t> unsignedOf(const JsonValue &v) {
   if (v.kind != JsonValue::Kind::Number || v.text.empty())
@@ -137,8 +114,9 @@ void checkAccepted(const SafetensorsFile &file, const uint8_t *data, size_t size
       __builtin_trap(); // not sorted by name, or a name twice
 
   // What was read can be written, and reads back the same.
-  const std::string path = scratchFolder() + "/roundtrip.safetensors";
-  static ScratchCleanup cleanup; // after the folder's name: destroyed before it
+  static const mist::fuzz::ScratchFile roundTrip("mist-safetensors-fuzzer",
+                                                 "roundtrip.safetensors");
+  const std::string &path = roundTrip.path();
   if (std::optional<std::string> failed = writeSafetensors(path, file.tensors, file.metadata))
     __builtin_trap(); // the writer refuses what the reader accepted
   std::optional<SafetensorsFile> reread = readSafetensors(path, error);

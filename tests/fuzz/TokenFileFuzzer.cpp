@@ -48,28 +48,6 @@ uint32_t le32(const uint8_t *p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
-const std::string &scratchFolder() {
-  static const std::string folder = [] {
-    std::string base = ::access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "";
-    if (base.empty()) {
-      const char *tmp = std::getenv("TMPDIR");
-      base = tmp && *tmp ? tmp : "/tmp";
-    }
-    std::string pattern = base + "/mist-token-fuzzer-XXXXXX";
-    if (!::mkdtemp(pattern.data()))
-      std::abort();
-    return pattern;
-  }();
-  return folder;
-}
-
-struct ScratchCleanup {
-  ~ScratchCleanup() {
-    static_cast<void>(::unlink((scratchFolder() + "/roundtrip.bin").c_str()));
-    static_cast<void>(::rmdir(scratchFolder().c_str()));
-  }
-};
-
 void checkSampler(const TokenFile &file, const std::vector<uint32_t> &tokens,
                   const uint8_t *header) {
   const int64_t n = file.size();
@@ -173,8 +151,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     __builtin_trap(); // the largest token is not below itself
 
   // The writer gives the same file, unused header ints zeroed.
-  const std::string path = scratchFolder() + "/roundtrip.bin";
-  static ScratchCleanup cleanup; // after the folder's name: destroyed before it
+  static const mist::fuzz::ScratchFile roundTrip("mist-token-fuzzer", "roundtrip.bin");
+  const std::string &path = roundTrip.path();
   if (writeTokenFile(path, tokens, file->format()))
     __builtin_trap(); // the writer refuses what the reader accepted
   std::ifstream in(path, std::ios::binary);
