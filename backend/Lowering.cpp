@@ -25,30 +25,61 @@ std::vector<std::pair<int64_t, int64_t>> ParamLayout::rangesOf(int rank, int tp)
   return ranges;
 }
 
-AttentionGeometry mist::attentionGeometry(const LoweredStage &st, const LoweredOp &op) {
-  AttentionGeometry g;
+Expr LoweredBuffer::symbolicElements() const {
+  Expr n = 1;
+  for (const Expr &d : dims)
+    n *= d;
+  return n;
+}
+
+namespace {
+
+/// attentionGeometry over sizes of type Size: `shapeOf(buffer)` gives a
+/// buffer's shape, `headDim` the op's head_dim attribute (1 when absent).
+template <class Size, class ShapeOf>
+AttentionGeometryOf<Size> geometry(const LoweredOp &op, ShapeOf shapeOf, Size headDim) {
+  AttentionGeometryOf<Size> g;
   const bool grad = op.kind == OpKind::AttentionGrad;
   g.firstInput = grad ? 1 : 0;
   g.fused = op.operands.size() == (grad ? 4u : 1u);
   g.outOperand = grad ? (g.fused ? 2 : 4) : 0;
-  auto hd = op.numbers.find("head_dim");
-  g.headDim = hd == op.numbers.end() ? 1 : static_cast<int64_t>(hd->second);
-  const std::vector<int64_t> &out =
-      st.buffers[grad ? op.operands[g.outOperand] : op.results[0]].shape;
+  g.headDim = headDim;
+  const std::vector<Size> &out = shapeOf(grad ? op.operands[g.outOperand] : op.results[0]);
   g.batch = out[0];
   g.seq = out[1];
   g.heads = out[2] / g.headDim;
   if (g.fused) {
-    int64_t width = st.buffers[op.operands[g.firstInput]].shape[2];
+    Size width = shapeOf(op.operands[g.firstInput])[2];
     g.kvHeads = (width - g.heads * g.headDim) / (2 * g.headDim);
     g.qStride = g.kvStride = width;
     g.kOffset = g.heads * g.headDim;
     g.vOffset = (g.heads + g.kvHeads) * g.headDim;
   } else {
-    g.kvHeads = st.buffers[op.operands[g.firstInput + 1]].shape[2] / g.headDim;
+    g.kvHeads = shapeOf(op.operands[g.firstInput + 1])[2] / g.headDim;
     g.qStride = g.heads * g.headDim;
     g.kvStride = g.kvHeads * g.headDim;
   }
+  return g;
+}
+
+} // namespace
+
+AttentionGeometry mist::attentionGeometry(const LoweredStage &st, const LoweredOp &op) {
+  auto hd = op.numbers.find("head_dim");
+  return geometry<int64_t>(
+      op, [&](int b) -> const std::vector<int64_t> & { return st.buffers[b].shape; },
+      hd == op.numbers.end() ? 1 : static_cast<int64_t>(hd->second));
+}
+
+AttentionGeometryOf<Expr> mist::symbolicAttentionGeometry(const LoweredStage &st,
+                                                          const LoweredOp &op) {
+  auto hd = op.sizes.find("head_dim");
+  AttentionGeometryOf<Expr> g = geometry<Expr>(
+      op, [&](int b) -> const std::vector<Expr> & { return st.buffers[b].dims; },
+      hd == op.sizes.end() ? Expr(1) : hd->second);
+  for (Expr *e : {&g.batch, &g.seq, &g.heads, &g.kvHeads, &g.headDim, &g.qStride, &g.kvStride,
+                  &g.kOffset, &g.vOffset})
+    *e = e->normal();
   return g;
 }
 
@@ -117,7 +148,7 @@ private:
     auto shape = shapeAt(v, out.tp);
     if (!shape)
       return std::nullopt;
-    out.buffers.push_back({v->name, v->type.dtype, v->type.role, *shape});
+    out.buffers.push_back({v->name, v->type.dtype, v->type.role, *shape, v->type.shape});
     return index[v] = static_cast<int>(out.buffers.size() - 1);
   }
 
@@ -234,6 +265,7 @@ private:
             return false;
           }
           lo.numbers[name] = static_cast<double>(*n);
+          lo.sizes[name] = *e;
         } else if (const double *d = std::get_if<double>(&attr)) {
           lo.numbers[name] = *d;
         } else if (const bool *f = std::get_if<bool>(&attr)) {

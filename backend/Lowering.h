@@ -27,7 +27,9 @@ struct LoweredBuffer {
   DType dtype = DType::F32;
   Role role = Role::Act;
   std::vector<int64_t> shape;
+  std::vector<Expr> dims; ///< the shape in the module's symbols (b, tp unbound)
   int64_t elements() const;
+  Expr symbolicElements() const;
 };
 
 /// How a parameter is stored: its full shape and the parts a tp rank holds.
@@ -47,6 +49,7 @@ struct LoweredOp {
   OpKind kind;
   std::vector<int> operands, results;       ///< indices into LoweredStage::buffers
   std::map<std::string, double> numbers;    ///< size and real attributes, evaluated
+  std::map<std::string, Expr> sizes;        ///< size attributes in the module's symbols
   std::map<std::string, std::string> words; ///< enum words; flags as "true"/"false"
 };
 
@@ -69,16 +72,19 @@ struct LoweredStage {
 
 /// How an attention op (or its gradient) reads its inputs on this rank: the
 /// local head counts, and for a fused qkv the offsets of k and v within each
-/// token's row. Emitters and executors share it so they agree.
-struct AttentionGeometry {
+/// token's row. Emitters and executors share it so they agree; the emitter
+/// reads it in the module's symbols (Size = Expr), executors as numbers.
+template <class Size> struct AttentionGeometryOf {
   bool fused = false;
-  int64_t batch = 0, seq = 0, heads = 0, kvHeads = 0, headDim = 0;
-  int64_t qStride = 0, kvStride = 0; ///< floats between tokens of q / of k and v
-  int64_t kOffset = 0, vOffset = 0;  ///< fused: where k and v start in a token's row
-  size_t firstInput = 0;             ///< operand index of q (1 for the gradient: dy first)
-  size_t outOperand = 0;             ///< gradient: the operand holding the forward output
+  Size batch = 0, seq = 0, heads = 0, kvHeads = 0, headDim = 0;
+  Size qStride = 0, kvStride = 0; ///< floats between tokens of q / of k and v
+  Size kOffset = 0, vOffset = 0;  ///< fused: where k and v start in a token's row
+  size_t firstInput = 0;          ///< operand index of q (1 for the gradient: dy first)
+  size_t outOperand = 0;          ///< gradient: the operand holding the forward output
 };
+using AttentionGeometry = AttentionGeometryOf<int64_t>;
 AttentionGeometry attentionGeometry(const LoweredStage &st, const LoweredOp &op);
+AttentionGeometryOf<Expr> symbolicAttentionGeometry(const LoweredStage &st, const LoweredOp &op);
 
 /// Needs a module after shape-infer, tp-shard and backward; reports why not,
 /// or which size does not evaluate to a positive integer, and returns nullopt.

@@ -2,6 +2,7 @@
 #include "backend/TrainerEmitter.h"
 
 #include "backend/ScratchPlanner.h"
+#include "backend/TrainerSizes.h"
 #include "backend/TrainerStageSchedule.h"
 #include "backend/TrainerStageUse.h"
 
@@ -42,7 +43,8 @@ std::vector<std::string> bufferIdentifiers(const LoweredStage &st) {
 class Emitter {
 public:
   Emitter(const Module &m, const LoweredStage &st, llvm::raw_ostream &os)
-      : m(m), st(st), os(os), idents(bufferIdentifiers(st)) {
+      : m(m), st(st), os(os), idents(bufferIdentifiers(st)),
+        sizes(m.symbols, st.microBatch, st.tp) {
     const LoweredRegion &layer = st.region(RegionKind::Layer);
     for (const auto *ops : {&layer.forward, &layer.backward})
       for (const LoweredOp &op : *ops) {
@@ -61,8 +63,28 @@ public:
   }
   const char *frameOf(int i) const { return layerOwned.count(i) ? "L" : "G"; }
   std::string named(int i) const { return "buf::" + idents.at(size_t(i)); }
-  int64_t n(int i) const { return st.buffers[i].elements(); }
-  const std::vector<int64_t> &shape(int i) const { return st.buffers[i].shape; }
+  /// A buffer's element count and shape in the module's symbols, and a size
+  /// as train.cu writes it (`b*s*hidden`).
+  Expr elements(int i) const { return st.buffers[i].symbolicElements(); }
+  const std::vector<Expr> &dims(int i) const { return st.buffers[i].dims; }
+  std::string sz(const Expr &e) { return sizes.text(e); }
+  std::string n(int i) { return sz(elements(i)); }
+  /// A parameter's full (tp = 1) shape: `{hidden, 3*hidden}`.
+  std::string fullShape(int i) {
+    GiNaC::exmap untiled;
+    if (const Symbol *tp = m.symbols.ofKind(SymbolKind::TP))
+      untiled[tp->sym] = 1;
+    std::vector<std::string> out;
+    for (const Expr &d : dims(i))
+      out.push_back(sz(d.subs(untiled)));
+    return fmt::format("{}", fmt::join(out, ", "));
+  }
+  /// The stage's micro-batch or tp by its symbol (`b`), or its value when the
+  /// model has no such symbol.
+  std::string knob(SymbolKind kind, int64_t value) {
+    const Symbol *s = m.symbols.ofKind(kind);
+    return s ? sz(s->sym) : std::to_string(value);
+  }
 
   std::string irLine(const LoweredOp &op) const {
     auto names = [&](const std::vector<int> &ids) {
@@ -75,7 +97,7 @@ public:
   }
 
   /// One op as a call to runtime/ops; false for an op the CPU ops lack.
-  bool call(const LoweredOp &op, std::string &out) const {
+  bool call(const LoweredOp &op, std::string &out) {
     auto in = [&](size_t k) { return ref(op.operands.at(k)); };
     auto res = [&](size_t k) { return ref(op.results.at(k)); };
     auto flag = [&](const char *k) {
@@ -90,26 +112,27 @@ public:
               r0 = op.results.empty() ? -1 : op.results[0];
     switch (op.kind) {
     case OpKind::Embedding: {
-      auto t = shape(op.operands[1]);
+      const auto &t = dims(op.operands[1]);
       out = fmt::format("embedding({}, {}, {}, {}, {}, {}, C.rank() * {});", res(0), in(0), in(1),
-                        n(o0), t[1], t[0], t[0]);
+                        n(o0), sz(t[1]), sz(t[0]), sizes.factor(t[0]));
       return true;
     }
     case OpKind::EmbeddingGrad: {
-      auto t = shape(r0);
+      const auto &t = dims(r0);
       out = fmt::format("embeddingGrad({}, {}, {}, {}, {}, {}, C.rank() * {});", res(0), in(0),
-                        in(1), n(op.operands[1]), t[1], t[0], t[0]);
+                        in(1), n(op.operands[1]), sz(t[1]), sz(t[0]), sizes.factor(t[0]));
       return true;
     }
     case OpKind::PositionEmbedding: {
-      auto s = shape(r0);
-      out = fmt::format("positionEmbedding({}, {}, {}, {}, {});", res(0), in(0), s[0], s[1], s[2]);
+      const auto &s = dims(r0);
+      out = fmt::format("positionEmbedding({}, {}, {}, {}, {});", res(0), in(0), sz(s[0]), sz(s[1]),
+                        sz(s[2]));
       return true;
     }
     case OpKind::PositionEmbeddingGrad: {
-      auto s = shape(o0);
-      out = fmt::format("positionEmbeddingGrad({}, {}, {}, {}, {});", res(0), in(0), s[0], s[1],
-                        s[2]);
+      const auto &s = dims(o0);
+      out = fmt::format("positionEmbeddingGrad({}, {}, {}, {}, {});", res(0), in(0), sz(s[0]),
+                        sz(s[1]), sz(s[2]));
       return true;
     }
     case OpKind::Add:
@@ -125,32 +148,34 @@ public:
       out = fmt::format("copy({}, {}, {});", res(0), in(0), n(r0));
       return true;
     case OpKind::LayerNorm: {
-      int64_t c = shape(o0).back();
+      const Expr &c = dims(o0).back();
       out = fmt::format("layerNorm({}, {}, {}, {}, {}, {}, {}, float({}));", res(0), res(1), in(0),
-                        in(1), flag("bias") ? in(2) : "nullptr", n(o0) / c, c, num("eps", 1e-5));
+                        in(1), flag("bias") ? in(2) : "nullptr", sz(elements(o0) / c), sz(c),
+                        num("eps", 1e-5));
       return true;
     }
     case OpKind::LayerNormGrad: {
-      int64_t c = shape(o0).back();
+      const Expr &c = dims(o0).back();
       bool b = flag("bias");
       out = fmt::format("layerNormGrad({}, {}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1),
-                        b ? res(2) : "nullptr", in(0), in(1), in(2), in(b ? 4 : 3), n(o0) / c, c);
+                        b ? res(2) : "nullptr", in(0), in(1), in(2), in(b ? 4 : 3),
+                        sz(elements(o0) / c), sz(c));
       return true;
     }
     case OpKind::RMSNorm: {
-      int64_t c = shape(o0).back();
+      const Expr &c = dims(o0).back();
       out = fmt::format("rmsNorm({}, {}, {}, {}, {}, {}, float({}));", res(0), res(1), in(0), in(1),
-                        n(o0) / c, c, num("eps", 1e-5));
+                        sz(elements(o0) / c), sz(c), num("eps", 1e-5));
       return true;
     }
     case OpKind::RMSNormGrad: {
-      int64_t c = shape(o0).back();
+      const Expr &c = dims(o0).back();
       out = fmt::format("rmsNormGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0),
-                        in(1), in(2), in(3), n(o0) / c, c);
+                        in(1), in(2), in(3), sz(elements(o0) / c), sz(c));
       return true;
     }
     case OpKind::Linear: {
-      auto w = shape(op.operands[1]);
+      const auto &w = dims(op.operands[1]);
       // A row-parallel linear makes partial sums: one tp rank adds the bias.
       auto shard = op.words.find("shard");
       bool row = shard != op.words.end() && shard->second == "row";
@@ -158,56 +183,60 @@ public:
                          : row         ? fmt::format("C.rank() == 0 ? {} : nullptr", in(2))
                                        : in(2);
       out = fmt::format("linear({}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1), bias,
-                        n(o0) / w[0], w[0], w[1]);
+                        sz(elements(o0) / w[0]), sz(w[0]), sz(w[1]));
       return true;
     }
     case OpKind::LinearGrad: {
-      auto w = shape(op.operands[2]);
+      const auto &w = dims(op.operands[2]);
       out = fmt::format("linearGrad({}, {}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1),
                         flag("bias") ? res(2) : "nullptr", in(0), in(1), in(2),
-                        n(op.operands[1]) / w[0], w[0], w[1]);
+                        sz(elements(op.operands[1]) / w[0]), sz(w[0]), sz(w[1]));
       return true;
     }
     case OpKind::LMHead: {
-      auto t = shape(op.operands[1]);
-      out = fmt::format("lmHead({}, {}, {}, {}, {}, {});", res(0), in(0), in(1), n(o0) / t[1], t[1],
-                        t[0]);
+      const auto &t = dims(op.operands[1]);
+      out = fmt::format("lmHead({}, {}, {}, {}, {}, {});", res(0), in(0), in(1),
+                        sz(elements(o0) / t[1]), sz(t[1]), sz(t[0]));
       return true;
     }
     case OpKind::LMHeadGrad: {
-      auto t = shape(op.operands[2]);
+      const auto &t = dims(op.operands[2]);
       out = fmt::format("lmHeadGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0), in(1),
-                        in(2), n(op.operands[1]) / t[1], t[1], t[0]);
+                        in(2), sz(elements(op.operands[1]) / t[1]), sz(t[1]), sz(t[0]));
       return true;
     }
     case OpKind::Attention:
     case OpKind::AttentionGrad: {
-      AttentionGeometry g = attentionGeometry(st, op);
+      AttentionGeometryOf<Expr> g = symbolicAttentionGeometry(st, op);
       std::string q = in(g.firstInput);
-      std::string k = g.fused ? fmt::format("{} + {}", q, g.kOffset) : in(g.firstInput + 1);
-      std::string v = g.fused ? fmt::format("{} + {}", q, g.vOffset) : in(g.firstInput + 2);
+      auto at = [&](const std::string &base, const Expr &offset) {
+        return fmt::format("{} + {}", base, sizes.factor(offset));
+      };
+      std::string k = g.fused ? at(q, g.kOffset) : in(g.firstInput + 1);
+      std::string v = g.fused ? at(q, g.vOffset) : in(g.firstInput + 2);
       std::string shapeArg =
-          fmt::format("AttentionShape{{{}, {}, {}, {}, {}, {}}}", g.batch, g.seq, g.heads,
-                      g.kvHeads, g.headDim, flag("causal") ? "true" : "false");
+          fmt::format("AttentionShape{{{}, {}, {}, {}, {}, {}}}", sz(g.batch), sz(g.seq),
+                      sz(g.heads), sz(g.kvHeads), sz(g.headDim), flag("causal") ? "true" : "false");
       if (op.kind == OpKind::Attention) {
         out = fmt::format("attention({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), q, k, v,
-                          g.qStride, g.kvStride, shapeArg);
+                          sz(g.qStride), sz(g.kvStride), shapeArg);
       } else {
-        std::string dq = res(0), dk = g.fused ? fmt::format("{} + {}", dq, g.kOffset) : res(1),
-                    dv = g.fused ? fmt::format("{} + {}", dq, g.vOffset) : res(2);
+        std::string dq = res(0), dk = g.fused ? at(dq, g.kOffset) : res(1),
+                    dv = g.fused ? at(dq, g.vOffset) : res(2);
         out = fmt::format("attentionGrad({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});", dq, dk,
-                          dv, in(0), q, k, v, in(g.outOperand), in(g.outOperand + 1), g.qStride,
-                          g.kvStride, shapeArg);
+                          dv, in(0), q, k, v, in(g.outOperand), in(g.outOperand + 1), sz(g.qStride),
+                          sz(g.kvStride), shapeArg);
       }
       return true;
     }
     case OpKind::Rope:
     case OpKind::RopeGrad: {
-      auto s = shape(o0);
-      int64_t hd = static_cast<int64_t>(num("head_dim", 1));
+      const auto &s = dims(o0);
+      auto hdAttr = op.sizes.find("head_dim");
+      const Expr hd = hdAttr == op.sizes.end() ? Expr(1) : hdAttr->second;
       out = fmt::format("{}({}, {}, {}, {}, {}, {}, float({}));",
-                        op.kind == OpKind::Rope ? "rope" : "ropeGrad", res(0), in(0), s[0], s[1],
-                        s[2] / hd, hd, num("theta", 10000.0));
+                        op.kind == OpKind::Rope ? "rope" : "ropeGrad", res(0), in(0), sz(s[0]),
+                        sz(s[1]), sz(s[2] / hd), sz(hd), num("theta", 10000.0));
       return true;
     }
     case OpKind::Gelu:
@@ -230,17 +259,17 @@ public:
                         n(r0));
       return true;
     case OpKind::CrossEntropy: {
-      int64_t vocab = shape(o0).back();
+      const Expr &vocab = dims(o0).back();
       out = fmt::format("C.crossEntropy({}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0), in(1),
-                        n(o0) / vocab, vocab,
+                        sz(elements(o0) / vocab), sz(vocab),
                         flag("vocab_parallel") ? "/*vocabParallel=*/true"
                                                : "/*vocabParallel=*/false");
       return true;
     }
     case OpKind::CrossEntropyGrad: {
-      int64_t vocab = shape(op.operands[1]).back();
+      const Expr &vocab = dims(op.operands[1]).back();
       out = fmt::format("C.crossEntropyGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1),
-                        in(2), in(3), n(op.operands[1]) / vocab, vocab,
+                        in(2), in(3), sz(elements(op.operands[1]) / vocab), sz(vocab),
                         flag("vocab_parallel") ? "/*vocabParallel=*/true"
                                                : "/*vocabParallel=*/false");
       return true;
@@ -322,6 +351,7 @@ public:
   llvm::raw_ostream &os;
   std::set<int> layerOwned;
   std::vector<std::string> idents; ///< per buffer: its name in `buf`
+  TrainerSizes sizes;              ///< the stage's sizes, as train.cu writes them
 };
 
 } // namespace
@@ -424,10 +454,11 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
         "clipping,\n"
         "// warmup) are the spec.* lines at the end of main(); change one and rebuild with the "
         "line\n"
-        "// above. Each stage's code names its buffers (sN::buf) and states every size; the "
-        "sizes,\n"
-        "// the stage tables and the schedule follow from the plan, so to change the model, the\n"
-        "// batch or the parallelism, edit the .mist file or the plan and run mistc again.\n\n";
+        "// above. Each stage's code names its buffers (sN::buf) and writes every size in the\n"
+        "// model's symbols, declared once per stage (constexpr int64_t b = ..., s = ...). The\n"
+        "// sizes, the stage tables and the schedule follow from the plan, so to change the "
+        "model,\n"
+        "// the batch or the parallelism, edit the .mist file or the plan and run mistc again.\n\n";
 }
 
 /// One stage as the emitter sees it while writing its code and tables.
@@ -522,16 +553,16 @@ ScratchPlan stageScratch(const StageContext &c) {
   return planScratch(c.st, scratch, c.first, c.last);
 }
 
-/// `s.buffers`: one designated initializer per buffer.
-void emitBufferTable(const StageContext &c, const ScratchPlan &arena, llvm::raw_ostream &os) {
-  os << "  s.buffers = {\n";
+/// `spec.buffers`: one designated initializer per buffer.
+void emitBufferTable(StageContext &c, const ScratchPlan &arena, llvm::raw_ostream &os) {
+  os << "  spec.buffers = {\n";
   for (size_t b = 0; b < c.st.buffers.size(); ++b) {
     const LoweredBuffer &buf = c.st.buffers[b];
     const bool used = c.use.buffers.count(int(b)) > 0;
     // Fields left out keep their defaults (false, -1: see BufferSpec).
     std::string fields =
         fmt::format(".name = \"{}\", .elements = {}, .kind = BufferKind::{}", buf.name,
-                    used ? buf.elements() : 0, buf.dtype == DType::I32 ? "Ids" : "Float");
+                    used ? c.e.n(int(b)) : "0", buf.dtype == DType::I32 ? "Ids" : "Float");
     if (c.e.layerOwned.count(int(b)))
       fields += ", .layer = true";
     if (used && c.use.forward.count(int(b)))
@@ -546,9 +577,9 @@ void emitBufferTable(const StageContext &c, const ScratchPlan &arena, llvm::raw_
   os << "  };\n";
 }
 
-/// `s.params`: each parameter with its gradients, layout and regions.
-void emitParamTable(const StageContext &c, llvm::raw_ostream &os) {
-  os << "  s.params = {\n";
+/// `spec.params`: each parameter with its gradients, layout and regions.
+void emitParamTable(StageContext &c, llvm::raw_ostream &os) {
+  os << "  spec.params = {\n";
   for (const StageParam &sp : c.params) {
     const ParamLayout &p = *sp.layout;
     const bool inPre = reads(c.pre(), sp.buffer), inPost = reads(c.post(), sp.buffer);
@@ -565,36 +596,40 @@ void emitParamTable(const StageContext &c, llvm::raw_ostream &os) {
       gradNames.push_back(c.e.named(int(g)));
     os << fmt::format("      {{.name = \"{}\", .buffer = {}, .grads = {{{}}}, .shape = {{{}}}, "
                       ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}}},\n",
-                      p.name, c.e.named(sp.buffer), fmt::join(gradNames, ", "), joined(p.fullShape),
-                      p.shardAxis, joined(p.groups), fmt::join(regions, ", "),
-                      tied ? ", .tiedAcrossStages = true" : "");
+                      p.name, c.e.named(sp.buffer), fmt::join(gradNames, ", "),
+                      c.e.fullShape(sp.buffer), p.shardAxis, joined(p.groups),
+                      fmt::join(regions, ", "), tied ? ", .tiedAcrossStages = true" : "");
   }
   os << "  };\n";
 }
 
 /// `stageN()`: the knobs, tables, region functions and 1F1B order the
 /// runtime reads.
-void emitStageTable(const StageContext &c, llvm::raw_ostream &os) {
+void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
   const StagePlan &sp = c.sp;
   const int i = c.i;
-  os << fmt::format("StageSpec stage{}() {{\n  StageSpec s;\n", i);
-  os << fmt::format("  s.firstLayer = {};\n  s.layers = {};\n  s.microBatch = {};\n  s.dp = {};\n"
-                    "  s.tp = {};\n  s.ckptLayers = {};\n",
-                    sp.firstLayer, sp.layers(), sp.microBatch, sp.dp, sp.tp, sp.ckptLayers);
-  os << fmt::format("  s.zeroOptimizer = {};\n  s.zeroGrads = {};\n  s.zeroWeights = {};\n",
-                    boolean(sp.zero.optimizer), boolean(sp.zero.grads), boolean(sp.zero.weights));
-  os << fmt::format("  s.offloadWeights = {};\n  s.offloadGrads = {};\n  s.offloadOptimizer = {};\n"
-                    "  s.offloadActivations = {};\n",
-                    sp.offload.weights, sp.offload.grads, sp.offload.optimizer,
-                    sp.offload.activations);
+  os << fmt::format("StageSpec stage{}() {{\n  StageSpec spec;\n", i);
+  os << fmt::format(
+      "  spec.firstLayer = {};\n  spec.layers = {};\n  spec.microBatch = {};\n  spec.dp = {};\n"
+      "  spec.tp = {};\n  spec.ckptLayers = {};\n",
+      sp.firstLayer, sp.layers(), c.e.knob(SymbolKind::Batch, sp.microBatch), sp.dp,
+      c.e.knob(SymbolKind::TP, sp.tp), sp.ckptLayers);
+  os << fmt::format(
+      "  spec.zeroOptimizer = {};\n  spec.zeroGrads = {};\n  spec.zeroWeights = {};\n",
+      boolean(sp.zero.optimizer), boolean(sp.zero.grads), boolean(sp.zero.weights));
+  os << fmt::format(
+      "  spec.offloadWeights = {};\n  spec.offloadGrads = {};\n  spec.offloadOptimizer = {};\n"
+      "  spec.offloadActivations = {};\n",
+      sp.offload.weights, sp.offload.grads, sp.offload.optimizer, sp.offload.activations);
   const ScratchPlan arena = stageScratch(c);
-  os << fmt::format("  s.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
-                    fmt::join(arena.bytes, ", "));
+  os << fmt::format(
+      "  spec.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
+      fmt::join(arena.bytes, ", "));
   emitBufferTable(c, arena, os);
   emitParamTable(c, os);
   const LoweredRegion &pre = c.pre(), &layer = c.layer(), &post = c.post();
   auto io = [&](const char *field, int value, bool present) {
-    os << fmt::format("  s.{} = {};\n", field, present ? c.e.named(value) : "-1");
+    os << fmt::format("  spec.{} = {};\n", field, present ? c.e.named(value) : "-1");
   };
   io("tokensBuffer", c.st.moduleInputs[0], c.first);
   io("targetsBuffer", c.st.moduleInputs[1], c.last);
@@ -612,23 +647,23 @@ void emitStageTable(const StageContext &c, llvm::raw_ostream &os) {
     std::vector<std::string> freed;
     for (int b : c.savedBy[2])
       freed.push_back(c.e.named(b));
-    os << fmt::format("  s.freedAfterPostBackward = {{{}}};\n", fmt::join(freed, ", "));
+    os << fmt::format("  spec.freedAfterPostBackward = {{{}}};\n", fmt::join(freed, ", "));
   }
   for (int r = 0; r < 3; ++r)
     if (runsRegion(r, c.first, c.last))
-      os << fmt::format("  s.{0} = s{1}_{0};\n  s.{2} = s{1}_{2};\n", regionFunctions[r][0], i,
-                        regionFunctions[r][1]);
+      os << fmt::format("  spec.{0} = s{1}_{0};\n  spec.{2} = s{1}_{2};\n", regionFunctions[r][0],
+                        i, regionFunctions[r][1]);
   std::string order, entries;
   for (auto [mb, forward] : oneFOneB(i, int(c.plan.stages.size()), c.plan.gradAccum)) {
     order += fmt::format(" {}{}", forward ? "F" : "B", mb);
     entries += fmt::format("{}{{{}, {}}}", entries.empty() ? "" : ", ", mb, boolean(forward));
   }
   os << "  // 1F1B:" << order << "\n";
-  os << "  s.order = {" << entries << "};\n";
-  os << fmt::format("  s.forward = s{0}_forward;\n  s.backward = s{0}_backward;\n"
-                    "  s.optimizer = s{0}_optimizer;\n",
+  os << "  spec.order = {" << entries << "};\n";
+  os << fmt::format("  spec.forward = s{0}_forward;\n  spec.backward = s{0}_backward;\n"
+                    "  spec.optimizer = s{0}_optimizer;\n",
                     i);
-  os << "  return s;\n}\n\n";
+  os << "  return spec;\n}\n\n";
 }
 
 /// What main() needs from the stages: the sequence length and the vocabulary
@@ -697,14 +732,21 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     os << fmt::format("// ======== stage {}: layers {}-{}, micro-batch {}, tp {} ========\n\n", i,
                       sp.firstLayer, sp.lastLayer, sp.microBatch, sp.tp);
     os << fmt::format("namespace s{} {{\n\n", i);
-    StageContext c(m, plan, i, lowered[i], os);
-    emitBufferNames(c, os);
-    if (!emitRegionFunctions(c, diag, os))
+    // The stage's code first, then the sizes it used, declared above it.
+    std::string code;
+    llvm::raw_string_ostream body(code);
+    StageContext c(m, plan, i, lowered[i], body);
+    emitBufferNames(c, body);
+    if (!emitRegionFunctions(c, diag, body))
       return false;
     stageSizes(c, seqLen, vocab);
-    emitStageSchedule(plan, i, os);
-    emitStageTable(c, os);
-    os << fmt::format("}} // namespace s{}\n\n", i);
+    emitStageSchedule(plan, i, body);
+    emitStageTable(c, body);
+    std::string declared = c.e.sizes.declarations();
+    if (!declared.empty())
+      os << "// Sizes: the model's, at this stage's micro-batch and tensor-parallel degree.\n"
+         << declared << "\n\n";
+    os << body.str() << fmt::format("}} // namespace s{}\n\n", i);
   }
   os << "} // namespace\n\n";
   emitMain(m, plan, src, seqLen, vocab, os);

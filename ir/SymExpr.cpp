@@ -44,19 +44,16 @@ Expr SymbolTable::bindAll(const Expr &e, const GiNaC::exmap &extra) const {
   return e.subs(m).expand();
 }
 
+int Monomial::degree() const {
+  int d = 0;
+  for (auto &[i, p] : powers)
+    d += p;
+  return d;
+}
+
 namespace {
 
-/// A monomial: rational coefficient times symbol powers (by declaration index).
-struct Term {
-  GiNaC::numeric coeff = 1;
-  std::map<int, int> powers;
-  int degree() const {
-    int d = 0;
-    for (auto &[i, p] : powers)
-      d += p;
-    return d;
-  }
-};
+using Term = Monomial;
 
 bool splitFactor(const Expr &f, const SymbolTable &table, Term &t) {
   if (GiNaC::is_a<GiNaC::numeric>(f)) {
@@ -133,7 +130,7 @@ std::string printTerm(const Term &t, const SymbolTable &table) {
 
 } // namespace
 
-std::string mist::printExpr(const Expr &e, const SymbolTable &table) {
+std::optional<std::vector<Monomial>> mist::monomials(const Expr &e, const SymbolTable &table) {
   Expr x = e.expand();
   std::vector<Term> terms;
   auto addTerm = [&](const Expr &te) {
@@ -145,18 +142,12 @@ std::string mist::printExpr(const Expr &e, const SymbolTable &table) {
     terms.push_back(std::move(t));
     return true;
   };
-  bool ok = true;
   if (GiNaC::is_a<GiNaC::add>(x)) {
-    for (size_t i = 0; i < x.nops() && ok; ++i)
-      ok = addTerm(x.op(i));
-  } else {
-    ok = addTerm(x);
-  }
-  if (!ok) {
-    // Not a Laurent polynomial over known symbols: GiNaC's own form.
-    std::ostringstream os;
-    os << x;
-    return os.str();
+    for (size_t i = 0; i < x.nops(); ++i)
+      if (!addTerm(x.op(i)))
+        return std::nullopt;
+  } else if (!addTerm(x)) {
+    return std::nullopt;
   }
   // Degree descending, then graded by symbol declaration order.
   std::stable_sort(terms.begin(), terms.end(), [](const Term &a, const Term &b) {
@@ -171,16 +162,30 @@ std::string mist::printExpr(const Expr &e, const SymbolTable &table) {
     }
     return ia != a.powers.end() && ib == b.powers.end();
   });
-  if (terms.empty())
+  // A zero expression has no terms; GiNaC keeps `0` as one numeric term.
+  if (terms.size() == 1 && terms[0].coeff.is_zero())
+    terms.clear();
+  return terms;
+}
+
+std::string mist::printExpr(const Expr &e, const SymbolTable &table) {
+  std::optional<std::vector<Term>> terms = monomials(e, table);
+  if (!terms) {
+    // Not a Laurent polynomial over known symbols: GiNaC's own form.
+    std::ostringstream os;
+    os << e.expand();
+    return os.str();
+  }
+  if (terms->empty())
     return "0";
   std::string out;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    bool neg = terms[i].coeff.is_negative();
+  for (size_t i = 0; i < terms->size(); ++i) {
+    bool neg = (*terms)[i].coeff.is_negative();
     if (i == 0)
       out += neg ? "-" : "";
     else
       out += neg ? " - " : " + ";
-    out += printTerm(terms[i], table);
+    out += printTerm((*terms)[i], table);
   }
   return out;
 }

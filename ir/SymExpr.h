@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <ginac/ginac.h>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,18 @@ public:
 private:
   std::vector<Symbol> syms;
 };
+
+/// A monomial: rational coefficient times powers of the table's symbols
+/// (by declaration index; negative powers divide).
+struct Monomial {
+  GiNaC::numeric coeff = 1;
+  std::map<int, int> powers;
+  int degree() const;
+};
+
+/// The expanded terms of `e` in printExpr's order, or nullopt when `e` is not
+/// a Laurent polynomial over the table's symbols. Zero has no terms.
+std::optional<std::vector<Monomial>> monomials(const Expr &e, const SymbolTable &table);
 
 /// Canonical, deterministic text of `e` (expanded; terms by descending degree,
 /// then by symbol declaration order). Non-polynomial parts fall back to GiNaC.

@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
-# Configures and builds mistc into build/ (BUILD_DIR overrides).
+# Configures and builds mistc into build/ (BUILD_DIR overrides; BUILD_TYPE
+# defaults to RelWithDebInfo, and DEBUG_INFO=0 drops its -g).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} >/dev/null
+flags=()
+if [[ ${DEBUG_INFO:-1} == 0 ]]; then
+  flags=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG")
+fi
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "${flags[@]}" >/dev/null
 cmake --build "$build" -j "${JOBS:-$(nproc)}"

@@ -67,8 +67,8 @@ expect pipeline-non-finite 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e3
 # that its table says no layer is checkpointed while its code recomputes one.
 sed 's/^    tp: 1$/    tp: 1\n    ckpt_layers: 1/' "$work/plan.yaml" >"$work/ckpt.yaml"
 "$mistc" "$model" --cluster a100-40g --plan "$work/ckpt.yaml" --emit=trainer -o "$work/edited.cu" 2>/dev/null
-grep -q '^  s.ckptLayers = 1;$' "$work/edited.cu"
-sed -i 's/^  s.ckptLayers = 1;$/  s.ckptLayers = 0;/' "$work/edited.cu"
+grep -q '^  spec.ckptLayers = 1;$' "$work/edited.cu"
+sed -i "s/^  spec.ckptLayers = 1;$/  spec.ckptLayers = 0;/" "$work/edited.cu"
 line=$(grep -m1 '^//   mpicxx' "$work/edited.cu" | sed "s|^//   ||;s| train.cu | edited.cu |;s|-o train\$|-o edited|")
 (cd "$work" && eval "$line")
 TRAIN="$work/edited" expect off-schedule 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran recompute of layer 1 for micro-batch 0 where the schedule has backward of layer 1' --steps 2
