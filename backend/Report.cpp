@@ -1,6 +1,8 @@
 //===- Report.cpp - Predicted figures of a plan ---------------------------===//
 #include "backend/Report.h"
 
+#include "backend/Timeline.h"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -101,6 +103,11 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
   if (peak > 0)
     os << fmt::format(" ({:.1f}% of the {} TFLOP/s peak)", 100 * est.tflopsPerGpu / peak,
                       tflops(peak, "{:.0f}"));
+  // The formula and the event simulation of --emit=timeline are two figures
+  // for one iteration; say which is which (docs/perf-model.md, "Pipeline").
+  os << fmt::format("\n  (the pipeline formula the tuner minimizes; the event simulation of "
+                    "--emit=timeline replays the same phase times in {:.4f} s)",
+                    simulateTimeline(plan, est).seconds);
   os << "\n" << (est.fits ? "every stage fits in memory\n" : "some stage does not fit in memory\n");
 }
 

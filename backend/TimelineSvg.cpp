@@ -84,10 +84,12 @@ double mist::writeTimelineSvg(const Plan &plan, const PipelineEstimate &est,
                     "viewBox=\"0 0 {:.0f} {:.0f}\" font-family=\"sans-serif\" font-size=\"11\">\n",
                     width, height, width, height);
   os << fmt::format("<rect width=\"{:.0f}\" height=\"{:.0f}\" fill=\"white\"/>\n", width, height);
-  os << fmt::format("<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}: predicted "
-                    "iteration {} ({} stage{}, G = {})</text>\n",
+  // Two figures for one iteration, each named (docs/perf-model.md, "Pipeline").
+  os << fmt::format("<text x=\"10\" y=\"20\" font-size=\"14\" font-weight=\"bold\">{}: simulated "
+                    "iteration {} ({} stage{}, G = {}); the pipeline formula the tuner minimizes: "
+                    "{}</text>\n",
                     escape(plan.model.empty() ? "plan" : plan.model), timeText(sim.seconds), S,
-                    S == 1 ? "" : "s", plan.gradAccum);
+                    S == 1 ? "" : "s", plan.gradAccum, timeText(est.iterationSeconds));
 
   // Time axis.
   const double step = tickStep(total);

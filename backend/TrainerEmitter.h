@@ -20,12 +20,16 @@
 namespace mist {
 
 struct TrainerSource {
-  std::string modelFile;          ///< for the header comment
-  std::string sourceRoot;         ///< the mistc checkout, for the build line
-  std::string buildDir;           ///< where the runtime libraries were built
-  double modelFlopsPerSample = 0; ///< the report's model FLOPs (no recompute), for logging
-  std::string deviceName;         ///< the cluster's device, for the MFU line
-  double devicePeakTflops = 0;    ///< its dense bf16 peak: MFU = model FLOP/s / this
+  std::string modelFile;                ///< for the header comment
+  std::string sourceRoot;               ///< the mistc checkout, for the build line
+  std::string buildDir;                 ///< where the runtime libraries were built
+  double modelFlopsPerSample = 0;       ///< the report's model FLOPs (no recompute), for logging
+  std::string deviceName;               ///< the cluster's device, for the MFU line
+  double devicePeakTflops = 0;          ///< its dense bf16 peak: MFU = model FLOP/s / this
+  std::string planFile;                 ///< the plan's file (--plan, or where the tuned one went)
+  bool planTuned = false;               ///< tuned by this run (else read from planFile)
+  std::string clusterName;              ///< the cluster the plan was tuned or priced for
+  double predictedIterationSeconds = 0; ///< the pipeline formula's (what the tuner minimizes)
 };
 
 /// False after reporting why the plan cannot be emitted yet.

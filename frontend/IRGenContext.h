@@ -79,6 +79,9 @@ private:
 
   const InstanceDecl *pickInstance();
   bool evalTrain();
+  /// A train section's `cluster = "..."`: a relative YAML path resolved against the
+  /// folder of the .mist file at `where`; a preset name as it is.
+  std::string clusterRelativeTo(const std::string &cluster, llvm::SMLoc where) const;
   bool bindParams(const ModelDecl &tmpl, const InstanceDecl &inst, Env &env);
   bool genModel(const ModelDecl &tmpl, Env &base);
   bool runStmts(const StmtList &stmts, Env &env, std::optional<EValue> *ret);

@@ -2,6 +2,8 @@
 #include "frontend/IRGenContext.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Path.h"
 #include <cmath>
 
 using namespace mist;
@@ -65,6 +67,19 @@ std::optional<double> IRGen::evalRealArg(const ExprAST &e, Env &env, const char 
   return std::nullopt;
 }
 
+std::string IRGen::clusterRelativeTo(const std::string &cluster, llvm::SMLoc where) const {
+  llvm::StringRef c(cluster);
+  const bool isFile = c.contains('/') || c.endswith(".yaml") || c.endswith(".yml");
+  if (!isFile || llvm::sys::path::is_absolute(c))
+    return cluster; // a preset name, or an absolute path
+  // A file relative to the .mist file that names it, as imports are.
+  unsigned buffer = diag.sourceMgr().FindBufferContainingLoc(where);
+  llvm::SmallString<256> resolved(llvm::sys::path::parent_path(
+      diag.sourceMgr().getMemoryBuffer(buffer)->getBufferIdentifier()));
+  llvm::sys::path::append(resolved, c);
+  return std::string(resolved);
+}
+
 bool IRGen::evalTrain() {
   TrainConfig &t = m->train;
   int64_t seqLen = 0;
@@ -97,6 +112,15 @@ bool IRGen::evalTrain() {
           t.gradDtype = *dt, gradDtypeEntry = &e;
         else
           (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
+      } else if (k == "cluster") {
+        auto *str = llvm::dyn_cast<StringExpr>(e.value.get());
+        if (!str || str->value.empty())
+          return error(e.value->loc(),
+                       "cluster must be a preset name or a YAML file in quotes, such as "
+                       "cluster = \"a100-40g\"",
+                       e.value->range);
+        t.cluster = clusterRelativeTo(str->value, e.value->loc());
+        t.clusterLoc = e.value->loc();
       } else if (k == "optimizer") {
         const ExprAST *v = e.value.get();
         std::string name;
@@ -147,7 +171,7 @@ bool IRGen::evalTrain() {
         return error(e.keyRange.Start,
                      "unknown train setting '" + k +
                          "' (expected global_batch, seq_len, optimizer, lr, "
-                         "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype)",
+                         "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype, cluster)",
                      e.keyRange);
       }
     }

@@ -120,6 +120,11 @@ struct TrainConfig {
   /// dp; unset means the master dtype (bf16 training with fp32 gradients,
   /// as Megatron-LM does for bf16), or the weights' dtype where that is wider.
   std::optional<DType> gradDtype;
+  /// The cluster the train section names (`cluster = "a100-40g"`): a preset,
+  /// or a YAML file resolved against the .mist file's folder; empty: none.
+  /// --cluster overrides it.
+  std::string cluster;
+  llvm::SMLoc clusterLoc; ///< where the train section names it
   DType gradientDtype() const {
     if (gradDtype)
       return *gradDtype;

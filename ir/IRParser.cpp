@@ -261,6 +261,9 @@ bool IRParser::parseTrain() {
           t.gradDtype = *dt;
         else
           (key == "dtype" ? t.dtype : t.masterDtype) = *dt;
+      } else if (key == "cluster") {
+        t.cluster = v;
+        t.clusterLoc = tok.loc();
       } else {
         return errorAt(keyTok, "unknown train key '" + key + "'");
       }

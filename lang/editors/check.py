@@ -62,7 +62,7 @@ SHARD_WORDS = ["none", "column", "row", "vocab"]
 DTYPES = ["bf16", "f16", "f32", "i32", "u8"]
 DIMENSIONS = ["b", "s"]
 TRAIN_KEYS = ["global_batch", "seq_len", "warmup_steps", "lr", "grad_clip", "dtype",
-              "master_dtype", "grad_dtype", "optimizer"]
+              "master_dtype", "grad_dtype", "optimizer", "cluster"]
 OPTIMIZER_SETTINGS = ["lr", "betas", "weight_decay", "wd", "eps"]
 OPTIMIZERS = ["adamw", "sgd"]
 

@@ -1,9 +1,12 @@
 //===- Driver.cpp - The mistc command line --------------------------------===//
 /// \file
 /// mistc reads a .mist model (or textual IR with -x ir), runs the pass
-/// pipeline and writes what --emit asks for. Exit status: 0 on success, 1
-/// after any diagnostic error.
+/// pipeline and writes what --emit asks for, or what the output file's
+/// extension says (`mistc model.mist -o train.cu` tunes a plan and writes the
+/// trainer). Exit status: 0 on success, 1 after any diagnostic error, 2 for a
+/// command line without an input.
 //===----------------------------------------------------------------------===//
+#include "MistVersion.h"
 #include "backend/Summary.h"
 #include "frontend/Frontend.h"
 #include "ir/IRParser.h"
@@ -13,11 +16,14 @@
 #include "passes/Pipeline.h"
 #include "tools/mistc/Emit.h"
 #include "tools/mistc/PlanActions.h"
+#include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include <glpk.h>
 
 #ifndef MIST_STDLIB_DIR
 #define MIST_STDLIB_DIR ""
@@ -48,7 +54,8 @@ cl::opt<InputKind> inputKind("x", cl::desc("input language (default: from the fi
                                         clEnumValN(InputKind::IR, "ir", "textual mistc IR")),
                              cl::cat(category));
 cl::opt<Emit> emit(
-    "emit", cl::desc("what to write"), cl::init(Emit::Summary),
+    "emit", cl::desc("what to write (default: from -o's extension, else summary)"),
+    cl::init(Emit::Summary),
     cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
                clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
                clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
@@ -97,6 +104,10 @@ cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster fil
                    cl::cat(category));
 cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
                               cl::value_desc("plan.yaml"), cl::cat(category));
+cl::opt<std::string> planOut("plan-out",
+                             cl::desc("write the tuned plan here too (a trainer's default: "
+                                      "beside it, train.cu -> train.plan.yaml)"),
+                             cl::value_desc("plan.yaml"), cl::cat(category));
 cl::opt<std::string> space("space",
                            cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
                            cl::init("full"), cl::cat(category));
@@ -114,8 +125,8 @@ cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
 
-std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::raw_ostream &out,
-                                 bool &astOnly) {
+std::unique_ptr<Module> loadMist(unsigned buffer, Emit what, DiagnosticEngine &diag,
+                                 llvm::raw_ostream &out, bool &astOnly) {
   if (seqLen < 0 || globalBatch < 0) {
     diag.error({}, "--seq-len and --global-batch must not be negative");
     return nullptr;
@@ -127,13 +138,107 @@ std::unique_ptr<Module> loadMist(unsigned buffer, DiagnosticEngine &diag, llvm::
   fo.gen.modelName = modelName;
   fo.gen.seqLen = seqLen;
   fo.gen.globalBatch = globalBatch;
-  if (emit != Emit::AST)
+  if (what != Emit::AST)
     return compileMist(buffer, fo, diag);
   if (auto program = loadProgram(buffer, fo.load, diag)) {
     dumpAST(*program->files.front(), out);
     astOnly = true;
   }
   return nullptr;
+}
+
+/// What to write: --emit, or what the output's extension says.
+std::optional<Emit> chooseEmit(DiagnosticEngine &diag) {
+  if (emit.getNumOccurrences())
+    return emit.getValue();
+  if (auto e = emitForOutput(outputPath))
+    return e;
+  diag.error({}, "cannot tell what to write to '" + outputPath + "' from its extension: use " +
+                     outputExtensions() + ", or pass --emit");
+  return std::nullopt;
+}
+
+/// The module from the input file, after the pass pipeline; nullptr after
+/// errors, or when --emit=ast has written the syntax tree (`done`).
+std::unique_ptr<Module> compileInput(unsigned id, Emit what, DiagnosticEngine &diag,
+                                     llvm::raw_ostream &out, bool &done) {
+  bool fromIR = inputKind.getNumOccurrences() ? inputKind == InputKind::IR
+                                              : llvm::StringRef(inputPath).endswith(".mir");
+  std::unique_ptr<Module> m;
+  if (fromIR) {
+    if (what == Emit::AST) {
+      diag.error({}, "--emit=ast needs a .mist input");
+      return nullptr;
+    }
+    m = parseIR(id, diag);
+    if (m && failed(verifyModule(*m, diag)))
+      return nullptr;
+  } else {
+    m = loadMist(id, what, diag, out, done);
+  }
+  if (!m || diag.hasErrors())
+    return nullptr;
+  PassManagerOptions pmo;
+  pmo.printAfter.insert(printAfter.begin(), printAfter.end());
+  pmo.printAfterAll = printAfterAll;
+  pmo.verifyEach = verifyEach;
+  pmo.timePasses = timePasses;
+  PassManager pm(pmo, llvm::errs());
+  PipelineRequest request;
+  if (passList.getNumOccurrences())
+    request.passes = std::vector<std::string>(passList.begin(), passList.end());
+  request.withCosts = what != Emit::IR;
+  request.fromIR = fromIR;
+  if (!buildPipeline(pm, *m, request, diag) || failed(pm.run(*m, diag)) ||
+      failed(verifyModule(*m, diag)))
+    return nullptr;
+  return m;
+}
+
+/// Where the tuned plan goes besides the output: --plan-out, or for a
+/// trainer written to a file, beside it (train.cu -> train.plan.yaml).
+std::string planOutputPath(Emit what) {
+  if (!planOut.empty() || what != Emit::Trainer || !planPath.empty() || outputPath == "-")
+    return planOut;
+  llvm::SmallString<256> p(outputPath.getValue());
+  llvm::sys::path::replace_extension(p, ".plan.yaml");
+  return std::string(p);
+}
+
+/// The plan actions' options from the command line; nullopt after errors.
+std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &diag) {
+  auto level = parseSpaceLevel(space);
+  if (!level) {
+    diag.error({}, "unknown --space '" + space +
+                       "' (expected megatron, +zero, +ckpt, +offload or full)");
+    return std::nullopt;
+  }
+  if (nodes < 0 || timeLimit < 0) {
+    diag.error({}, "--nodes and --time-limit must not be negative");
+    return std::nullopt;
+  }
+  if (!planOut.empty() && !planPath.empty()) {
+    diag.error({}, "--plan-out writes the plan mistc tunes; with --plan it tunes none");
+    return std::nullopt;
+  }
+  PlanActionOptions pa;
+  pa.cluster = clusterName;
+  pa.nodes = nodes;
+  pa.presetDirs = {MIST_CLUSTER_DIR};
+  pa.planPath = planPath;
+  pa.planOut = planOutputPath(what);
+  pa.tuner.space.level = *level;
+  pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
+  pa.tuner.paretoLimit = paretoK;
+  pa.tuner.timeLimitSeconds = timeLimit;
+  pa.tuner.dumpMilpDir = dumpMilp;
+  pa.tuner.progress = !quiet;
+  pa.output = what;
+  pa.summaryToStdout = outputPath != "-";
+  pa.trainer.modelFile = inputPath;
+  pa.trainer.sourceRoot = MIST_SOURCE_DIR;
+  pa.trainer.buildDir = MIST_BUILD_DIR;
+  return pa;
 }
 
 int run() {
@@ -145,98 +250,39 @@ int run() {
       diag.error({}, "unknown pass '" + p + "' in --print-ir-after (see --list-passes)");
       return 1;
     }
+  std::optional<Emit> what = chooseEmit(diag);
+  if (!what)
+    return 1;
   auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   if (!buf) {
     diag.error({}, "cannot read '" + inputPath + "': " + buf.getError().message());
     return 1;
   }
   unsigned id = srcMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
-  bool fromIR = inputKind.getNumOccurrences() ? inputKind == InputKind::IR
-                                              : llvm::StringRef(inputPath).endswith(".mir");
   std::error_code ec;
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec) {
     diag.error({}, "cannot write '" + outputPath + "': " + ec.message());
     return 1;
   }
-
-  std::unique_ptr<Module> m;
-  if (fromIR) {
-    if (emit == Emit::AST) {
-      diag.error({}, "--emit=ast needs a .mist input");
-      return 1;
-    }
-    m = parseIR(id, diag);
-    if (m && failed(verifyModule(*m, diag)))
-      return 1;
-  } else {
-    bool astOnly = false;
-    m = loadMist(id, diag, out.os(), astOnly);
-    if (astOnly && !diag.hasErrors()) {
-      out.keep();
-      return 0;
-    }
+  bool done = false;
+  std::unique_ptr<Module> m = compileInput(id, *what, diag, out.os(), done);
+  if (done && !diag.hasErrors()) {
+    out.keep();
+    return 0;
   }
-  if (!m || diag.hasErrors())
+  if (!m)
     return 1;
-
-  PassManagerOptions pmo;
-  pmo.printAfter.insert(printAfter.begin(), printAfter.end());
-  pmo.printAfterAll = printAfterAll;
-  pmo.verifyEach = verifyEach;
-  pmo.timePasses = timePasses;
-  PassManager pm(pmo, llvm::errs());
-  PipelineRequest request;
-  if (passList.getNumOccurrences())
-    request.passes = std::vector<std::string>(passList.begin(), passList.end());
-  request.withCosts = emit != Emit::IR;
-  request.fromIR = fromIR;
-  if (!buildPipeline(pm, *m, request, diag) || failed(pm.run(*m, diag)) ||
-      failed(verifyModule(*m, diag)))
-    return 1;
-
-  if (actsOnPlan(emit)) { // the plan actions
-    if (emit == Emit::ProfileShapes && clusterName.empty() && planPath.empty()) {
-      diag.error({}, "--emit=profile-shapes needs --plan (the plan's stages) or --cluster (every "
-                     "stage shape the tuner evaluates)");
+  if (actsOnPlan(*what)) {
+    auto pa = planActionOptions(*what, diag);
+    if (!pa)
       return 1;
-    }
-    if (clusterName.empty() && emit != Emit::ProfileShapes) {
-      diag.error({}, std::string("--emit=") + emitName(emit) + " needs --cluster");
-      return 1;
-    }
-    PlanActionOptions pa;
-    pa.cluster = clusterName;
-    pa.nodes = nodes;
-    pa.presetDirs = {MIST_CLUSTER_DIR};
-    pa.planPath = planPath;
-    auto level = parseSpaceLevel(space);
-    if (!level) {
-      diag.error({}, "unknown --space '" + space +
-                         "' (expected megatron, +zero, +ckpt, +offload or full)");
-      return 1;
-    }
-    if (nodes < 0 || timeLimit < 0) {
-      diag.error({}, "--nodes and --time-limit must not be negative");
-      return 1;
-    }
-    pa.tuner.space.level = *level;
-    pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
-    pa.tuner.paretoLimit = paretoK;
-    pa.tuner.timeLimitSeconds = timeLimit;
-    pa.tuner.dumpMilpDir = dumpMilp;
-    pa.tuner.progress = !quiet;
-    pa.output = emit;
-    pa.summaryToStdout = outputPath != "-";
-    pa.trainer.modelFile = inputPath;
-    pa.trainer.sourceRoot = MIST_SOURCE_DIR;
-    pa.trainer.buildDir = MIST_BUILD_DIR;
-    int rc = runPlanActions(*m, pa, diag, out.os());
+    int rc = runPlanActions(*m, *pa, diag, out.os());
     if (rc == 0)
       out.keep();
     return rc;
   }
-  if (emit == Emit::Summary) {
+  if (*what == Emit::Summary) {
     if (!m->state.costed) {
       diag.error({}, "--emit=summary needs the cost-model pass");
       return 1;
@@ -249,12 +295,25 @@ int run() {
   return 0;
 }
 
+/// mistc's version and commit first, then the libraries it was built with.
+void printVersion(llvm::raw_ostream &os) {
+  os << "mistc " << MIST_VERSION << " (commit " << MIST_COMMIT << ")\n"
+     << "  built with LLVM " << LLVM_VERSION_STRING << ", GiNaC " << GINACLIB_MAJOR_VERSION << "."
+     << GINACLIB_MINOR_VERSION << "." << GINACLIB_MICRO_VERSION << ", GLPK " << glp_version()
+     << "\n";
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
-  cl::AddExtraVersionPrinter([](llvm::raw_ostream &os) { os << "mistc 0.1\n"; });
+  cl::SetVersionPrinter(printVersion);
+  if (argc == 1) {
+    llvm::errs() << "usage: mistc MODEL.mist [-o train.cu|plan.yaml|...] [--cluster NAME|FILE] "
+                    "[--emit=WHAT]\n(mistc --help lists every option)\n";
+    return 2;
+  }
   // --list-passes must work without an input file.
   for (int i = 1; i < argc; ++i)
     if (llvm::StringRef(argv[i]) == "--list-passes") {

@@ -1,6 +1,8 @@
 //===- Emit.cpp - What mistc writes (--emit) ------------------------------===//
 #include "tools/mistc/Emit.h"
 
+#include "llvm/Support/Path.h"
+
 using namespace mist;
 
 const char *mist::emitName(Emit e) {
@@ -37,4 +39,28 @@ const char *mist::emitName(Emit e) {
     return "profile-shapes";
   }
   return "?";
+}
+
+std::optional<Emit> mist::emitForOutput(llvm::StringRef outputPath) {
+  if (outputPath == "-")
+    return Emit::Summary;
+  llvm::StringRef ext = llvm::sys::path::extension(outputPath);
+  if (ext == ".cu" || ext == ".cpp")
+    return Emit::Trainer;
+  if (ext == ".yaml" || ext == ".yml")
+    return Emit::Plan;
+  if (ext == ".mir")
+    return Emit::IR;
+  if (ext == ".json")
+    return Emit::Timeline;
+  if (ext == ".svg")
+    return Emit::TimelineSvg;
+  if (ext == ".txt" || ext.empty())
+    return Emit::Summary;
+  return std::nullopt;
+}
+
+const char *mist::outputExtensions() {
+  return ".cu or .cpp (the trainer), .yaml (the tuned plan), .mir (the IR), .json (the predicted "
+         "timeline), .svg (its picture), .txt (the summary)";
 }

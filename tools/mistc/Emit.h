@@ -5,6 +5,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "llvm/ADT/StringRef.h"
+#include <optional>
+
 namespace mist {
 
 enum class Emit {
@@ -32,5 +35,14 @@ constexpr bool actsOnPlan(Emit e) { return e >= Emit::Plan; }
 
 /// The --emit spelling ("timeline-svg"), for messages.
 const char *emitName(Emit e);
+
+/// What to write to `outputPath` when --emit is not given, from its
+/// extension: .cu/.cpp the trainer, .yaml/.yml the plan, .mir the IR, .json
+/// the timeline, .svg its picture, .txt (or stdout, or no extension) the
+/// summary. nullopt for any other extension.
+std::optional<Emit> emitForOutput(llvm::StringRef outputPath);
+
+/// The extensions emitForOutput knows, for an error message.
+const char *outputExtensions();
 
 } // namespace mist

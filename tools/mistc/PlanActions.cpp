@@ -10,9 +10,12 @@
 #include "format/ClusterLoader.h"
 #include "format/PlanLoader.h"
 #include "format/PlanWriter.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 using namespace mist;
 
@@ -79,6 +82,59 @@ std::optional<Plan> readPlan(const Module &m, const std::string &path, Diagnosti
   return plan;
 }
 
+bool isClusterFile(llvm::StringRef c) {
+  return c.contains('/') || c.endswith(".yaml") || c.endswith(".yml");
+}
+
+/// The cluster to tune for or price a plan on: --cluster, else the train
+/// section's `cluster`, else the plan file's when it names a preset. Says
+/// what to add when none applies (`required`), else returns "".
+std::optional<std::string> chooseCluster(const Module &m, const PlanActionOptions &opts,
+                                         const Plan *plan, bool required, DiagnosticEngine &diag) {
+  if (!opts.cluster.empty())
+    return opts.cluster;
+  const std::vector<std::string> presets = listClusterPresets(opts.presetDirs);
+  auto isPreset = [&](const std::string &name) {
+    return std::find(presets.begin(), presets.end(), name) != presets.end();
+  };
+  const std::string presetList = fmt::format("{}", fmt::join(presets, ", "));
+  if (const std::string &named = m.train.cluster; !named.empty()) {
+    if (isClusterFile(named) ? llvm::sys::fs::is_regular_file(named) : isPreset(named))
+      return named;
+    diag.error(m.train.clusterLoc,
+               isClusterFile(named)
+                   ? fmt::format("no cluster file '{}'", named)
+                   : fmt::format("unknown cluster preset '{}' (presets: {})", named, presetList));
+    return std::nullopt;
+  }
+  if (plan && isPreset(plan->cluster))
+    return plan->cluster;
+  if (!required)
+    return std::string();
+  const std::string needs =
+      opts.output == Emit::ProfileShapes
+          ? "--plan (the plan's stages) or a cluster (every stage shape the tuner evaluates)"
+          : fmt::format("a cluster to {}", plan ? "price the plan on" : "tune for");
+  diag.error({}, fmt::format("--emit={} needs {}: pass --cluster NAME or FILE, or add `cluster = "
+                             "\"NAME\"` to the train section of the .mist file (presets: {})",
+                             emitName(opts.output), needs, presetList));
+  return std::nullopt;
+}
+
+/// Writes the tuned plan to `path` (--plan-out, or beside a trainer).
+bool writePlanFile(const Plan &plan, const std::string &path, DiagnosticEngine &diag) {
+  std::error_code ec;
+  llvm::ToolOutputFile file(path, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    diag.error({}, "cannot write the plan to '" + path + "': " + ec.message());
+    return false;
+  }
+  writePlan(plan, file.os());
+  file.keep();
+  llvm::errs() << "mistc: tuned plan written to " << path << "\n";
+  return true;
+}
+
 std::string shapeList(const std::vector<std::pair<int, int>> &shapes) {
   std::string s;
   for (auto [b, tp] : shapes)
@@ -91,9 +147,13 @@ std::string shapeList(const std::vector<std::pair<int, int>> &shapes) {
 /// stage shape the tuner would evaluate on the cluster.
 int emitProfileShapes(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
                       llvm::raw_ostream &out) {
+  // With a plan, a cluster is optional (its stages are checked against it).
+  auto clusterArg = chooseCluster(m, opts, nullptr, opts.planPath.empty(), diag);
+  if (!clusterArg)
+    return 1;
   std::optional<Cluster> cluster;
-  if (!opts.cluster.empty() &&
-      !(cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag)))
+  if (!clusterArg->empty() &&
+      !(cluster = loadClusterByName(*clusterArg, opts.nodes, opts.presetDirs, diag)))
     return 1;
   auto model = ModelProfile::build(m, diag);
   if (!model)
@@ -152,7 +212,13 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
                          llvm::raw_ostream &out) {
   if (opts.output == Emit::ProfileShapes)
     return emitProfileShapes(m, opts, diag, out);
-  auto cluster = loadClusterByName(opts.cluster, opts.nodes, opts.presetDirs, diag);
+  std::optional<Plan> given;
+  if (!opts.planPath.empty() && !(given = readPlan(m, opts.planPath, diag)))
+    return 1;
+  auto clusterArg = chooseCluster(m, opts, given ? &*given : nullptr, /*required=*/true, diag);
+  if (!clusterArg)
+    return 1;
+  auto cluster = loadClusterByName(*clusterArg, opts.nodes, opts.presetDirs, diag);
   if (!cluster)
     return 1;
   auto model = ModelProfile::build(m, diag);
@@ -160,11 +226,8 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
     return 1;
   Plan plan;
   std::optional<PipelineEstimate> estimate;
-  if (!opts.planPath.empty()) {
-    auto loaded = readPlan(m, opts.planPath, diag);
-    if (!loaded)
-      return 1;
-    plan = *loaded;
+  if (given) {
+    plan = *given;
     estimate = estimatePlan(plan, *model, *cluster, diag);
     if (!estimate)
       return 1;
@@ -178,6 +241,8 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
                                 "contexts, {} MILPs\n",
                                 tuned->stats.seconds, tuned->stats.evaluations,
                                 tuned->stats.contexts, tuned->stats.milps);
+    if (!opts.planOut.empty() && !writePlanFile(plan, opts.planOut, diag))
+      return 1;
   }
   switch (opts.output) {
   case Emit::Plan:
@@ -199,6 +264,10 @@ int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, Diagnos
     src.modelFlopsPerSample = model->modelFlopsPerSample;
     src.deviceName = cluster->device.name;
     src.devicePeakTflops = cluster->device.peakTflops;
+    src.planFile = given ? opts.planPath : opts.planOut;
+    src.planTuned = !given;
+    src.clusterName = cluster->name;
+    src.predictedIterationSeconds = estimate->iterationSeconds;
     if (!emitTrainer(m, plan, src, diag, out))
       return 1;
     break;

@@ -18,10 +18,14 @@
 namespace mist {
 
 struct PlanActionOptions {
-  std::string cluster;                 ///< preset name or YAML path (ProfileShapes: may be empty)
+  /// --cluster: a preset name or YAML path. Empty: the train section's
+  /// `cluster`, else the --plan file's `cluster` when it names a preset
+  /// (ProfileShapes with a plan needs none).
+  std::string cluster;
   int nodes = 0;                       ///< overrides the cluster's node count when > 0
   std::vector<std::string> presetDirs; ///< where preset names are looked up
   std::string planPath;                ///< a plan to evaluate instead of tuning
+  std::string planOut;                 ///< where to write the tuned plan too (empty: nowhere)
   TunerOptions tuner;
   Emit output = Emit::Report;   ///< one that actsOnPlan
   bool summaryToStdout = false; ///< the plan goes to a file: print the summary on stdout
