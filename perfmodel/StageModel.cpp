@@ -94,6 +94,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
     case StepKind::GatherUpdatedWeights:
     case StepKind::GatherWeights:
       G += sc.gatherWeights;
+      p.gather += sc.gatherWeights;
       break;
     case StepKind::FetchWeights:
       hBytes += o.weights * W / shardW;
@@ -134,18 +135,28 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
   return p;
 }
 
-/// Wall time of a phase of the whole stage from its per-layer times: every
-/// layer, the exposed fetch of the first layer and drain of the last, and
-/// pre/post on the end stages.
+/// Wall time of a phase of the whole stage from its per-layer times. In a
+/// run of n layers, layer i computes while layer i+1's inputs are fetched
+/// (weight gathers, host copies in) and layer i-1's outputs drained
+/// (gradient reductions, host copies out): the first layer's fetch and the
+/// last layer's drain have nothing to hide behind, and the end slots have
+/// only one neighbour's transfers beside their compute. So the run takes
+///   fetch + firstSlot + (n-2) slots + lastSlot + drain,
+/// each of its layers' transfers counted once. Then pre/post on the end
+/// stages.
 double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, const LayerTimes &lt) {
   const unsigned p = static_cast<unsigned>(ph);
-  int full = k.layers - k.ckpt;
-  double elapsed = full * lt.elapsed[p][0] + k.ckpt * lt.elapsed[p][1];
-  // Layer i computes while layer i+1 is fetched and layer i-1 drained; the
-  // first layer's fetch and the last layer's drain have nothing to hide
-  // behind.
-  const double *edge = lt.load[p][full == 0 ? 1 : 0].busy;
-  elapsed += std::max(edge[1], edge[2]) + edge[3];
+  const int full = k.layers - k.ckpt;
+  const unsigned e = full == 0 ? 1 : 0; // the end layers' kind
+  const PhaseLoad &edge = lt.load[p][e];
+  const double fetch = std::max(edge.gather, edge.busy[2]);
+  const double drain = std::max(edge.busy[1] - edge.gather, edge.busy[3]);
+  double elapsed = fetch + drain;
+  if (k.layers == 1)
+    elapsed += edge.busy[0] + edge.tp; // nothing beside its compute
+  else
+    elapsed += full * lt.elapsed[p][0] + k.ckpt * lt.elapsed[p][1] - 2 * lt.elapsed[p][e] +
+               lt.firstSlot[p][e] + lt.lastSlot[p][e];
   bool fwd = ph == Phase::Forward || ph == Phase::FirstForward;
   bool last = ph == Phase::LastBackward; // pre/post gradient reduction, exposed
   const RegionNumbers &pre = sc.numbers.pre, &post = sc.numbers.post;
@@ -168,6 +179,7 @@ PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
   for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
     const PhaseLoad &l = lt.load[p][ckpt];
     total.tp += counts[ckpt] * l.tp;
+    total.gather += counts[ckpt] * l.gather;
     for (unsigned s = 0; s < numStreams; ++s)
       total.busy[s] += counts[ckpt] * l.busy[s];
   }
@@ -324,6 +336,10 @@ LayerTimes mist::layerTimes(const StageKnobs &k, const StageConstants &sc,
       PhaseLoad l = layerLoad(static_cast<Phase>(p), ckpt, k, sc);
       lt.load[p][ckpt] = l;
       lt.elapsed[p][ckpt] = interference.overlap(l.busy) + l.tp;
+      const double fetchBeside[numStreams] = {l.busy[0], l.gather, l.busy[2], 0};
+      const double drainBeside[numStreams] = {l.busy[0], l.busy[1] - l.gather, 0, l.busy[3]};
+      lt.firstSlot[p][ckpt] = interference.overlap(fetchBeside) + l.tp;
+      lt.lastSlot[p][ckpt] = interference.overlap(drainBeside) + l.tp;
     }
   lt.states = statesOf(k, sc.numbers);
   return lt;

@@ -59,6 +59,10 @@ struct MemoryBreakdown {
 /// Busy seconds of each stream in one phase of one micro-batch.
 struct PhaseLoad {
   double busy[numStreams] = {0, 0, 0, 0};
+  /// Of busy[1], the weight gathers a layer waits for before it computes;
+  /// the rest reduces its gradients after. (Stream 2 only fetches, stream 3
+  /// only drains.)
+  double gather = 0;
   double tp = 0;      ///< tp collectives on the critical path
   double elapsed = 0; ///< wall time of the phase
 };
@@ -98,7 +102,11 @@ StageConstants makeStageConstants(const StageKnobs &ctx, const StageNumbers &n, 
 /// checkpoint count.
 struct LayerTimes {
   PhaseLoad load[4][2];
-  double elapsed[4][2];
+  /// Wall time of one layer's slot in a run of layers: its compute beside
+  /// the next layer's fetch and the previous layer's drain (`elapsed`); the
+  /// first layer's slot has no drain beside it (`firstSlot`), the last's no
+  /// fetch (`lastSlot`). [phase][checkpointed]
+  double elapsed[4][2], firstSlot[4][2], lastSlot[4][2];
   MemoryBreakdown states; ///< weights, grads, optimizer, buffers (no activations)
 };
 LayerTimes layerTimes(const StageKnobs &k, const StageConstants &sc,

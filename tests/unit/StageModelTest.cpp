@@ -101,11 +101,49 @@ TEST(StageTime, OffloadFullyHiddenBehindCompute) {
   k.offload.activations = 1;
   StageEstimate e = estimateStage(k, handNumbers(), c, it);
   double swap = 100e6 / 10e9;
-  // Forward: 2 layers x max(1 ms, 10 ms swap-out) + the last layer's
-  // exposed drain (10 ms); backward: 2 x swap-in + the first exposed fetch.
-  EXPECT_NEAR(e.fwdStable.elapsed, 2 * swap + swap, 1e-12);
-  EXPECT_NEAR(e.bwdStable.elapsed, 2 * swap + swap, 1e-12);
+  // Forward: layer 0 computes (1 ms); layer 1 computes while layer 0's
+  // activations go out (10 ms); then layer 1's go out, exposed (10 ms).
+  // Backward: layer 1's come in, exposed; layer 1 computes (2 ms) while
+  // layer 0's come in (10 ms); layer 0 computes, nothing beside it.
+  EXPECT_NEAR(e.fwdStable.elapsed, 1e-3 + swap + swap, 1e-12);
+  EXPECT_NEAR(e.bwdStable.elapsed, swap + swap + 2e-3, 1e-12);
   EXPECT_NEAR(e.fwdStable.busy[0], 2 * 1e-3, 1e-15);
+}
+
+TEST(StageTime, EachLayersTransferIsCountedOnce) {
+  // Three layers whose swap-out (10 ms) outlasts their forward (1 ms): the
+  // forward is one compute, then three transfers back to back. (It once
+  // counted every layer's transfer plus the last one again: 40 ms.)
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 3;
+  k.gradAccum = 4;
+  k.offload.activations = 1;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  double swap = 100e6 / 10e9;
+  EXPECT_NEAR(e.fwdStable.elapsed, 1e-3 + 3 * swap, 1e-12);
+  EXPECT_NEAR(e.bwdStable.elapsed, 3 * swap + 2e-3, 1e-12);
+}
+
+TEST(StageTime, ZeroGradientReductionsOverlapTheNextLayersBackward) {
+  // ZeRO-2 on dp 4: each layer's fp32 gradients (4 MB) are reduce-scattered
+  // after its backward, (3/4) * 4 MB at 0.1 GB/s = 30 ms, longer than the
+  // 2 ms backward. Two layers: layer 1's backward, then layer 0's backward
+  // beside layer 1's reduction, then layer 0's reduction: 2 + 30 + 30 ms.
+  Cluster c = handCluster();
+  c.collectives = {{1, 8, 0.1, 0}, {1, 4, 0.1, 0}, {1, 2, 0.1, 0}};
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 2;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  k.zero.optimizer = k.zero.grads = true;
+  k.gradAccum = 4;
+  StageEstimate e = estimateStage(k, handNumbers(), c, it);
+  const double scatter = 0.75 * 4e6 / 0.1e9;
+  ASSERT_NEAR(e.bwdStable.busy[1], 2 * scatter, 1e-12);
+  EXPECT_NEAR(e.bwdStable.elapsed, 2e-3 + 2 * scatter, 1e-12);
 }
 
 TEST(StageTime, DataParallelGradientReductionFallsOnTheLastBackward) {
