@@ -97,11 +97,31 @@ void prepareCheckpointFolder(const Options &o, int worldRank) {
     std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
 }
 
+/// The peak the log's MFU divides by: the plan's device's, and only when
+/// the job runs on that device. CPU ranks and other GPUs get no MFU rather
+/// than a figure against another machine's peak.
+double utilizationPeakTflops(const TrainerSpec &spec, const std::string &runningOn) {
+  return runningOn == spec.device ? spec.devicePeakTflops : 0;
+}
+
+/// Says once what the MFU figure means, or why there is none.
+void describeUtilization(const TrainerSpec &spec, const std::string &runningOn) {
+  if (utilizationPeakTflops(spec, runningOn) > 0)
+    std::printf("mistrt: MFU is model FLOP/s per rank over the %g TFLOP/s peak of the %s\n",
+                spec.devicePeakTflops, spec.device.c_str());
+  else if (spec.devicePeakTflops > 0)
+    std::printf("mistrt: no MFU: the plan's peak (%g TFLOP/s) is the %s's, and this job runs on "
+                "%s\n",
+                spec.devicePeakTflops, spec.device.c_str(),
+                runningOn == "CPU" ? "CPU ranks" : runningOn.c_str());
+}
+
 /// One step's log line: loss, gradient norm, learning rate, throughput, the
 /// model FLOP/s per rank (the report's definition: no recompute), the peak
 /// of the device memory the runtime allocated, and what was offloaded.
-void logStep(const TrainerSpec &spec, int step, double loss, double norm, float stepLr,
-             int64_t samplesPerStep, int ranks, double seconds, const OffloadEngine &offload) {
+void logStep(const TrainerSpec &spec, double peakTflops, int step, double loss, double norm,
+             float stepLr, int64_t samplesPerStep, int ranks, double seconds,
+             const OffloadEngine &offload) {
   const double flopsPerRank =
       spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
   std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
@@ -109,8 +129,8 @@ void logStep(const TrainerSpec &spec, int step, double loss, double norm, float 
               step, loss, norm, stepLr,
               double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9), flopsPerRank / 1e12,
               double(device::peakBytes()) / (1 << 20));
-  if (spec.devicePeakTflops > 0)
-    std::printf("  MFU %.2g%%", 100 * flopsPerRank / (spec.devicePeakTflops * 1e12));
+  if (peakTflops > 0)
+    std::printf("  MFU %.2g%%", 100 * flopsPerRank / (peakTflops * 1e12));
   if (offload.peakHostBytes() > 0)
     std::printf("  offloaded %.2f MiB", double(offload.peakHostBytes()) / (1 << 20));
   std::printf("\n");
@@ -224,10 +244,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                   tokenFormatInfo(tokenFile->format()).name, (long long)tokenFile->size(),
                   o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
                             : "read in file order");
-    if (spec.devicePeakTflops > 0)
-      std::printf("mistrt: MFU is model FLOP/s per rank over the %g TFLOP/s peak of the %s the "
-                  "plan was made for\n",
-                  spec.devicePeakTflops, spec.device.c_str());
+    describeUtilization(spec, deviceName);
   }
   std::vector<int> leaders;
   for (int s = 0; s < stages; ++s)
@@ -264,7 +281,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
-      logStep(spec, step, loss, norm, stepLr, samplesPerStep, ranks, seconds, offload);
+      logStep(spec, utilizationPeakTflops(spec, deviceName), step, loss, norm, stepLr,
+              samplesPerStep, ranks, seconds, offload);
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
       saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed);

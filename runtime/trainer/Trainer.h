@@ -150,7 +150,8 @@ struct TrainerSpec {
   int seqLen = 1, vocab = 1, gradAccum = 1;
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
   /// The device the plan was made for and its dense bf16 peak: the log's MFU
-  /// is model FLOP/s per rank over this (on CPU ranks, a tiny fraction).
+  /// is model FLOP/s per rank over this, when the job runs on that device
+  /// (on CPU ranks and other GPUs the log shows no MFU).
   std::string device;
   double devicePeakTflops = 0;
   // Training setup from the model's train section.

@@ -21,3 +21,6 @@ first=$(awk '/^step/ {print $4; exit}' "$work/log.txt")
 last=$(awk '/^step/ {v = $4} END {print v}' "$work/log.txt")
 echo "loss $first -> $last"
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(a > 5.0 && b < a - 0.5) }'
+# On CPU ranks there is no MFU: the plan's peak is a GPU's, not this CPU's.
+grep -q "^mistrt: no MFU: the plan's peak ([0-9.]* TFLOP/s) is the .*'s, and this job runs on CPU ranks$" "$work/log.txt"
+! grep -q "^step.*MFU" "$work/log.txt"
