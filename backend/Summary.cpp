@@ -50,7 +50,10 @@ void mist::printSummary(const Module &m, llvm::raw_ostream &os) {
   for (const Symbol &s : m.symbols.symbols())
     if (s.value)
       os << " " << s.name << " = " << *s.value;
-  os << "\n  free symbols: b (micro-batch), tp (tensor-parallel degree)\n";
+  // By their names in this module: a model parameter may have taken `tp`.
+  const Symbol *batch = m.symbols.ofKind(SymbolKind::Batch), *tp = m.symbols.ofKind(SymbolKind::TP);
+  os << "\n  free symbols: " << (batch ? batch->name : "b") << " (micro-batch), "
+     << (tp ? tp->name : "tp") << " (tensor-parallel degree)\n";
   auto repeat = exprToInt(m.symbols.bindAll(m.layer.repeat)).value_or(0);
   auto pre = regionParams(m, m.pre), layer = regionParams(m, m.layer),
        post = regionParams(m, m.post);

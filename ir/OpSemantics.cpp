@@ -6,8 +6,11 @@ using namespace mist;
 Expr mist::tpSymbol(Module &m) {
   if (const Symbol *s = m.symbols.ofKind(SymbolKind::TP))
     return s->sym;
-  return m.symbols.declare(m.symbols.lookup("tp") ? "tp_" : "tp", SymbolKind::TP, std::nullopt)
-      ->sym;
+  // `tp`, or the first of tp_, tp__, ... that no model parameter took.
+  std::string name = "tp";
+  while (m.symbols.lookup(name))
+    name += '_';
+  return m.symbols.declare(name, SymbolKind::TP, std::nullopt)->sym;
 }
 
 namespace {
