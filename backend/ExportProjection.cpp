@@ -49,11 +49,18 @@ std::string zeroName(const ZeroFlags &z) {
   return z.optimizer ? "ZeRO-1" : "no ZeRO";
 }
 
-std::string splitText(const Plan &p) {
+std::string splitText(const std::vector<int> &layersPerStage) {
   std::string t;
-  for (const StagePlan &s : p.stages)
-    t += (t.empty() ? "" : "/") + std::to_string(s.layers());
+  for (int l : layersPerStage)
+    t += (t.empty() ? "" : "/") + std::to_string(l);
   return t;
+}
+
+std::vector<int> layersPerStage(const Plan &p) {
+  std::vector<int> out;
+  for (const StagePlan &s : p.stages)
+    out.push_back(s.layers());
+  return out;
 }
 
 /// Even split with the remainder on the first stages.
@@ -64,23 +71,17 @@ std::vector<int> evenSplit(int layers, int stages) {
   return out;
 }
 
-} // namespace
+/// One mesh, tp, dp and micro-batch for every stage, and the G that keeps
+/// the global batch.
+struct UniformShape {
+  int gpusPerStage, tp, dp, gradAccum, microBatch;
+};
 
-ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, int gpusPerNode) {
-  ExportProjection out;
-  out.plan = plan;
-  out.gpusPerNode = gpusPerNode;
-  auto &notes = out.notes;
-  const char *name = exportTargetName(target);
+UniformShape projectShape(const Plan &plan, const char *name, std::vector<std::string> &notes) {
   const int S = static_cast<int>(plan.stages.size());
-  int layers = 0, gpus = 0;
-  for (const StagePlan &s : plan.stages) {
-    layers += s.layers();
+  int gpus = 0;
+  for (const StagePlan &s : plan.stages)
     gpus += s.gpus();
-  }
-  Plan &p = out.plan;
-
-  // One mesh, tp and dp for every stage.
   int gps = gpus % S == 0 ? gpus / S
                           : byMostLayers<int>(plan, [](const StagePlan &s) { return s.gpus(); });
   if (gps * S != gpus)
@@ -103,7 +104,6 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
         "gradient accumulation {} instead of {} to split the batch over dp = {}", best, G, dp));
     G = best;
   }
-  p.gradAccum = G;
   const int b = static_cast<int>(plan.globalBatch / (int64_t(G) * dp));
   bool meshDiffers = false, tpDiffers = false;
   for (const StagePlan &s : plan.stages) {
@@ -118,8 +118,13 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
             t += (t.empty() ? "" : ", ") + fmt::format("{}x{}", s.tp, s.dp);
           return t + " as tp x dp";
         }()));
+  return {gps, tp, dp, G, b};
+}
 
-  // ZeRO: one level; what each target can run.
+/// One ZeRO level; what each target can run.
+ZeroFlags projectZero(const Plan &plan, ExportTarget target, int dp,
+                      std::vector<std::string> &notes) {
+  const int S = static_cast<int>(plan.stages.size());
   ZeroFlags zero = byMostLayers<ZeroFlags>(plan, [](const StagePlan &s) { return s.zero; });
   if (dp == 1)
     zero = {};
@@ -139,8 +144,12 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
                                 zeroName(zero)));
     zero = {true, true, true};
   }
+  return zero;
+}
 
-  // Offload: what each target can express.
+/// Offload: what each target can express.
+OffloadRatios projectOffload(const Plan &plan, ExportTarget target, const ZeroFlags &zero,
+                             std::vector<std::string> &notes) {
   OffloadRatios off = {};
   double optimizerMax = 0;
   bool fullState = true, anyOffload = false;
@@ -168,11 +177,17 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
         off.weights, off.grads, off.optimizer, off.activations,
         target == ExportTarget::TorchTitan ? "FSDP offloads all state or none"
                                            : "only the optimizer state's share can be set"));
+  return off;
+}
 
-  // Layer split.
-  std::vector<int> split;
-  for (const StagePlan &s : plan.stages)
-    split.push_back(s.layers());
+/// The layers per stage the target can split the model into.
+std::vector<int> projectLayerSplit(const Plan &plan, ExportTarget target,
+                                   std::vector<std::string> &notes) {
+  const int S = static_cast<int>(plan.stages.size());
+  std::vector<int> split = layersPerStage(plan);
+  int layers = 0;
+  for (int l : split)
+    layers += l;
   if (target == ExportTarget::Megatron && S > 2) {
     // First and last stages may differ; the middle ones must be equal.
     int middle = layers - split.front() - split.back();
@@ -187,32 +202,28 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
   } else if (target == ExportTarget::DeepSpeed) {
     split = evenSplit(layers, S); // PipelineModule(partition_method="uniform")
   }
-  Plan before = p;
-  int first = 0;
-  for (int i = 0; i < S; ++i) {
-    StagePlan &s = p.stages[i];
-    s.firstLayer = first;
-    s.lastLayer = first + split[i] - 1;
-    first += split[i];
-  }
-  if (splitText(p) != splitText(plan))
-    notes.push_back(
-        fmt::format("layers per stage {} instead of {}", splitText(p), splitText(plan)));
+  if (splitText(split) != splitText(layersPerStage(plan)))
+    notes.push_back(fmt::format("layers per stage {} instead of {}", splitText(split),
+                                splitText(layersPerStage(plan))));
+  return split;
+}
 
-  // Recomputation.
+/// Recomputation: the checkpointed layers of each stage of `split`, one
+/// setting for all stages.
+std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
+                                      const std::vector<int> &split,
+                                      std::vector<std::string> &notes) {
+  const int S = static_cast<int>(plan.stages.size());
   int ckptMax = 0;
-  bool ckptEqual = true;
-  for (const StagePlan &s : plan.stages) {
+  for (const StagePlan &s : plan.stages)
     ckptMax = std::max(ckptMax, s.ckptLayers);
-    ckptEqual &= s.ckptLayers == plan.stages.front().ckptLayers;
-  }
   std::vector<int> ckpt(S);
   if (target == ExportTarget::TorchTitan) {
     bool none = ckptMax == 0, full = true;
     for (int i = 0; i < S; ++i)
       full &= plan.stages[i].ckptLayers == plan.stages[i].layers();
     for (int i = 0; i < S; ++i) {
-      int l = p.stages[i].layers();
+      int l = split[i];
       if (none)
         ckpt[i] = 0;
       else if (full)
@@ -225,7 +236,7 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
     }
   } else {
     for (int i = 0; i < S; ++i)
-      ckpt[i] = std::min(ckptMax, p.stages[i].layers());
+      ckpt[i] = std::min(ckptMax, split[i]);
   }
   std::string ckptText;
   bool ckptChanged = false;
@@ -236,14 +247,36 @@ ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, i
   if (ckptChanged)
     notes.push_back(
         fmt::format("checkpointed layers per stage {} (one setting for all stages)", ckptText));
+  return ckpt;
+}
 
-  for (int i = 0; i < S; ++i) {
+} // namespace
+
+ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, int gpusPerNode) {
+  ExportProjection out;
+  out.plan = plan;
+  out.gpusPerNode = gpusPerNode;
+  std::vector<std::string> &notes = out.notes;
+  const UniformShape shape = projectShape(plan, exportTargetName(target), notes);
+  const ZeroFlags zero = projectZero(plan, target, shape.dp, notes);
+  const OffloadRatios off = projectOffload(plan, target, zero, notes);
+  const std::vector<int> split = projectLayerSplit(plan, target, notes);
+  const std::vector<int> ckpt = projectCheckpointing(plan, target, split, notes);
+
+  Plan &p = out.plan;
+  p.gradAccum = shape.gradAccum;
+  const int gps = shape.gpusPerStage;
+  int first = 0;
+  for (size_t i = 0; i < p.stages.size(); ++i) {
     StagePlan &s = p.stages[i];
+    s.firstLayer = first;
+    s.lastLayer = first + split[i] - 1;
+    first += split[i];
     s.meshNodes = gps >= gpusPerNode ? gps / gpusPerNode : 1;
     s.meshGpusPerNode = gps >= gpusPerNode ? gpusPerNode : gps;
-    s.tp = tp;
-    s.dp = dp;
-    s.microBatch = b;
+    s.tp = shape.tp;
+    s.dp = shape.dp;
+    s.microBatch = shape.microBatch;
     s.zero = zero;
     s.offload = off;
     s.ckptLayers = ckpt[i];

@@ -2,6 +2,7 @@
 #include "backend/TrainerEmitter.h"
 
 #include "backend/ScratchPlanner.h"
+#include "backend/TrainerOpCall.h"
 #include "backend/TrainerSizes.h"
 #include "backend/TrainerStageSchedule.h"
 #include "backend/TrainerStageUse.h"
@@ -53,6 +54,8 @@ public:
       }
     layerOwned.insert(layer.inputs.begin(), layer.inputs.end());
     layerOwned.insert(layer.gradInputs.begin(), layer.gradInputs.end());
+    for (size_t i = 0; i < st.buffers.size(); ++i)
+      refs.push_back(ref(int(i)));
   }
 
   /// `G.at(buf::x)` or `L.at(buf::ln1)`: a buffer of the global frame or
@@ -96,189 +99,6 @@ public:
     return fmt::format("{} = {} {}", names(op.results), opName(op.kind), names(op.operands));
   }
 
-  /// One op as a call to runtime/ops; false for an op the CPU ops lack.
-  bool call(const LoweredOp &op, std::string &out) {
-    auto in = [&](size_t k) { return ref(op.operands.at(k)); };
-    auto res = [&](size_t k) { return ref(op.results.at(k)); };
-    auto flag = [&](const char *k) {
-      auto it = op.words.find(k);
-      return it != op.words.end() && it->second == "true";
-    };
-    auto num = [&](const char *k, double dflt) {
-      auto it = op.numbers.find(k);
-      return it == op.numbers.end() ? dflt : it->second;
-    };
-    const int o0 = op.operands.empty() ? -1 : op.operands[0],
-              r0 = op.results.empty() ? -1 : op.results[0];
-    switch (op.kind) {
-    case OpKind::Embedding: {
-      const auto &t = dims(op.operands[1]);
-      out = fmt::format("embedding({}, {}, {}, {}, {}, {}, C.rank() * {});", res(0), in(0), in(1),
-                        n(o0), sz(t[1]), sz(t[0]), sizes.factor(t[0]));
-      return true;
-    }
-    case OpKind::EmbeddingGrad: {
-      const auto &t = dims(r0);
-      out = fmt::format("embeddingGrad({}, {}, {}, {}, {}, {}, C.rank() * {});", res(0), in(0),
-                        in(1), n(op.operands[1]), sz(t[1]), sz(t[0]), sizes.factor(t[0]));
-      return true;
-    }
-    case OpKind::PositionEmbedding: {
-      const auto &s = dims(r0);
-      out = fmt::format("positionEmbedding({}, {}, {}, {}, {});", res(0), in(0), sz(s[0]), sz(s[1]),
-                        sz(s[2]));
-      return true;
-    }
-    case OpKind::PositionEmbeddingGrad: {
-      const auto &s = dims(o0);
-      out = fmt::format("positionEmbeddingGrad({}, {}, {}, {}, {});", res(0), in(0), sz(s[0]),
-                        sz(s[1]), sz(s[2]));
-      return true;
-    }
-    case OpKind::Add:
-    case OpKind::GradAdd:
-      out = fmt::format("add({}, {}, {}, {});", res(0), in(0), in(1), n(r0));
-      return true;
-    case OpKind::AllReduce: // the partial sums of the tp group
-      out = fmt::format("C.allReduce({}, {}, {});", res(0), in(0), n(r0));
-      return true;
-    case OpKind::TpCopy:  // the identity forward (its gradient has its own all_reduce)
-    case OpKind::Dropout: // p = 0 (checked before emitting)
-    case OpKind::DropoutGrad:
-      out = fmt::format("copy({}, {}, {});", res(0), in(0), n(r0));
-      return true;
-    case OpKind::LayerNorm: {
-      const Expr &c = dims(o0).back();
-      out = fmt::format("layerNorm({}, {}, {}, {}, {}, {}, {}, float({}));", res(0), res(1), in(0),
-                        in(1), flag("bias") ? in(2) : "nullptr", sz(elements(o0) / c), sz(c),
-                        num("eps", 1e-5));
-      return true;
-    }
-    case OpKind::LayerNormGrad: {
-      const Expr &c = dims(o0).back();
-      bool b = flag("bias");
-      out = fmt::format("layerNormGrad({}, {}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1),
-                        b ? res(2) : "nullptr", in(0), in(1), in(2), in(b ? 4 : 3),
-                        sz(elements(o0) / c), sz(c));
-      return true;
-    }
-    case OpKind::RMSNorm: {
-      const Expr &c = dims(o0).back();
-      out = fmt::format("rmsNorm({}, {}, {}, {}, {}, {}, float({}));", res(0), res(1), in(0), in(1),
-                        sz(elements(o0) / c), sz(c), num("eps", 1e-5));
-      return true;
-    }
-    case OpKind::RMSNormGrad: {
-      const Expr &c = dims(o0).back();
-      out = fmt::format("rmsNormGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0),
-                        in(1), in(2), in(3), sz(elements(o0) / c), sz(c));
-      return true;
-    }
-    case OpKind::Linear: {
-      const auto &w = dims(op.operands[1]);
-      // A row-parallel linear makes partial sums: one tp rank adds the bias.
-      auto shard = op.words.find("shard");
-      bool row = shard != op.words.end() && shard->second == "row";
-      std::string bias = !flag("bias") ? "nullptr"
-                         : row         ? fmt::format("C.rank() == 0 ? {} : nullptr", in(2))
-                                       : in(2);
-      out = fmt::format("linear({}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1), bias,
-                        sz(elements(o0) / w[0]), sz(w[0]), sz(w[1]));
-      return true;
-    }
-    case OpKind::LinearGrad: {
-      const auto &w = dims(op.operands[2]);
-      out = fmt::format("linearGrad({}, {}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1),
-                        flag("bias") ? res(2) : "nullptr", in(0), in(1), in(2),
-                        sz(elements(op.operands[1]) / w[0]), sz(w[0]), sz(w[1]));
-      return true;
-    }
-    case OpKind::LMHead: {
-      const auto &t = dims(op.operands[1]);
-      out = fmt::format("lmHead({}, {}, {}, {}, {}, {});", res(0), in(0), in(1),
-                        sz(elements(o0) / t[1]), sz(t[1]), sz(t[0]));
-      return true;
-    }
-    case OpKind::LMHeadGrad: {
-      const auto &t = dims(op.operands[2]);
-      out = fmt::format("lmHeadGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0), in(1),
-                        in(2), sz(elements(op.operands[1]) / t[1]), sz(t[1]), sz(t[0]));
-      return true;
-    }
-    case OpKind::Attention:
-    case OpKind::AttentionGrad: {
-      AttentionGeometryOf<Expr> g = symbolicAttentionGeometry(st, op);
-      std::string q = in(g.firstInput);
-      auto at = [&](const std::string &base, const Expr &offset) {
-        return fmt::format("{} + {}", base, sizes.factor(offset));
-      };
-      std::string k = g.fused ? at(q, g.kOffset) : in(g.firstInput + 1);
-      std::string v = g.fused ? at(q, g.vOffset) : in(g.firstInput + 2);
-      std::string shapeArg =
-          fmt::format("AttentionShape{{{}, {}, {}, {}, {}, {}}}", sz(g.batch), sz(g.seq),
-                      sz(g.heads), sz(g.kvHeads), sz(g.headDim), flag("causal") ? "true" : "false");
-      if (op.kind == OpKind::Attention) {
-        out = fmt::format("attention({}, {}, {}, {}, {}, {}, {}, {});", res(0), res(1), q, k, v,
-                          sz(g.qStride), sz(g.kvStride), shapeArg);
-      } else {
-        std::string dq = res(0), dk = g.fused ? at(dq, g.kOffset) : res(1),
-                    dv = g.fused ? at(dq, g.vOffset) : res(2);
-        out = fmt::format("attentionGrad({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});", dq, dk,
-                          dv, in(0), q, k, v, in(g.outOperand), in(g.outOperand + 1), sz(g.qStride),
-                          sz(g.kvStride), shapeArg);
-      }
-      return true;
-    }
-    case OpKind::Rope:
-    case OpKind::RopeGrad: {
-      const auto &s = dims(o0);
-      auto hdAttr = op.sizes.find("head_dim");
-      const Expr hd = hdAttr == op.sizes.end() ? Expr(1) : hdAttr->second;
-      out = fmt::format("{}({}, {}, {}, {}, {}, {}, float({}));",
-                        op.kind == OpKind::Rope ? "rope" : "ropeGrad", res(0), in(0), sz(s[0]),
-                        sz(s[1]), sz(s[2] / hd), sz(hd), num("theta", 10000.0));
-      return true;
-    }
-    case OpKind::Gelu:
-      out = fmt::format("gelu({}, {}, {});", res(0), in(0), n(r0));
-      return true;
-    case OpKind::GeluGrad:
-      out = fmt::format("geluGrad({}, {}, {}, {});", res(0), in(0), in(1), n(r0));
-      return true;
-    case OpKind::Silu:
-      out = fmt::format("silu({}, {}, {});", res(0), in(0), n(r0));
-      return true;
-    case OpKind::SiluGrad:
-      out = fmt::format("siluGrad({}, {}, {}, {});", res(0), in(0), in(1), n(r0));
-      return true;
-    case OpKind::Mul:
-      out = fmt::format("mul({}, {}, {}, {});", res(0), in(0), in(1), n(r0));
-      return true;
-    case OpKind::MulGrad:
-      out = fmt::format("mulGrad({}, {}, {}, {}, {}, {});", res(0), res(1), in(0), in(1), in(2),
-                        n(r0));
-      return true;
-    case OpKind::CrossEntropy: {
-      const Expr &vocab = dims(o0).back();
-      out = fmt::format("C.crossEntropy({}, {}, {}, {}, {}, {}, {});", res(0), res(1), in(0), in(1),
-                        sz(elements(o0) / vocab), sz(vocab),
-                        flag("vocab_parallel") ? "/*vocabParallel=*/true"
-                                               : "/*vocabParallel=*/false");
-      return true;
-    }
-    case OpKind::CrossEntropyGrad: {
-      const Expr &vocab = dims(op.operands[1]).back();
-      out = fmt::format("C.crossEntropyGrad({}, {}, {}, {}, {}, {}, {}, {});", res(0), in(0), in(1),
-                        in(2), in(3), sz(elements(op.operands[1]) / vocab), sz(vocab),
-                        flag("vocab_parallel") ? "/*vocabParallel=*/true"
-                                               : "/*vocabParallel=*/false");
-      return true;
-    }
-    default:
-      return false;
-    }
-  }
-
   /// A region function. Each buffer of `releaseAfterLastRead` (saved
   /// activations no later function reads) is freed right after the op that
   /// reads it last, as the performance model's liveness assumes.
@@ -311,7 +131,7 @@ public:
     for (size_t i = 0; i < ops.size(); ++i) {
       const LoweredOp &op = ops[i];
       std::string text;
-      if (!call(op, text)) {
+      if (!runtimeOpCall(op, {st, refs, sizes}, text)) {
         diag.error(
             {}, fmt::format("the trainer cannot run '{}' on CPU ranks yet", opName(op.kind).str()));
         return false;
@@ -352,6 +172,7 @@ public:
   std::set<int> layerOwned;
   std::vector<std::string> idents; ///< per buffer: its name in `buf`
   TrainerSizes sizes;              ///< the stage's sizes, as train.cu writes them
+  std::vector<std::string> refs;   ///< per buffer: ref(i), what its op calls pass
 };
 
 } // namespace

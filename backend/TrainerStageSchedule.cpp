@@ -22,46 +22,72 @@ void step(llvm::raw_ostream &os, const std::string &call, const std::string &why
     os << fmt::format("  {:<44} // {}\n", call, why);
 }
 
-} // namespace
+/// A region whose weights a step names: `RegionKind::Layer, 3`.
+struct Region {
+  std::string kind;
+  int layer;
+};
 
-void mist::emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
-  const StagePlan &sp = plan.stages[i];
-  const int stages = static_cast<int>(plan.stages.size());
-  const bool first = i == 0, last = i + 1 == stages;
-  const bool zero1 = sp.zero.optimizer && sp.dp > 1, zero2 = zero1 && sp.zero.grads,
-             zero3 = zero2 && sp.zero.weights;
-  const std::string acquireWhy =
-      zero3 ? fmt::format("g2g: all-gather its ZeRO-3 slices over dp {}", sp.dp)
-      : sp.offload.weights > 0
-          ? fmt::format("h2d: swap in the {} kept in host memory", percent(sp.offload.weights))
-          : "wait for its last optimizer update";
-  const std::string releaseWhy = zero3 ? "drop the gathered weights"
-                                 : sp.offload.weights > 0
-                                     ? fmt::format("d2h: swap {} out", percent(sp.offload.weights))
-                                     : "nothing to move";
-  // Weights that move between uses (ZeRO-3, weight offload) are brought in
-  // for the next region while this one computes: `ahead` names it, and it is
-  // prefetched right before this region's call.
-  const bool movesWeights = zero3 || sp.offload.weights > 0;
-  struct Region {
-    std::string kind;
-    int layer;
-  };
-  auto prefetch = [&](const std::optional<Region> &ahead) {
+/// Writes stage i's three functions; what their comments say follows from
+/// the stage's knobs, worked out once here.
+class StageScheduleWriter {
+public:
+  StageScheduleWriter(const Plan &plan, int i, llvm::raw_ostream &os)
+      : plan(plan), i(i), sp(plan.stages[i]), os(os), first(i == 0),
+        last(i + 1 == static_cast<int>(plan.stages.size())), zero1(sp.zero.optimizer && sp.dp > 1),
+        zero2(zero1 && sp.zero.grads), zero3(zero2 && sp.zero.weights),
+        movesWeights(zero3 || sp.offload.weights > 0),
+        firstCheckpointed(sp.layers() - sp.ckptLayers) {
+    acquireWhy = zero3 ? fmt::format("g2g: all-gather its ZeRO-3 slices over dp {}", sp.dp)
+                 : sp.offload.weights > 0 ? fmt::format("h2d: swap in the {} kept in host memory",
+                                                        percent(sp.offload.weights))
+                                          : "wait for its last optimizer update";
+    releaseWhy = zero3 ? "drop the gathered weights"
+                 : sp.offload.weights > 0
+                     ? fmt::format("d2h: swap {} out", percent(sp.offload.weights))
+                     : "nothing to move";
+  }
+
+  void forward();
+  void backward();
+  void optimizer();
+
+private:
+  /// Weights that move between uses (ZeRO-3, weight offload) are brought in
+  /// for the next region while this one computes: `ahead` names it, and it
+  /// is prefetched right before this region's call.
+  void prefetch(const std::optional<Region> &ahead) {
     if (movesWeights && ahead)
       step(os, fmt::format("r.prefetchWeights(RegionKind::{}, {});", ahead->kind, ahead->layer),
            zero3 ? "the next region's gather runs beside this one"
                  : "the next region's swap-in "
                    "runs beside this one");
-  };
-  auto around = [&](const char *region, int layer, const std::string &call, const std::string &why,
-                    const std::optional<Region> &ahead) {
+  }
+  /// A region's call between taking its weights and letting them go.
+  void around(const char *region, int layer, const std::string &call, const std::string &why,
+              const std::optional<Region> &ahead) {
     step(os, fmt::format("r.acquireWeights(RegionKind::{}, {});", region, layer), acquireWhy);
     prefetch(ahead);
     step(os, call, why);
     step(os, fmt::format("r.releaseWeights(RegionKind::{}, {});", region, layer), releaseWhy);
-  };
-  const int firstCheckpointed = sp.layers() - sp.ckptLayers;
+  }
+  /// The stage's first or last layer, none when it has no layers.
+  std::optional<Region> layerIfAny(int l) const {
+    return sp.layers() > 0 ? std::optional<Region>(Region{"Layer", l}) : std::nullopt;
+  }
+
+  const Plan &plan;
+  const int i;
+  const StagePlan &sp;
+  llvm::raw_ostream &os;
+  const bool first, last;
+  const bool zero1, zero2, zero3; ///< the ZeRO levels that shard anything (dp > 1)
+  const bool movesWeights;
+  const int firstCheckpointed; ///< the stage's checkpointed layers are the last ones
+  std::string acquireWhy, releaseWhy;
+};
+
+void StageScheduleWriter::forward() {
   os << fmt::format("// Stage {}'s forward of micro-batch mb (layers {}-{}, {}).\n", i,
                     sp.firstLayer, sp.lastLayer, split(sp));
   os << fmt::format("void s{}_forward(StageRunner &r, int step, int mb) {{\n", i);
@@ -71,10 +97,8 @@ void mist::emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
          first && last ? "tokens and targets"
          : first       ? "tokens"
                        : "targets");
-  const std::optional<Region> firstLayer =
-      sp.layers() > 0 ? std::optional<Region>(Region{"Layer", 0}) : std::nullopt;
   if (first)
-    around("Pre", 0, "r.forwardPre(mb);", "embeddings", firstLayer);
+    around("Pre", 0, "r.forwardPre(mb);", "embeddings", layerIfAny(0));
   else
     step(os, "r.receiveActivations(mb);",
          fmt::format("g2g: from stage {} ({}){}", i - 1, split(plan.stages[i - 1]),
@@ -100,16 +124,16 @@ void mist::emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
                                                 percent(sp.offload.activations))
                                   : "kept in its slot for the backward");
   os << "}\n\n";
+}
 
+void StageScheduleWriter::backward() {
   os << fmt::format("// Stage {}'s backward of micro-batch mb.\n", i);
   os << fmt::format("void s{}_backward(StageRunner &r, int mb) {{\n", i);
   step(os, "r.unstashActivations(mb);",
        sp.offload.activations > 0 ? "h2d: the offloaded part comes back" : "");
   step(os, "r.clearGradients();");
-  const std::optional<Region> lastLayer =
-      sp.layers() > 0 ? std::optional<Region>(Region{"Layer", sp.layers() - 1}) : std::nullopt;
   if (last)
-    around("Post", 0, "r.backwardPost(mb);", "d loss / d x", lastLayer);
+    around("Post", 0, "r.backwardPost(mb);", "d loss / d x", layerIfAny(sp.layers() - 1));
   else
     step(os, "r.receiveGradients(mb);", fmt::format("g2g: from stage {}", i + 1));
   for (int l = sp.layers() - 1; l >= 0; --l) {
@@ -137,7 +161,9 @@ void mist::emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
                 ? fmt::format(" ({} of them in host memory)", percent(sp.offload.grads))
                 : ""));
   os << "}\n\n";
+}
 
+void StageScheduleWriter::optimizer() {
   os << fmt::format("// Stage {}'s optimizer, in the order the next forward reads the weights.\n",
                     i);
   if (zero1)
@@ -155,4 +181,13 @@ void mist::emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
   if (last)
     step(os, "r.optimizerStep(a, RegionKind::Post, 0);", stateWhy);
   os << "}\n\n";
+}
+
+} // namespace
+
+void mist::emitStageSchedule(const Plan &plan, int i, llvm::raw_ostream &os) {
+  StageScheduleWriter writer(plan, i, os);
+  writer.forward();
+  writer.backward();
+  writer.optimizer();
 }

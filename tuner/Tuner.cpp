@@ -52,6 +52,59 @@ std::vector<int> validTpDegrees(const ModelProfile &model, const Cluster &cluste
   return valid;
 }
 
+/// Stages differ in running pre (first) and post (last) and in how many
+/// micro-batches they hold, min(S - i, G), which only shifts the peak by
+/// whole micro-batches of activations: each (first, last) class is scored
+/// once and the fit is checked per position.
+struct PositionClass {
+  bool first, last;
+  std::vector<int> positions; ///< increasing, so the last holds the fewest micro-batches
+};
+
+std::vector<PositionClass> positionClasses(int S) {
+  std::vector<PositionClass> classes;
+  for (int i = 0; i < S; ++i) {
+    bool first = i == 0, last = i == S - 1;
+    auto it = std::find_if(classes.begin(), classes.end(), [&](const PositionClass &c) {
+      return c.first == first && c.last == last;
+    });
+    if (it == classes.end())
+      it = classes.insert(classes.end(), PositionClass{first, last, {}});
+    it->positions.push_back(i);
+  }
+  return classes;
+}
+
+/// The stages buildTable scores together: one mesh size, layer count and
+/// position class of an S-stage pipeline at this G.
+struct StageSlot {
+  int S, G;
+  int gpus;                 ///< of each stage's mesh
+  std::pair<int, int> mesh; ///< nodes, GPUs per node
+  int layers;
+  const PositionClass &cls;
+  int fewest; ///< micro-batches held at the class's last position, where it is scored
+};
+
+/// One scored context of a slot: a tp with the dp and micro-batch it gives.
+struct ScoredContext {
+  int tp, microBatch, dp;
+  double outputBytes, gradInBytes; ///< sent to the next / previous stage per micro-batch
+  const StrategyBatch *batch;
+  std::vector<StrategyResult> results;
+};
+
+/// Buffers a slot's frontiers are built in, kept across slots.
+struct FrontierScratch {
+  FrontierBuilder whole, group;
+  std::vector<std::pair<size_t, size_t>> owner; ///< point index -> (scored, strategy)
+};
+
+/// Whether stage i's activations go to the next stage between nodes.
+bool crossesNodesAfter(const Cluster &cluster, bool uniform, int gpus, int i) {
+  return uniform ? p2pCrossesNodes(cluster, i * gpus, (i + 1) * gpus, gpus) : cluster.nodes > 1;
+}
+
 class Tuner {
 public:
   Tuner(const ModelProfile &model, const Cluster &cluster, int64_t B, const TunerOptions &opts,
@@ -101,6 +154,14 @@ private:
   /// nodes assumed wherever the cluster has several). `onlyTp` > 0
   /// restricts tp to one value.
   void buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp, StageTable &table);
+  /// Scores the slot's strategies at every tp it allows into `scored`.
+  void scoreSlot(const StageSlot &slot, int onlyTp, std::vector<ScoredContext> &scored);
+  /// The sampled frontier of position i of the slot, whose neighbours are
+  /// on other nodes or not as crossPrev and crossNext say, as candidates.
+  std::vector<StageCandidate> positionCandidates(const StageSlot &slot,
+                                                 const std::vector<ScoredContext> &scored, int i,
+                                                 bool crossPrev, bool crossNext,
+                                                 FrontierScratch &scratch);
   /// Solves the MILP for a table and keeps the plan when it is the best so far.
   void consider(int S, int G, const StageTable &table, int totalGpus);
   /// Whether some stage of `gpus` GPUs can split the batch at this G.
@@ -132,139 +193,37 @@ private:
 };
 
 void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp, StageTable &table) {
-  const double usable = cluster.usableBytes(), hostUsable = cluster.hostBytesPerGpu();
   const int gpus = cluster.totalGpus();
   const bool uniform = sizes.size() == 1;
   table.assign(S, {});
-  // Stages differ in running pre (first) and post (last) and in how many
-  // micro-batches they hold, min(S - i, G), which only shifts the peak by
-  // whole micro-batches of activations: each (first, last) class is scored
-  // once and the fit is checked per position.
-  struct PositionClass {
-    bool first, last;
-    std::vector<int> positions; ///< increasing, so the last holds the fewest micro-batches
-  };
-  std::vector<PositionClass> classes;
-  for (int i = 0; i < S; ++i) {
-    bool first = i == 0, last = i == S - 1;
-    auto it = std::find_if(classes.begin(), classes.end(), [&](const PositionClass &c) {
-      return c.first == first && c.last == last;
-    });
-    if (it == classes.end())
-      it = classes.insert(classes.end(), PositionClass{first, last, {}});
-    it->positions.push_back(i);
-  }
-
-  // One scored context per tp of the class.
-  struct Scored {
-    int tp, microBatch, dp;
-    double outputBytes, gradInBytes; ///< sent to the next / previous stage per micro-batch
-    const StrategyBatch *batch;
-    std::vector<StrategyResult> results;
-  };
-  std::vector<Scored> scored;
-  FrontierBuilder whole, group;
-  std::vector<std::pair<size_t, size_t>> owner; ///< point index -> (scored, strategy)
+  const std::vector<PositionClass> classes = positionClasses(S);
+  std::vector<ScoredContext> scored;
+  FrontierScratch scratch;
   for (int g : sizes) {
     auto mesh = meshOf(g, cluster.gpusPerNode);
     if (!mesh)
       continue;
-    // Whether stage i's activations go to the next stage between nodes.
-    auto crossesAfter = [&](int i) {
-      return uniform ? p2pCrossesNodes(cluster, i * g, (i + 1) * g, g) : cluster.nodes > 1;
-    };
     for (int l :
          opts.space.layerOptionsForShare(model.numLayers, S, uniform ? 1 : g, uniform ? S : gpus)) {
       for (const PositionClass &cls : classes) {
         // Scored at the position holding the fewest micro-batches; the others
         // need perInflightBytes more per extra micro-batch.
-        const int fewest = std::min(S - cls.positions.back(), G);
-        scored.clear();
-        for (int tp : validTp) {
-          if (g % tp || (onlyTp > 0 && tp != onlyTp))
-            continue;
-          int dp = g / tp;
-          if (B % (int64_t(G) * dp) != 0)
-            continue;
-          int b = static_cast<int>(B / (int64_t(G) * dp));
-          StageContext ctx;
-          ctx.layers = l;
-          ctx.microBatch = b;
-          ctx.dp = dp;
-          ctx.tp = tp;
-          ctx.meshNodes = mesh->first;
-          ctx.meshGpusPerNode = mesh->second;
-          ctx.first = cls.first;
-          ctx.last = cls.last;
-          ctx.inflight = fewest;
-          ctx.gradAccum = G;
-          const StageNumbers &n = numbers(b, tp);
-          StageEvaluator eval(n, cluster, ctx);
-          const StrategyBatch &batch = strategies(l, dp);
-          Scored &sc = scored.emplace_back();
-          sc.tp = tp;
-          sc.microBatch = b;
-          sc.dp = dp;
-          sc.outputBytes = n.layer.output;
-          sc.gradInBytes = n.layer.gradIn;
-          sc.batch = &batch;
-          sc.results.resize(batch.size());
-          eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
-          stats.evaluations += batch.size();
-          ++stats.contexts;
-          for (const StrategyResult &r : sc.results) {
-            smallestPeak = std::min(smallestPeak, r.peakBytes);
-            if (r.peakBytes <= usable && r.hostBytes > hostUsable) {
-              hostBound = true;
-              smallestHost = std::min(smallestHost, r.hostBytes);
-            }
-          }
-        }
+        const StageSlot slot{S, G, g, *mesh, l, cls, std::min(S - cls.positions.back(), G)};
+        scoreSlot(slot, onlyTp, scored);
         // Positions holding as many micro-batches, with their neighbours on
         // the same nodes or not alike, share a frontier.
         std::map<std::tuple<int, bool, bool>, std::vector<StageCandidate>> byPosition;
         for (int i : cls.positions) {
           const int inflight = std::min(S - i, G);
-          const bool crossPrev = i > 0 && crossesAfter(i - 1),
-                     crossNext = i + 1 < S && crossesAfter(i);
+          const bool crossPrev = i > 0 && crossesNodesAfter(cluster, uniform, g, i - 1),
+                     crossNext = i + 1 < S && crossesNodesAfter(cluster, uniform, g, i);
           auto key = std::make_tuple(inflight, crossPrev, crossNext);
           auto it = byPosition.find(key);
-          if (it == byPosition.end()) {
-            whole.clear();
-            owner.clear();
-            for (size_t c = 0; c < scored.size(); ++c) {
-              const Scored &sc = scored[c];
-              const StrategyBatch &batch = *sc.batch;
-              const double p2p = (i + 1 < S ? p2pSeconds(cluster, crossNext, sc.outputBytes) : 0) +
-                                 (i > 0 ? p2pSeconds(cluster, crossPrev, sc.gradInBytes) : 0);
-              // The frontier of the union is the frontier of the groups'
-              // frontiers; groups are small, so most points die cheaply there.
-              for (size_t gi = 0; gi < batch.numGroups(); ++gi) {
-                group.clear();
-                const size_t begin = batch.groupStart(gi), end = batch.groupStart(gi + 1);
-                for (size_t s = begin; s < end; ++s) {
-                  const StrategyResult &r = sc.results[s];
-                  const int extra = inflight - fewest;
-                  if (r.fits && r.peakBytes + extra * r.perInflightBytes <= usable &&
-                      r.hostBytes + extra * r.hostPerInflightBytes <= hostUsable)
-                    group.insert({r.t + p2p, r.d / G, owner.size() + (s - begin)});
-                }
-                for (const ParetoPoint &p : group.frontier())
-                  whole.insert(p);
-                for (size_t s = begin; s < end; ++s)
-                  owner.push_back({c, s});
-              }
-            }
-            std::vector<StageCandidate> kept;
-            for (const ParetoPoint &p : sampleFrontier(whole.frontier(), opts.paretoLimit)) {
-              const Scored &sc = scored[owner[p.index].first];
-              const StrategyBatch::Item &item = (*sc.batch)[owner[p.index].second];
-              configs.push_back({l, item.ckpt, sc.microBatch, sc.dp, sc.tp, mesh->first,
-                                 mesh->second, item.zero, item.offload});
-              kept.push_back({p.t, p.dPerG * G, configs.size() - 1, g});
-            }
-            it = byPosition.emplace(key, std::move(kept)).first;
-          }
+          if (it == byPosition.end())
+            it = byPosition
+                     .emplace(key,
+                              positionCandidates(slot, scored, i, crossPrev, crossNext, scratch))
+                     .first;
           std::vector<StageCandidate> &cands = table[i][l];
           cands.insert(cands.end(), it->second.begin(), it->second.end());
         }
@@ -275,6 +234,93 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp, 
   for (auto &byLayers : table)
     for (auto it = byLayers.begin(); it != byLayers.end();)
       it = it->second.empty() ? byLayers.erase(it) : std::next(it);
+}
+
+void Tuner::scoreSlot(const StageSlot &slot, int onlyTp, std::vector<ScoredContext> &scored) {
+  const double usable = cluster.usableBytes(), hostUsable = cluster.hostBytesPerGpu();
+  scored.clear();
+  for (int tp : validTp) {
+    if (slot.gpus % tp || (onlyTp > 0 && tp != onlyTp))
+      continue;
+    int dp = slot.gpus / tp;
+    if (B % (int64_t(slot.G) * dp) != 0)
+      continue;
+    int b = static_cast<int>(B / (int64_t(slot.G) * dp));
+    StageContext ctx;
+    ctx.layers = slot.layers;
+    ctx.microBatch = b;
+    ctx.dp = dp;
+    ctx.tp = tp;
+    ctx.meshNodes = slot.mesh.first;
+    ctx.meshGpusPerNode = slot.mesh.second;
+    ctx.first = slot.cls.first;
+    ctx.last = slot.cls.last;
+    ctx.inflight = slot.fewest;
+    ctx.gradAccum = slot.G;
+    const StageNumbers &n = numbers(b, tp);
+    StageEvaluator eval(n, cluster, ctx);
+    const StrategyBatch &batch = strategies(slot.layers, dp);
+    ScoredContext &sc = scored.emplace_back();
+    sc.tp = tp;
+    sc.microBatch = b;
+    sc.dp = dp;
+    sc.outputBytes = n.layer.output;
+    sc.gradInBytes = n.layer.gradIn;
+    sc.batch = &batch;
+    sc.results.resize(batch.size());
+    eval.evaluate(batch, sc.results, /*timesOfFitsOnly=*/true);
+    stats.evaluations += batch.size();
+    ++stats.contexts;
+    for (const StrategyResult &r : sc.results) {
+      smallestPeak = std::min(smallestPeak, r.peakBytes);
+      if (r.peakBytes <= usable && r.hostBytes > hostUsable) {
+        hostBound = true;
+        smallestHost = std::min(smallestHost, r.hostBytes);
+      }
+    }
+  }
+}
+
+std::vector<StageCandidate> Tuner::positionCandidates(const StageSlot &slot,
+                                                      const std::vector<ScoredContext> &scored,
+                                                      int i, bool crossPrev, bool crossNext,
+                                                      FrontierScratch &scratch) {
+  const double usable = cluster.usableBytes(), hostUsable = cluster.hostBytesPerGpu();
+  const int S = slot.S, G = slot.G;
+  const int extra = std::min(S - i, G) - slot.fewest; // micro-batches held beyond the scored
+  scratch.whole.clear();
+  scratch.owner.clear();
+  for (size_t c = 0; c < scored.size(); ++c) {
+    const ScoredContext &sc = scored[c];
+    const StrategyBatch &batch = *sc.batch;
+    const double p2p = (i + 1 < S ? p2pSeconds(cluster, crossNext, sc.outputBytes) : 0) +
+                       (i > 0 ? p2pSeconds(cluster, crossPrev, sc.gradInBytes) : 0);
+    // The frontier of the union is the frontier of the groups'
+    // frontiers; groups are small, so most points die cheaply there.
+    for (size_t gi = 0; gi < batch.numGroups(); ++gi) {
+      scratch.group.clear();
+      const size_t begin = batch.groupStart(gi), end = batch.groupStart(gi + 1);
+      for (size_t s = begin; s < end; ++s) {
+        const StrategyResult &r = sc.results[s];
+        if (r.fits && r.peakBytes + extra * r.perInflightBytes <= usable &&
+            r.hostBytes + extra * r.hostPerInflightBytes <= hostUsable)
+          scratch.group.insert({r.t + p2p, r.d / G, scratch.owner.size() + (s - begin)});
+      }
+      for (const ParetoPoint &p : scratch.group.frontier())
+        scratch.whole.insert(p);
+      for (size_t s = begin; s < end; ++s)
+        scratch.owner.push_back({c, s});
+    }
+  }
+  std::vector<StageCandidate> kept;
+  for (const ParetoPoint &p : sampleFrontier(scratch.whole.frontier(), opts.paretoLimit)) {
+    const ScoredContext &sc = scored[scratch.owner[p.index].first];
+    const StrategyBatch::Item &item = (*sc.batch)[scratch.owner[p.index].second];
+    configs.push_back({slot.layers, item.ckpt, sc.microBatch, sc.dp, sc.tp, slot.mesh.first,
+                       slot.mesh.second, item.zero, item.offload});
+    kept.push_back({p.t, p.dPerG * G, configs.size() - 1, slot.gpus});
+  }
+  return kept;
 }
 
 void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {

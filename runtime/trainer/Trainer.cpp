@@ -152,6 +152,140 @@ void reportStagePeaks(const RankLayout &layout, Communicator &world) {
     std::printf("mistrt: peak device memory by stage (its largest rank): %s\n", peaks.c_str());
 }
 
+/// The token file and the sampler over it of a run with --data: every rank
+/// of the first and last stages reads its own rows; the others read none.
+/// The sampler reads the file, so both live where the caller keeps them.
+void openTrainingData(const TrainerSpec &spec, const Options &o, const RankLayout &layout,
+                      std::optional<TokenFile> &tokenFile, std::optional<BatchSampler> &sampler) {
+  if (o.data.empty() || !(layout.isFirstStage() || layout.isLastStage()))
+    return;
+  std::string error;
+  tokenFile = TokenFile::open(o.data, error);
+  if (!tokenFile)
+    abortJob(error);
+  if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab)))
+    abortJob(*bad);
+  sampler = BatchSampler::create(
+      *tokenFile, {spec.stages[0].dp, spec.stages[0].microBatch, spec.gradAccum, spec.seqLen},
+      error);
+  if (!sampler)
+    abortJob(error);
+  if (o.shuffle)
+    sampler->shuffle(o.seed);
+}
+
+/// The groups that sum a tied weight's gradients over the first and last
+/// stages; null on ranks outside them.
+struct TiedGroups {
+  std::unique_ptr<Communicator> whole;  ///< the first and last stages' ranks
+  std::unique_ptr<Communicator> shards; ///< of those, the ranks of one tp rank
+};
+
+TiedGroups makeTiedGroups(Communicator &deviceWorld, const RankLayout &layout, int stages) {
+  TiedGroups tied;
+  const bool holdsTied = stages > 1 && (layout.isFirstStage() || layout.isLastStage());
+  tied.whole = deviceWorld.split(holdsTied ? 0 : -1, layout.myWorldRank);
+  // When both end stages split their weights over the same tp, tp rank r
+  // holds the same part of a tied weight on both: the ranks of one tp rank
+  // sum that part's gradients where they are, without the full tensor.
+  const bool tiedShardsAlign = holdsTied && layout.stages.front().tp == layout.stages.back().tp;
+  tied.shards = deviceWorld.split(tiedShardsAlign ? layout.tpRank : -1, layout.myWorldRank);
+  return tied;
+}
+
+/// One line per stage: where it runs and what its memory holds per rank.
+void printStageMemory(const RankLayout &layout, const StageSpec &stage, const StageMemory &memory,
+                      const ActivationStash &stash) {
+  if (layout.dpRank != 0 || layout.tpRank != 0)
+    return;
+  std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d, per rank: parameters and "
+              "gradient buffers %.2f MiB, saved activations of %d micro-batch%s in flight "
+              "%.2f MiB, scratch %.2f MiB\n",
+              layout.stage, stage.firstLayer, stage.firstLayer + stage.layers - 1,
+              layout.stageStart, layout.stageStart + stage.dp * stage.tp - 1,
+              double(memory.parameterBytes()) / (1 << 20), stash.slots(),
+              stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20),
+              double(memory.scratchBytes()) / (1 << 20));
+  std::fflush(stdout);
+}
+
+/// --resume: loads the checkpoint into `store` and returns the step after it.
+int resumeFromCheckpoint(const std::string &ckptPath, const TrainerSpec &spec,
+                         const StageSpec &stage, ParameterStore &store, int worldRank) {
+  const int firstStep = loadCheckpoint(ckptPath, spec, stage, store) + 1;
+  if (worldRank == 0)
+    std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
+  return firstStep;
+}
+
+/// What a rank trains with, built once before the first step.
+struct RankTraining {
+  const TrainerSpec &spec;
+  const StageSpec &stage;
+  const RankLayout &layout;
+  Communicator &world;
+  ProcessGroups &groups;
+  Streams &streams;
+  ParameterStore &store;
+  StageRunner &runner;
+};
+
+/// The figures of one step that its log line shows.
+struct StepFigures {
+  double loss, norm;
+  double seconds; ///< until the device finished the step
+};
+
+/// One step: the stage's 1F1B table, the gradient reduction, the global
+/// loss and gradient norm, and AdamW with the gradients clipped by that
+/// norm; returns when the device has finished it.
+StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
+  const TrainerSpec &spec = t.spec;
+  auto start = std::chrono::steady_clock::now();
+  t.streams.beginStep();
+  t.store.beginStep();
+  t.runner.beginStep();
+  for (const ScheduleEntry &e : t.stage.order)
+    e.forward ? t.stage.forward(t.runner, step, e.microBatch)
+              : t.stage.backward(t.runner, e.microBatch);
+  t.streams.run(StreamKind::G2G, "wait for sends", [&] { t.groups.pipeline().waitSends(); });
+  t.runner.finishStep(step);
+  t.store.reduceGradients();
+  // The mean loss over the step's sequences, and the global gradient norm:
+  // one sum over the world each, every value counted by one rank.
+  const bool reportsLoss = t.layout.isLastStage() && t.layout.tpRank == 0;
+  const double loss = t.world.allReduceSumDouble(reportsLoss ? t.runner.lossSum() : 0) /
+                      (double(spec.gradAccum) * t.layout.stages.back().dp);
+  // Every gradient comes from the last stage's losses: the mean over its
+  // G x dp micro-batch losses, whatever this stage's dp.
+  const double scaleBack = 1.0 / (double(spec.gradAccum) * t.layout.stages.back().dp);
+  const double norm = std::sqrt(t.world.allReduceSumDouble(t.store.normSquaredShare())) * scaleBack;
+  if (!std::isfinite(norm))
+    abortJob("non-finite gradient norm at step " + std::to_string(step));
+  const float scale = float(scaleBack) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
+  t.store.beginOptimizerStep();
+  t.stage.optimizer(t.runner,
+                    {stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
+  t.store.endOptimizerStep();
+  t.streams.synchronize(); // the step's time is the device's
+  return {loss, norm,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+/// --trace: the stage leaders' timelines of the last step, in one file.
+void writeTraceIfAsked(const Options &o, const TrainerSpec &spec, const RankLayout &layout,
+                       Communicator &world, const Streams &streams) {
+  if (o.trace.empty())
+    return;
+  std::vector<int> leaders;
+  for (int s = 0; s < int(spec.stages.size()); ++s)
+    leaders.push_back(layout.worldRank(s, 0, 0));
+  if (!gatherAndWriteTrace(world, leaders, streams.events(), spec.model, o.trace))
+    abortJob("cannot write the trace to " + o.trace);
+  if (layout.myWorldRank == 0)
+    std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());
+}
+
 } // namespace
 
 int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
@@ -160,7 +294,6 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   const Options o = parseOptions(argc, argv);
   const std::optional<RankLayout> layout = placeRank(spec, *world);
   const int ranks = world->size();
-  std::string error;
   // The device of this rank: ranks of one node share its GPUs in turn.
   const std::string deviceName = device::initialize(world->localRank());
   // The groups move device buffers: MPI on CPU ranks, NCCL on GPUs.
@@ -169,35 +302,14 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   const int stages = int(spec.stages.size()), worldRank = layout->myWorldRank;
   const StageSpec &stage = spec.stages[size_t(layout->stage)];
   checkOrder(stage, spec.gradAccum, layout->stage);
-  // The first and last stages' ranks, for the tied weights' gradients.
-  const bool holdsTied = stages > 1 && (layout->isFirstStage() || layout->isLastStage());
-  std::unique_ptr<Communicator> tiedGroup = deviceWorld->split(holdsTied ? 0 : -1, worldRank);
-  // When both end stages split their weights over the same tp, tp rank r
-  // holds the same part of a tied weight on both: the ranks of one tp rank
-  // sum that part's gradients where they are, without the full tensor.
-  const bool tiedShardsAlign = holdsTied && layout->stages.front().tp == layout->stages.back().tp;
-  std::unique_ptr<Communicator> tiedShardGroup =
-      deviceWorld->split(tiedShardsAlign ? layout->tpRank : -1, worldRank);
+  const TiedGroups tied = makeTiedGroups(*deviceWorld, *layout, stages);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
   prepareCheckpointFolder(o, worldRank);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
   std::optional<TokenFile> tokenFile;
   std::optional<BatchSampler> sampler;
-  if (!o.data.empty() && (layout->isFirstStage() || layout->isLastStage())) {
-    tokenFile = TokenFile::open(o.data, error);
-    if (!tokenFile)
-      abortJob(error);
-    if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab)))
-      abortJob(*bad);
-    sampler = BatchSampler::create(
-        *tokenFile, {spec.stages[0].dp, spec.stages[0].microBatch, spec.gradAccum, spec.seqLen},
-        error);
-    if (!sampler)
-      abortJob(error);
-    if (o.shuffle)
-      sampler->shuffle(o.seed);
-  }
+  openTrainingData(spec, o, *layout, tokenFile, sampler);
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
   Streams streams;
@@ -205,30 +317,16 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   OffloadEngine offload;
   ParameterStore store(
       stage, memory.global(), memory.layers(),
-      {groups.tp(), groups.dp(), tiedGroup.get(), tiedShardGroup.get(), layout->isFirstStage()},
+      {groups.tp(), groups.dp(), tied.whole.get(), tied.shards.get(), layout->isFirstStage()},
       offload, streams);
   store.initialize(o.seed);
-  int firstStep = 1;
   const std::string ckptPath = o.ckptDir + "/latest.safetensors";
-  if (o.resume) {
-    firstStep = loadCheckpoint(ckptPath, spec, stage, store) + 1;
-    if (worldRank == 0)
-      std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
-  }
+  const int firstStep =
+      o.resume ? resumeFromCheckpoint(ckptPath, spec, stage, store, worldRank) : 1;
   store.settle();
   ActivationStash stash(stage, memory, offload, streams);
   streams.synchronize();
-  if (layout->dpRank == 0 && layout->tpRank == 0) { // one line per stage
-    std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d, per rank: parameters and "
-                "gradient buffers %.2f MiB, saved activations of %d micro-batch%s in flight "
-                "%.2f MiB, scratch %.2f MiB\n",
-                layout->stage, stage.firstLayer, stage.firstLayer + stage.layers - 1,
-                layout->stageStart, layout->stageStart + stage.dp * stage.tp - 1,
-                double(memory.parameterBytes()) / (1 << 20), stash.slots(),
-                stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20),
-                double(memory.scratchBytes()) / (1 << 20));
-    std::fflush(stdout);
-  }
+  printStageMemory(*layout, stage, memory, stash);
   StageRunner runner(spec, groups, tpContext, memory, store, stash, streams,
                      sampler ? &*sampler : nullptr);
   const int64_t samplesPerStep =
@@ -246,43 +344,13 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                             : "read in file order");
     describeUtilization(spec, deviceName);
   }
-  std::vector<int> leaders;
-  for (int s = 0; s < stages; ++s)
-    leaders.push_back(layout->worldRank(s, 0, 0));
+  const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};
   for (int step = firstStep; step <= o.steps; ++step) {
-    auto start = std::chrono::steady_clock::now();
-    streams.beginStep();
-    store.beginStep();
-    runner.beginStep();
-    for (const ScheduleEntry &e : stage.order)
-      e.forward ? stage.forward(runner, step, e.microBatch) : stage.backward(runner, e.microBatch);
-    streams.run(StreamKind::G2G, "wait for sends", [&] { groups.pipeline().waitSends(); });
-    runner.finishStep(step);
-    store.reduceGradients();
-    // The mean loss over the step's sequences, and the global gradient norm:
-    // one sum over the world each, every value counted by one rank.
-    const bool reportsLoss = layout->isLastStage() && layout->tpRank == 0;
-    const double loss = world->allReduceSumDouble(reportsLoss ? runner.lossSum() : 0) /
-                        (double(spec.gradAccum) * layout->stages.back().dp);
-    // Every gradient comes from the last stage's losses: the mean over its
-    // G x dp micro-batch losses, whatever this stage's dp.
-    const double scaleBack = 1.0 / (double(spec.gradAccum) * layout->stages.back().dp);
-    const double norm = std::sqrt(world->allReduceSumDouble(store.normSquaredShare())) * scaleBack;
-    if (!std::isfinite(norm))
-      abortJob("non-finite gradient norm at step " + std::to_string(step));
     const float stepLr = learningRate(lr, step, spec.warmupSteps, o.steps);
-    const float scale =
-        float(scaleBack) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
-    store.beginOptimizerStep();
-    stage.optimizer(runner,
-                    {stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
-    store.endOptimizerStep();
-    streams.synchronize(); // the step's time is the device's
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const StepFigures f = trainStep(training, step, stepLr);
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
-      logStep(spec, utilizationPeakTflops(spec, deviceName), step, loss, norm, stepLr,
-              samplesPerStep, ranks, seconds, offload);
+      logStep(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
+              samplesPerStep, ranks, f.seconds, offload);
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
       saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed);
@@ -293,12 +361,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     }
   }
   reportStagePeaks(*layout, *world);
-  if (!o.trace.empty()) {
-    if (!gatherAndWriteTrace(*world, leaders, streams.events(), spec.model, o.trace))
-      abortJob("cannot write the trace to " + o.trace);
-    if (worldRank == 0)
-      std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());
-  }
+  writeTraceIfAsked(o, spec, *layout, *world, streams);
   return 0;
 }
 

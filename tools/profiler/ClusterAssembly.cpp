@@ -158,13 +158,44 @@ void assignPeak(const PeakFigure &f, bool haveBase, const std::string &basePath,
 
 } // namespace
 
-bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> &base,
-                     const ProfilerOptions &opts, AssembledCluster &out, std::string &error) {
-  ClusterFigures c = base ? *base : ClusterFigures{};
-  Sources src;
-  const std::string basePath = opts.basePath.empty() ? "the base" : opts.basePath;
-  std::vector<std::string> &warn = out.warnings;
+namespace {
 
+/// Fills a cluster's figures section by section, recording where each came
+/// from; the sections run in the order the header comment lists them.
+class ClusterAssembler {
+public:
+  ClusterAssembler(const Measurements &m, const std::optional<ClusterFigures> &base,
+                   const ProfilerOptions &opts, std::vector<std::string> &warn)
+      : m(m), base(base), opts(opts), warn(warn), c(base ? *base : ClusterFigures{}),
+        basePath(opts.basePath.empty() ? "the base" : opts.basePath) {}
+
+  void shape();
+  void device();
+  void measuredOps();
+  void collectives();
+  void p2p();
+  void host();
+  /// The header comment: who measured what, then the source table.
+  std::vector<std::string> comment() const;
+
+  ClusterFigures &figures() { return c; }
+
+private:
+  /// p2p.*: flag, measured, base, default.
+  void link(const char *field, const std::optional<double> &flag, const char *flagName,
+            double measured, const std::string &how, double baseValue, double dflt, double &dst);
+
+  const Measurements &m;
+  const std::optional<ClusterFigures> &base;
+  const ProfilerOptions &opts;
+  std::vector<std::string> &warn;
+  ClusterFigures c;
+  Sources src;
+  const std::string basePath;
+};
+
+/// The name and the node shape.
+void ClusterAssembler::shape() {
   if (!opts.name.empty()) {
     c.name = opts.name;
     src.add("name", 'F', "--name");
@@ -185,7 +216,10 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
           : gs == 'B' ? basePath
                       : "one GPU");
   src.add("tp_across_nodes", base ? 'B' : 'D', base ? basePath : "false");
+}
 
+/// The device: name, memory, and the compute and memory peaks.
+void ClusterAssembler::device() {
   c.deviceName = m.deviceName;
   src.add("device.name", 'M', m.deviceNameWhat);
   if (opts.memoryGiB) {
@@ -213,99 +247,102 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
               "GB/s (read + write)", opts.peakMemGBs, m.d2dGBs, m.copyWhat + " of " + m.d2dWhat,
               "0.8"},
              base.has_value(), basePath, c.memBandwidthGBs, c.memEfficiency, src, warn);
+}
 
-  // Measured ops: this run's, then the base's entries this run did not measure.
-  {
-    std::map<std::pair<std::string, std::string>, double> table;
-    size_t kept = 0;
-    for (const MeasuredOpFigure &o : m.ops)
-      table[{o.op, o.shape}] = o.seconds;
-    if (base)
-      for (const MeasuredOpFigure &o : base->measured)
-        if (table.emplace(std::pair{o.op, o.shape}, o.seconds).second)
-          ++kept;
-    c.measured.clear();
-    for (const auto &[key, s] : table)
-      c.measured.push_back({key.first, key.second, s});
-    if (m.opsListed > 0)
-      src.add("device.measured", 'M',
-              std::to_string(m.ops.size()) + " of the " + std::to_string(m.opsListed) +
-                  " ops of --shapes " + opts.shapesPath + ", " + m.opsHow);
+/// Measured ops: this run's, then the base's entries this run did not measure.
+void ClusterAssembler::measuredOps() {
+  std::map<std::pair<std::string, std::string>, double> table;
+  size_t kept = 0;
+  for (const MeasuredOpFigure &o : m.ops)
+    table[{o.op, o.shape}] = o.seconds;
+  if (base)
+    for (const MeasuredOpFigure &o : base->measured)
+      if (table.emplace(std::pair{o.op, o.shape}, o.seconds).second)
+        ++kept;
+  c.measured.clear();
+  for (const auto &[key, s] : table)
+    c.measured.push_back({key.first, key.second, s});
+  if (m.opsListed > 0)
+    src.add("device.measured", 'M',
+            std::to_string(m.ops.size()) + " of the " + std::to_string(m.opsListed) +
+                " ops of --shapes " + opts.shapesPath + ", " + m.opsHow);
+  else
+    src.add("device.measured", kept ? 'B' : 'D', kept ? basePath : "none (no --shapes)");
+  if (kept && m.opsListed > 0)
+    src.add("device.measured", 'B', std::to_string(kept) + " more entries from " + basePath);
+  if (!m.notTimed.empty())
+    src.add("device.measured", 'D',
+            std::to_string(m.notTimed.size()) + " not timed, left to the roofline:");
+  // One line per op and reason, with the number of shapes.
+  std::vector<std::pair<std::pair<std::string, std::string>, int>> groups;
+  for (const NotTimedOp &n : m.notTimed) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto &g) { return g.first == std::pair(n.op, n.why); });
+    if (it == groups.end())
+      groups.push_back({{n.op, n.why}, 1});
     else
-      src.add("device.measured", kept ? 'B' : 'D', kept ? basePath : "none (no --shapes)");
-    if (kept && m.opsListed > 0)
-      src.add("device.measured", 'B', std::to_string(kept) + " more entries from " + basePath);
-    if (!m.notTimed.empty())
-      src.add("device.measured", 'D',
-              std::to_string(m.notTimed.size()) + " not timed, left to the roofline:");
-    // One line per op and reason, with the number of shapes.
-    std::vector<std::pair<std::pair<std::string, std::string>, int>> groups;
-    for (const NotTimedOp &n : m.notTimed) {
-      auto it = std::find_if(groups.begin(), groups.end(),
-                             [&](const auto &g) { return g.first == std::pair(n.op, n.why); });
-      if (it == groups.end())
-        groups.push_back({{n.op, n.why}, 1});
-      else
-        ++it->second;
-    }
-    for (const auto &[key, count] : groups)
-      src.add("", ' ',
-              "  " + key.first + " (" + std::to_string(count) + " shape" + (count > 1 ? "s" : "") +
-                  "): " + key.second);
+      ++it->second;
   }
+  for (const auto &[key, count] : groups)
+    src.add("", ' ',
+            "  " + key.first + " (" + std::to_string(count) + " shape" + (count > 1 ? "s" : "") +
+                "): " + key.second);
+}
 
-  // Collectives: the base's table with this run's entries in place of the same shapes.
-  {
-    for (const CollectiveFigure &e : m.collectives) {
-      auto it = std::find_if(c.collectives.begin(), c.collectives.end(), [&](const auto &x) {
-        return x.nodes == e.nodes && x.gpusPerNode == e.gpusPerNode;
-      });
-      if (it != c.collectives.end())
-        *it = e;
-      else
-        c.collectives.push_back(e);
-    }
-    size_t before = c.collectives.size();
-    c.collectives.erase(
-        std::remove_if(c.collectives.begin(), c.collectives.end(),
-                       [&](const CollectiveFigure &e) { return e.gpusPerNode > c.gpusPerNode; }),
-        c.collectives.end());
-    std::stable_sort(c.collectives.begin(), c.collectives.end(), [](const auto &a, const auto &b) {
-      return std::pair(a.nodes, a.gpusPerNode) < std::pair(b.nodes, b.gpusPerNode);
+/// Collectives: the base's table with this run's entries in place of the same shapes.
+void ClusterAssembler::collectives() {
+  for (const CollectiveFigure &e : m.collectives) {
+    auto it = std::find_if(c.collectives.begin(), c.collectives.end(), [&](const auto &x) {
+      return x.nodes == e.nodes && x.gpusPerNode == e.gpusPerNode;
     });
-    if (!m.collectives.empty()) {
-      std::string shapes;
-      for (const CollectiveFigure &e : m.collectives)
-        shapes += (shapes.empty() ? "" : ", ") + std::to_string(e.nodes) + "x" +
-                  std::to_string(e.gpusPerNode);
-      src.add("collectives", 'M', shapes + ": " + m.collectivesHow);
-    }
-    if (base && c.collectives.size() > m.collectives.size())
-      src.add("collectives", 'B', (m.collectives.empty() ? "" : "the other entries: ") + basePath);
-    if (c.collectives.size() < before)
-      warn.push_back("dropped collective entries with more GPUs per node than gpus_per_node");
-    if (m.collectives.empty() && !m.ncclSkipped.empty())
-      src.add("collectives", ' ', "not measured: " + m.ncclSkipped);
+    if (it != c.collectives.end())
+      *it = e;
+    else
+      c.collectives.push_back(e);
   }
+  size_t before = c.collectives.size();
+  c.collectives.erase(
+      std::remove_if(c.collectives.begin(), c.collectives.end(),
+                     [&](const CollectiveFigure &e) { return e.gpusPerNode > c.gpusPerNode; }),
+      c.collectives.end());
+  std::stable_sort(c.collectives.begin(), c.collectives.end(), [](const auto &a, const auto &b) {
+    return std::pair(a.nodes, a.gpusPerNode) < std::pair(b.nodes, b.gpusPerNode);
+  });
+  if (!m.collectives.empty()) {
+    std::string shapes;
+    for (const CollectiveFigure &e : m.collectives)
+      shapes += (shapes.empty() ? "" : ", ") + std::to_string(e.nodes) + "x" +
+                std::to_string(e.gpusPerNode);
+    src.add("collectives", 'M', shapes + ": " + m.collectivesHow);
+  }
+  if (base && c.collectives.size() > m.collectives.size())
+    src.add("collectives", 'B', (m.collectives.empty() ? "" : "the other entries: ") + basePath);
+  if (c.collectives.size() < before)
+    warn.push_back("dropped collective entries with more GPUs per node than gpus_per_node");
+  if (m.collectives.empty() && !m.ncclSkipped.empty())
+    src.add("collectives", ' ', "not measured: " + m.ncclSkipped);
+}
 
-  // p2p: flag, measured, base, default.
-  auto link = [&](const char *field, const std::optional<double> &flag, const char *flagName,
-                  double measured, const std::string &how, double baseValue, double dflt,
-                  double &dst) {
-    if (flag) {
-      dst = *flag;
-      src.add(field, 'F', flagName);
-    } else if (measured >= 0 && !how.empty()) {
-      dst = round(measured, 4);
-      src.add(field, 'M', how);
-    } else if (base) {
-      dst = baseValue;
-      src.add(field, 'B', basePath);
-    } else {
-      dst = dflt;
-      src.add(field, 'D', "placeholder " + num(dflt) + " (no measurement, flag or base)");
-    }
-  };
+void ClusterAssembler::link(const char *field, const std::optional<double> &flag,
+                            const char *flagName, double measured, const std::string &how,
+                            double baseValue, double dflt, double &dst) {
+  if (flag) {
+    dst = *flag;
+    src.add(field, 'F', flagName);
+  } else if (measured >= 0 && !how.empty()) {
+    dst = round(measured, 4);
+    src.add(field, 'M', how);
+  } else if (base) {
+    dst = baseValue;
+    src.add(field, 'B', basePath);
+  } else {
+    dst = dflt;
+    src.add(field, 'D', "placeholder " + num(dflt) + " (no measurement, flag or base)");
+  }
+}
+
+/// The point-to-point links inside and between nodes.
+void ClusterAssembler::p2p() {
   const bool p2pMeasured = m.p2pLatencyUs >= 0;
   link("p2p.intra_gbs", opts.p2pIntraGBs, "--p2p-intra-gbs", m.p2pIntraGBs,
        m.p2pIntraGBs > 0 ? m.p2pHow + " between two ranks of a node" : "",
@@ -315,8 +352,10 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
        c.p2pInterGBs);
   link("p2p.latency_us", opts.p2pLatencyUs, "--p2p-latency-us", m.p2pLatencyUs,
        p2pMeasured ? m.p2pLatencyHow : "", base ? base->p2pLatencyUs : 0, 10, c.p2pLatencyUs);
+}
 
-  // Host copies: always measured.
+/// Host copies (always measured), host memory and the interference table.
+void ClusterAssembler::host() {
   c.h2dGBs = round(m.h2dGBs, 4);
   c.d2hGBs = round(m.d2hGBs, 4);
   c.hostLatencyUs = round(m.hostLatencyUs, 3);
@@ -338,16 +377,10 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
             base && !c.interference.empty() ? basePath + " (not measured)"
                                             : "none (not measured): pure overlap");
   }
+}
 
-  std::vector<std::string> problems = checkClusterFigures(c);
-  if (!problems.empty()) {
-    error = "the measured cluster would not load: " + problems.front();
-    for (size_t i = 1; i < problems.size(); ++i)
-      error += "; " + problems[i];
-    return false;
-  }
-
-  std::vector<std::string> &h = out.comment;
+std::vector<std::string> ClusterAssembler::comment() const {
+  std::vector<std::string> h;
   h.push_back(c.name + ": measured by " + m.tool + " (tools/profiler) on " + m.host + ", " +
               m.when);
   h.push_back("device: " + m.deviceName + "; " + std::to_string(m.ranks) + " MPI rank(s) on " +
@@ -360,7 +393,31 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   h.push_back("\"Profiling a cluster\".");
   for (const std::string &line : src.lines())
     h.push_back(line);
-  out.figures = std::move(c);
+  return h;
+}
+
+} // namespace
+
+bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> &base,
+                     const ProfilerOptions &opts, AssembledCluster &out, std::string &error) {
+  ClusterAssembler assembler(m, base, opts, out.warnings);
+  assembler.shape();
+  assembler.device();
+  assembler.measuredOps();
+  assembler.collectives();
+  assembler.p2p();
+  assembler.host();
+
+  std::vector<std::string> problems = checkClusterFigures(assembler.figures());
+  if (!problems.empty()) {
+    error = "the measured cluster would not load: " + problems.front();
+    for (size_t i = 1; i < problems.size(); ++i)
+      error += "; " + problems[i];
+    return false;
+  }
+  for (const std::string &line : assembler.comment())
+    out.comment.push_back(line);
+  out.figures = std::move(assembler.figures());
   return true;
 }
 

@@ -1,0 +1,30 @@
+//===- TrainerOpCall.h - One lowered op as a call to runtime/ops ----------===//
+/// \file
+/// The line train.cu runs for one IR op: `linear(L.at(buf::y), ...);`, its
+/// buffers reached through the region function's frames and its sizes
+/// written in the model's symbols (backend/TrainerSizes).
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "backend/Lowering.h"
+#include "backend/TrainerSizes.h"
+
+#include <string>
+#include <vector>
+
+namespace mist {
+
+/// How a stage's region functions name its buffers and sizes.
+struct OpCallNaming {
+  const LoweredStage &st;
+  /// Per buffer: how a region function reaches it (`G.at(buf::x)`,
+  /// `L.ids(buf::tokens)`).
+  const std::vector<std::string> &refs;
+  TrainerSizes &sizes;
+};
+
+/// One op as a call to runtime/ops into `out`; false for an op the CPU ops
+/// lack.
+bool runtimeOpCall(const LoweredOp &op, const OpCallNaming &naming, std::string &out);
+
+} // namespace mist
