@@ -42,7 +42,8 @@ std::optional<int64_t> mist::countParameters(const Module &m) {
   auto repeat = exprToInt(m.symbols.bindAll(m.layer.repeat));
   if (!pre || !layer || !post || !repeat)
     return std::nullopt;
-  return *pre + *layer * *repeat + *post;
+  // Exact in GiNaC: nullopt (not a wrapped negative) past 64 bits.
+  return exprToInt(Expr(*pre) + Expr(*layer) * Expr(*repeat) + Expr(*post));
 }
 
 void mist::printSummary(const Module &m, llvm::raw_ostream &os) {
@@ -58,11 +59,18 @@ void mist::printSummary(const Module &m, llvm::raw_ostream &os) {
   auto pre = regionParams(m, m.pre), layer = regionParams(m, m.layer),
        post = regionParams(m, m.post);
   auto total = countParameters(m);
-  os << "  parameters: " << (total ? groupDigits(*total) : "?") << " ("
+  // Past 2^62 (a model no cluster holds) the count is not printed exactly.
+  const std::string tooMany = "more than 4,611,686,018,427,387,904";
+  const std::optional<int64_t> layersTotal =
+      layer ? exprToInt(Expr(*layer) * Expr(repeat)) : std::nullopt;
+  os << "  parameters: " << (total ? groupDigits(*total) : tooMany) << " ("
      << (total ? human(static_cast<double>(*total), "") : "?") << ")\n";
   os << "    pre    " << (pre ? groupDigits(*pre) : "?") << "\n";
   os << "    layer  " << (layer ? groupDigits(*layer) : "?") << " x " << repeat << " = "
-     << (layer ? groupDigits(*layer * repeat) : "?") << "\n";
+     << (!layer        ? "?"
+         : layersTotal ? groupDigits(*layersTotal)
+                       : tooMany)
+     << "\n";
   os << "    post   " << (post ? groupDigits(*post) : "?") << "\n";
   if (!m.layer.summary)
     return;

@@ -1,6 +1,8 @@
 //===- PlanLoader.cpp - Read a training plan ------------------------------===//
 #include "format/PlanLoader.h"
 
+#include "format/Limits.h"
+
 #include "format/YamlReader.h"
 #include <cstdint>
 
@@ -27,8 +29,8 @@ public:
     }
     m.getString("model", p.model, Need::Optional);
     m.getString("cluster", p.cluster, Need::Optional);
-    batchOk = m.getInt("global_batch", p.globalBatch, Need::Required, Range::AtLeastOne);
-    batchOk &= m.getInt("grad_accum", p.gradAccum, Need::Required, Range::AtLeastOne);
+    batchOk = m.getInt("global_batch", p.globalBatch, Need::Required, Range::Count);
+    batchOk &= m.getInt("grad_accum", p.gradAccum, Need::Required, Range::Count);
     if (auto stages = m.get("stages", Need::Required))
       parseStages(*stages, m.valueLoc("stages"));
     if (auto pred = m.get("predicted", Need::Optional))
@@ -81,9 +83,9 @@ private:
         r.error(lAt, "'layers' must be [first, last] (inclusive)");
       } else {
         rangeOk = r.toInt(range[0], r.loc(range[0], lAt), "the first layer", s.firstLayer,
-                          Range::NonNegative);
+                          Range::LayerIndex);
         rangeOk &= r.toInt(range[1], r.loc(range[1], lAt), "the last layer", s.lastLayer,
-                           Range::NonNegative);
+                           Range::LayerIndex);
         if (rangeOk && s.lastLayer < s.firstLayer) {
           r.error(lAt, "layer range [" + std::to_string(s.firstLayer) + ", " +
                            std::to_string(s.lastLayer) + "] is empty");
@@ -106,12 +108,18 @@ private:
     bool meshOk = false;
     if (auto mesh = m.get("mesh", Need::Required)) {
       YamlMap mm(r, *mesh, "mesh", {"nodes", "gpus_per_node"}, m.valueLoc("mesh"));
-      meshOk = mm.getInt("nodes", s.meshNodes, Need::Required, Range::AtLeastOne);
-      meshOk &= mm.getInt("gpus_per_node", s.meshGpusPerNode, Need::Required, Range::AtLeastOne);
+      meshOk = mm.getInt("nodes", s.meshNodes, Need::Required, Range::Count);
+      meshOk &= mm.getInt("gpus_per_node", s.meshGpusPerNode, Need::Required, Range::Count);
+      if (meshOk && int64_t(s.meshNodes) * s.meshGpusPerNode > limits::maxCount) {
+        r.error(m.valueLoc("mesh"), "the mesh's " + std::to_string(s.meshNodes) + " x " +
+                                        std::to_string(s.meshGpusPerNode) +
+                                        " GPUs are more than the 16,777,216 mistc accepts");
+        meshOk = false;
+      }
     }
-    bool mbOk = m.getInt("micro_batch", s.microBatch, Need::Required, Range::AtLeastOne);
-    bool dpOk = m.getInt("dp", s.dp, Need::Required, Range::AtLeastOne);
-    bool tpOk = m.getInt("tp", s.tp, Need::Required, Range::AtLeastOne);
+    bool mbOk = m.getInt("micro_batch", s.microBatch, Need::Required, Range::Count);
+    bool dpOk = m.getInt("dp", s.dp, Need::Required, Range::Count);
+    bool tpOk = m.getInt("tp", s.tp, Need::Required, Range::Count);
 
     if (auto zero = m.get("zero", Need::Optional)) {
       YamlMap z(r, *zero, "zero", {"weights", "grads", "optimizer"}, m.valueLoc("zero"));
@@ -133,7 +141,7 @@ private:
       o.getReal("activations", s.offload.activations, Need::Optional, Range::Ratio);
     }
 
-    // Products in 64 bits: each factor is a positive int.
+    // Products in 64 bits: two factors of at most 2^24 fit; three are checked.
     if (meshOk && dpOk && tpOk) {
       int64_t gpus = int64_t(s.meshNodes) * s.meshGpusPerNode;
       int64_t dptp = int64_t(s.dp) * s.tp;
@@ -145,13 +153,15 @@ private:
                                       std::to_string(s.meshGpusPerNode) + ")");
     }
     if (batchOk && mbOk && dpOk) {
-      int64_t batch = int64_t(s.microBatch) * s.dp * p.gradAccum;
-      if (batch != p.globalBatch)
+      int64_t batch = 0;
+      const bool overflow =
+          __builtin_mul_overflow(int64_t(s.microBatch) * s.dp, int64_t(p.gradAccum), &batch);
+      if (overflow || batch != p.globalBatch)
         r.error(m.valueLoc("micro_batch"),
                 "micro_batch (" + std::to_string(s.microBatch) + ") x dp (" + std::to_string(s.dp) +
                     ") x grad_accum (" + std::to_string(p.gradAccum) +
-                    ") = " + std::to_string(batch) + " does not match global_batch " +
-                    std::to_string(p.globalBatch));
+                    ") = " + (overflow ? "more than 2^63" : std::to_string(batch)) +
+                    " does not match global_batch " + std::to_string(p.globalBatch));
     }
     if (diag.errorCount() != before)
       return std::nullopt;

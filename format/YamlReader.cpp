@@ -1,6 +1,8 @@
 //===- YamlReader.cpp - Checked, located reads of YAML documents ----------===//
 #include "format/YamlReader.h"
 
+#include "format/Limits.h"
+
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -149,6 +151,17 @@ bool YamlReader::checkRange(double v, llvm::SMLoc at, const llvm::Twine &what, R
     break;
   case Range::AtLeastOne:
     need = v >= 1 ? nullptr : "must be at least 1";
+    break;
+  case Range::Count:
+    need = v < 1                          ? "must be at least 1"
+           : v > double(limits::maxCount) ? "must be at most 16,777,216 (mistc's limit)"
+                                          : nullptr;
+    break;
+  case Range::LayerIndex:
+    need = v < 0 ? "must not be negative"
+           : v >= double(limits::maxLayers)
+               ? "must be at most 999,999 (mistc accepts 1,000,000 layers)"
+               : nullptr;
     break;
   }
   if (!need)

@@ -27,6 +27,8 @@ enum class Range {
   Fraction,    ///< (0, 1]
   Ratio,       ///< [0, 1]
   AtLeastOne,  ///< >= 1
+  Count,       ///< [1, limits::maxCount]: GPUs, nodes, dp, tp, batches
+  LayerIndex,  ///< [0, limits::maxLayers)
 };
 
 enum class Need { Required, Optional };

@@ -2,6 +2,8 @@
 #include "frontend/IRGen.h"
 
 #include "frontend/IRGenContext.h"
+
+#include "format/Limits.h"
 #include "llvm/ADT/ScopeExit.h"
 #include <cmath>
 #include <map>
@@ -508,6 +510,13 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
   auto count = evalSize(*tmpl.repeatCount, base, "the repeat count");
   if (!count)
     return false;
+  // Bounded here so that parameter counts and the tuner's layer splits fit.
+  const Expr layers = m->symbols.bindAll(*count);
+  const std::optional<int64_t> n = exprToInt(layers);
+  if ((n && *n > limits::maxLayers) || (!n && isHugePositiveInteger(layers)))
+    return error(tmpl.repeatLoc,
+                 fmt::format("the repeat count ({}) is more than the {} layers mistc accepts",
+                             n ? groupDigits(*n) : str(layers), groupDigits(limits::maxLayers)));
   m->layer.repeat = *count;
   Env layerEnv = base;
   for (const std::string &c : carried) {

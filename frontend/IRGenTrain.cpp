@@ -1,6 +1,8 @@
 //===- IRGenTrain.cpp - The instance, its parameters and train section ----===//
 #include "frontend/IRGenContext.h"
 
+#include "format/Limits.h"
+
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
@@ -95,6 +97,11 @@ bool IRGen::evalTrain() {
         auto v = evalConstInt(*e.value, empty, k.c_str(), /*allowZero=*/k == "warmup_steps");
         if (!v)
           return false;
+        if (k != "warmup_steps" && *v > limits::maxCount)
+          return error(e.value->loc(),
+                       k + " (" + groupDigits(*v) + ") is more than the " +
+                           groupDigits(limits::maxCount) + " mistc accepts",
+                       e.value->range);
         (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
       } else if (k == "lr" || k == "grad_clip") {
         auto v = evalRealArg(*e.value, empty, k.c_str());

@@ -104,7 +104,7 @@ std::vector<int> SearchSpace::nonUniformMeshSizes(int stages, int totalGpus,
 
 std::vector<int64_t> mist::divisorsOf(int64_t n) {
   std::vector<int64_t> small, large;
-  for (int64_t d = 1; d * d <= n; ++d)
+  for (int64_t d = 1; d <= n / d; ++d) // d * d would overflow near 2^63
     if (n % d == 0) {
       small.push_back(d);
       if (d != n / d)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "MistVersion.h"
 #include "backend/Summary.h"
+#include "format/Limits.h"
 #include "frontend/Frontend.h"
 #include "ir/IRParser.h"
 #include "ir/OpSemantics.h"
@@ -127,8 +128,10 @@ cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_bat
 
 std::unique_ptr<Module> loadMist(unsigned buffer, Emit what, DiagnosticEngine &diag,
                                  llvm::raw_ostream &out, bool &astOnly) {
-  if (seqLen < 0 || globalBatch < 0) {
-    diag.error({}, "--seq-len and --global-batch must not be negative");
+  if (seqLen < 0 || globalBatch < 0 || seqLen > limits::maxCount ||
+      globalBatch > limits::maxCount) {
+    diag.error({}, "--seq-len and --global-batch must lie in [0, " + groupDigits(limits::maxCount) +
+                       "]");
     return nullptr;
   }
   FrontendOptions fo;

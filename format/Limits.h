@@ -1,0 +1,21 @@
+//===- Limits.h - The largest inputs mistc accepts ------------------------===//
+/// \file
+/// Bounds on the numbers users give (in .mist files, on the command line, in
+/// plan and cluster files), checked where they enter with a located error, so
+/// that every size and product computed from them fits in 64 bits and every
+/// search over them ends. README, "Limits", lists them.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include <cstdint>
+
+namespace mist::limits {
+
+/// Layers of a model (the repeat count) and so layer indices of a plan.
+constexpr int64_t maxLayers = 1'000'000;
+/// GPUs, nodes, GPUs per node, dp, tp, micro-batch, gradient accumulation,
+/// global batch and sequence length: 2^24 each. The product of any three
+/// fits in 64 bits' 2^63 only with a check, which the loaders do.
+constexpr int64_t maxCount = int64_t(1) << 24;
+
+} // namespace mist::limits
