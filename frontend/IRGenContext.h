@@ -79,6 +79,10 @@ private:
 
   const InstanceDecl *pickInstance();
   bool evalTrain();
+  /// One `key = value` of the train section; `seq_len` goes to `seqLen`.
+  bool evalTrainEntry(const TrainEntry &e, int64_t &seqLen);
+  bool evalOptimizer(const ExprAST &v);
+  bool evalOptimizerSetting(const CallArg &a);
   /// A train section's `cluster = "..."`: a relative YAML path resolved against the
   /// folder of the .mist file at `where`; a preset name as it is.
   std::string clusterRelativeTo(const std::string &cluster, llvm::SMLoc where) const;

@@ -82,107 +82,125 @@ std::string IRGen::clusterRelativeTo(const std::string &cluster, llvm::SMLoc whe
   return std::string(resolved);
 }
 
+bool IRGen::evalOptimizerSetting(const CallArg &a) {
+  TrainConfig &t = m->train;
+  Env empty;
+  if (a.name.empty())
+    return error(a.value->loc(), "optimizer arguments must be named");
+  if (a.name == "betas") {
+    auto *tup = llvm::dyn_cast<TupleExpr>(a.value.get());
+    if (!tup || tup->elements.size() != 2)
+      return error(a.value->loc(), "betas must be a pair such as (0.9, 0.95)", a.value->range);
+    auto b1 = evalRealArg(*tup->elements[0], empty, "beta1");
+    auto b2 = b1 ? evalRealArg(*tup->elements[1], empty, "beta2") : std::nullopt;
+    if (!b2)
+      return false;
+    if (*b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
+      return error(a.value->loc(), "betas must lie in [0, 1)", a.value->range);
+    t.beta1 = *b1;
+    t.beta2 = *b2;
+    return true;
+  }
+  double *slot = a.name == "lr"                               ? &t.lr
+                 : a.name == "weight_decay" || a.name == "wd" ? &t.weightDecay
+                 : a.name == "eps"                            ? &t.eps
+                                                              : nullptr;
+  if (!slot)
+    return error(a.nameRange.Start,
+                 "unknown optimizer setting '" + a.name +
+                     "' (expected lr, betas, weight_decay, eps)",
+                 a.nameRange);
+  auto r = evalRealArg(*a.value, empty, a.name.c_str());
+  if (!r)
+    return false;
+  if (*r < 0 || (a.name != "weight_decay" && a.name != "wd" && *r == 0))
+    return error(a.value->loc(), a.name + " must be positive", a.value->range);
+  *slot = *r;
+  return true;
+}
+
+bool IRGen::evalOptimizer(const ExprAST &v) {
+  std::string name;
+  const CallExpr *call = llvm::dyn_cast<CallExpr>(&v);
+  if (call)
+    name = call->callee;
+  else if (auto *id = llvm::dyn_cast<IdentExpr>(&v))
+    name = id->name;
+  if (name != "adamw" && name != "sgd")
+    return error(v.loc(), "unknown optimizer; expected adamw(...) or sgd(...)", v.range);
+  m->train.optimizer = name;
+  if (call)
+    for (const CallArg &a : call->args)
+      if (!evalOptimizerSetting(a))
+        return false;
+  return true;
+}
+
+bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
+  TrainConfig &t = m->train;
+  Env empty;
+  const std::string &k = e.key;
+  if (k == "global_batch" || k == "seq_len" || k == "warmup_steps") {
+    // No warmup is a valid schedule; a batch or sequence of 0 is not.
+    auto v = evalConstInt(*e.value, empty, k.c_str(), /*allowZero=*/k == "warmup_steps");
+    if (!v)
+      return false;
+    if (k != "warmup_steps" && *v > limits::maxCount)
+      return error(e.value->loc(),
+                   k + " (" + groupDigits(*v) + ") is more than the " +
+                       groupDigits(limits::maxCount) + " mistc accepts",
+                   e.value->range);
+    (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
+  } else if (k == "lr" || k == "grad_clip") {
+    auto v = evalRealArg(*e.value, empty, k.c_str());
+    if (!v)
+      return false;
+    if (!(*v > 0))
+      return error(e.value->loc(), k + " must be positive", e.value->range);
+    (k == "lr" ? t.lr : t.gradClip) = *v;
+  } else if (k == "dtype" || k == "master_dtype" || k == "grad_dtype") {
+    auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());
+    auto dt = id ? parseDType(id->name) : std::nullopt;
+    if (!dt || *dt == DType::I32 || *dt == DType::U8)
+      return error(e.value->loc(), k + " must be one of bf16, f16, f32", e.value->range);
+    if (k == "grad_dtype")
+      t.gradDtype = *dt;
+    else
+      (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
+  } else if (k == "cluster") {
+    auto *str = llvm::dyn_cast<StringExpr>(e.value.get());
+    if (!str || str->value.empty())
+      return error(e.value->loc(),
+                   "cluster must be a preset name or a YAML file in quotes, such as "
+                   "cluster = \"a100-40g\"",
+                   e.value->range);
+    t.cluster = clusterRelativeTo(str->value, e.value->loc());
+    t.clusterLoc = e.value->loc();
+  } else if (k == "optimizer") {
+    return evalOptimizer(*e.value);
+  } else {
+    return error(e.keyRange.Start,
+                 "unknown train setting '" + k +
+                     "' (expected global_batch, seq_len, optimizer, lr, "
+                     "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype, cluster)",
+                 e.keyRange);
+  }
+  return true;
+}
+
 bool IRGen::evalTrain() {
   TrainConfig &t = m->train;
   int64_t seqLen = 0;
-  Env empty;
   inTrain = true;
   auto leaveTrain = llvm::make_scope_exit([&] { inTrain = false; });
   const TrainEntry *gradDtypeEntry = nullptr;
-  if (const TrainDecl *td = prog.train) {
+  if (const TrainDecl *td = prog.train)
     for (const TrainEntry &e : td->entries) {
-      const std::string &k = e.key;
-      if (k == "global_batch" || k == "seq_len" || k == "warmup_steps") {
-        // No warmup is a valid schedule; a batch or sequence of 0 is not.
-        auto v = evalConstInt(*e.value, empty, k.c_str(), /*allowZero=*/k == "warmup_steps");
-        if (!v)
-          return false;
-        if (k != "warmup_steps" && *v > limits::maxCount)
-          return error(e.value->loc(),
-                       k + " (" + groupDigits(*v) + ") is more than the " +
-                           groupDigits(limits::maxCount) + " mistc accepts",
-                       e.value->range);
-        (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
-      } else if (k == "lr" || k == "grad_clip") {
-        auto v = evalRealArg(*e.value, empty, k.c_str());
-        if (!v)
-          return false;
-        if (!(*v > 0))
-          return error(e.value->loc(), k + " must be positive", e.value->range);
-        (k == "lr" ? t.lr : t.gradClip) = *v;
-      } else if (k == "dtype" || k == "master_dtype" || k == "grad_dtype") {
-        auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());
-        auto dt = id ? parseDType(id->name) : std::nullopt;
-        if (!dt || *dt == DType::I32 || *dt == DType::U8)
-          return error(e.value->loc(), k + " must be one of bf16, f16, f32", e.value->range);
-        if (k == "grad_dtype")
-          t.gradDtype = *dt, gradDtypeEntry = &e;
-        else
-          (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
-      } else if (k == "cluster") {
-        auto *str = llvm::dyn_cast<StringExpr>(e.value.get());
-        if (!str || str->value.empty())
-          return error(e.value->loc(),
-                       "cluster must be a preset name or a YAML file in quotes, such as "
-                       "cluster = \"a100-40g\"",
-                       e.value->range);
-        t.cluster = clusterRelativeTo(str->value, e.value->loc());
-        t.clusterLoc = e.value->loc();
-      } else if (k == "optimizer") {
-        const ExprAST *v = e.value.get();
-        std::string name;
-        const CallExpr *call = llvm::dyn_cast<CallExpr>(v);
-        if (call)
-          name = call->callee;
-        else if (auto *id = llvm::dyn_cast<IdentExpr>(v))
-          name = id->name;
-        if (name != "adamw" && name != "sgd")
-          return error(v->loc(), "unknown optimizer; expected adamw(...) or sgd(...)", v->range);
-        t.optimizer = name;
-        static const std::vector<CallArg> noArgs;
-        for (const CallArg &a : call ? call->args : noArgs) {
-          if (a.name.empty())
-            return error(a.value->loc(), "optimizer arguments must be named");
-          if (a.name == "betas") {
-            auto *tup = llvm::dyn_cast<TupleExpr>(a.value.get());
-            if (!tup || tup->elements.size() != 2)
-              return error(a.value->loc(), "betas must be a pair such as (0.9, 0.95)",
-                           a.value->range);
-            auto b1 = evalRealArg(*tup->elements[0], empty, "beta1");
-            auto b2 = b1 ? evalRealArg(*tup->elements[1], empty, "beta2") : std::nullopt;
-            if (!b2)
-              return false;
-            if (*b1 < 0 || *b1 >= 1 || *b2 < 0 || *b2 >= 1)
-              return error(a.value->loc(), "betas must lie in [0, 1)", a.value->range);
-            t.beta1 = *b1;
-            t.beta2 = *b2;
-            continue;
-          }
-          double *slot = a.name == "lr"                               ? &t.lr
-                         : a.name == "weight_decay" || a.name == "wd" ? &t.weightDecay
-                         : a.name == "eps"                            ? &t.eps
-                                                                      : nullptr;
-          if (!slot)
-            return error(a.nameRange.Start,
-                         "unknown optimizer setting '" + a.name +
-                             "' (expected lr, betas, weight_decay, eps)",
-                         a.nameRange);
-          auto r = evalRealArg(*a.value, empty, a.name.c_str());
-          if (!r)
-            return false;
-          if (*r < 0 || (a.name != "weight_decay" && a.name != "wd" && *r == 0))
-            return error(a.value->loc(), a.name + " must be positive", a.value->range);
-          *slot = *r;
-        }
-      } else {
-        return error(e.keyRange.Start,
-                     "unknown train setting '" + k +
-                         "' (expected global_batch, seq_len, optimizer, lr, "
-                         "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype, cluster)",
-                     e.keyRange);
-      }
+      if (!evalTrainEntry(e, seqLen))
+        return false;
+      if (e.key == "grad_dtype")
+        gradDtypeEntry = &e;
     }
-  }
   // Gradients narrower than the weights would round every update twice.
   if (gradDtypeEntry && dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
     return error(gradDtypeEntry->value->loc(),

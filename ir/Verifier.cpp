@@ -1,6 +1,9 @@
 //===- Verifier.cpp - Structural and type invariants of a module ----------===//
 #include "ir/Verifier.h"
 
+#include "format/Limits.h"
+#include "ir/Printer.h"
+
 #include <unordered_set>
 
 using namespace mist;
@@ -21,6 +24,7 @@ public:
     for (const Region *r : m.regions)
       verifyRegion(*r);
     verifyInterfaces();
+    verifyTrain();
     return ok ? success() : failure();
   }
 
@@ -114,6 +118,34 @@ private:
     }
     if (r.kind == RegionKind::Layer && !exprToInt(m.symbols.bindAll(r.repeat)))
       fail({}, "the layer repeat count must have a value");
+  }
+
+  /// What the front end enforces of the train section and the sizes, so
+  /// that textual IR (-x ir) is held to the same rules as a .mist file.
+  void verifyTrain() {
+    const TrainConfig &t = m.train;
+    auto require = [&](bool holds, const std::string &what, double value) {
+      if (!holds)
+        fail({}, "train: " + what + " (" + formatReal(value) + ")");
+    };
+    require(t.lr > 0, "lr must be positive", t.lr);
+    require(t.gradClip > 0, "grad_clip must be positive", t.gradClip);
+    require(t.eps > 0, "eps must be positive", t.eps);
+    require(t.weightDecay >= 0, "weight_decay must not be negative", t.weightDecay);
+    require(t.beta1 >= 0 && t.beta1 < 1, "beta1 must lie in [0, 1)", t.beta1);
+    require(t.beta2 >= 0 && t.beta2 < 1, "beta2 must lie in [0, 1)", t.beta2);
+    require(t.globalBatch >= 0 && t.globalBatch <= limits::maxCount,
+            "global_batch must lie in [0, 16,777,216]", double(t.globalBatch));
+    require(t.warmupSteps >= 0, "warmup_steps must not be negative", double(t.warmupSteps));
+    if (dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
+      fail({}, "train: grad_dtype " + dtypeName(t.gradientDtype()).str() +
+                   " is narrower than the weights' dtype " + dtypeName(t.dtype).str());
+    if (const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq); seq && seq->value)
+      require(*seq->value >= 1 && *seq->value <= limits::maxCount,
+              "the sequence length must lie in [1, 16,777,216]", double(*seq->value));
+    if (auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat)))
+      require(*layers >= 1 && *layers <= limits::maxLayers,
+              "the layer repeat count must lie in [1, 1,000,000]", double(*layers));
   }
 
   void verifyInterfaces() {

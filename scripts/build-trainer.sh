@@ -2,7 +2,8 @@
 # Emits and builds a trainer for CPU ranks in one step:
 #   build-trainer.sh MISTC MODEL.mist PLAN.yaml OUT [mistc flags...]
 # writes OUT.cu (mistc --emit=trainer, cluster a100-40g unless a flag says
-# otherwise) and builds OUT with the build line in OUT.cu's header.
+# otherwise) and builds OUT with the build line in OUT.cu's header
+# (TRAINER_OPT, if set, replaces its -O2).
 set -euo pipefail
 [[ $# -ge 4 ]] || { echo "usage: build-trainer.sh MISTC MODEL.mist PLAN.yaml OUT [mistc flags...]" >&2; exit 2; }
 mistc=$1 model=$2 plan=$3 out=$4
@@ -13,4 +14,8 @@ for flag in "$@"; do [[ $flag == --cluster* ]] && cluster=(); done
 dir=$(dirname "$out") name=$(basename "$out")
 line=$(grep -m1 '^//   mpicxx' "$out.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train\$|-o $name|")
 [[ -n $line ]] || { echo "build-trainer.sh: no build line in $out.cu" >&2; exit 1; }
+# TRAINER_OPT=-O0 compiles train.cu itself unoptimized: it is straight-line
+# calls into the runtime libraries (built as they are), so only compile time
+# changes. The test suites that build dozens of trainers set it.
+if [[ -n ${TRAINER_OPT:-} ]]; then line=${line/ -O2 / $TRAINER_OPT }; fi
 (cd "$dir" && eval "$line")

@@ -32,7 +32,9 @@ for lib in "${libs[@]}"; do
     exit 1; }
 done
 if [[ $kind == cpu ]]; then
-  mpicxx -std=c++20 -O2 -DMIST_CPU -I"$src" -x c++ "$train" -x none "${libs[@]/#/$build/}" -o "$out"
+  # TRAINER_OPT: as in build-trainer.sh (tests that build many trainers).
+  mpicxx -std=c++20 "${TRAINER_OPT:--O2}" -DMIST_CPU -I"$src" -x c++ "$train" -x none \
+    "${libs[@]/#/$build/}" -o "$out"
 else
   nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
   [[ -x $nvcc ]] || { echo "compile-trainer.sh: no nvcc (set CUDACXX)" >&2; exit 1; }

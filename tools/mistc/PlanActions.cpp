@@ -208,107 +208,134 @@ int emitProfileShapes(const Module &m, const PlanActionOptions &opts, Diagnostic
 
 } // namespace
 
-int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
-                         llvm::raw_ostream &out) {
-  if (opts.output == Emit::ProfileShapes)
-    return emitProfileShapes(m, opts, diag, out);
+namespace {
+
+/// A plan with what it was priced with: the model's numbers and the cluster.
+struct PricedPlan {
+  Plan plan;
+  PipelineEstimate estimate;
+  Cluster cluster;
+  ModelProfile model;
+  bool tuned = false; ///< tuned by this run (else --plan's)
+};
+
+/// --plan priced on its cluster, or a plan tuned for the cluster (and
+/// written to --plan-out); nullopt after errors.
+std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts,
+                                  DiagnosticEngine &diag) {
   std::optional<Plan> given;
   if (!opts.planPath.empty() && !(given = readPlan(m, opts.planPath, diag)))
-    return 1;
+    return std::nullopt;
   auto clusterArg = chooseCluster(m, opts, given ? &*given : nullptr, /*required=*/true, diag);
   if (!clusterArg)
-    return 1;
+    return std::nullopt;
   auto cluster = loadClusterByName(*clusterArg, opts.nodes, opts.presetDirs, diag);
-  if (!cluster)
-    return 1;
-  auto model = ModelProfile::build(m, diag);
+  auto model = cluster ? ModelProfile::build(m, diag) : std::nullopt;
   if (!model)
-    return 1;
-  Plan plan;
-  std::optional<PipelineEstimate> estimate;
+    return std::nullopt;
   if (given) {
-    plan = *given;
-    estimate = estimatePlan(plan, *model, *cluster, diag);
+    auto estimate = estimatePlan(*given, *model, *cluster, diag);
     if (!estimate)
-      return 1;
-  } else {
-    auto tuned = tune(*model, *cluster, model->globalBatch, opts.tuner, diag);
-    if (!tuned)
-      return 1;
-    plan = tuned->plan;
-    estimate = tuned->estimate;
-    llvm::errs() << fmt::format("mistc: tuned in {:.2f} s: {} strategies scored in {} stage "
-                                "contexts, {} MILPs\n",
-                                tuned->stats.seconds, tuned->stats.evaluations,
-                                tuned->stats.contexts, tuned->stats.milps);
-    if (!opts.planOut.empty() && !writePlanFile(plan, opts.planOut, diag))
-      return 1;
+      return std::nullopt;
+    return PricedPlan{*given, *estimate, *cluster, *model, false};
   }
+  auto tuned = tune(*model, *cluster, model->globalBatch, opts.tuner, diag);
+  if (!tuned)
+    return std::nullopt;
+  llvm::errs() << fmt::format("mistc: tuned in {:.2f} s: {} strategies scored in {} stage "
+                              "contexts, {} MILPs\n",
+                              tuned->stats.seconds, tuned->stats.evaluations, tuned->stats.contexts,
+                              tuned->stats.milps);
+  if (!opts.planOut.empty() && !writePlanFile(tuned->plan, opts.planOut, diag))
+    return std::nullopt;
+  return PricedPlan{tuned->plan, tuned->estimate, *cluster, *model, true};
+}
+
+/// --emit=trainer: train.cu, its header naming the plan and the prediction.
+bool writeTrainer(const Module &m, const PricedPlan &p, const PlanActionOptions &opts,
+                  DiagnosticEngine &diag, llvm::raw_ostream &out) {
+  TrainerSource src = opts.trainer;
+  src.modelFlopsPerSample = p.model.modelFlopsPerSample;
+  src.deviceName = p.cluster.device.name;
+  src.devicePeakTflops = p.cluster.device.peakTflops;
+  src.planFile = p.tuned ? opts.planOut : opts.planPath;
+  src.planTuned = p.tuned;
+  src.clusterName = p.cluster.name;
+  src.predictedIterationSeconds = p.estimate.iterationSeconds;
+  return emitTrainer(m, p.plan, src, diag, out);
+}
+
+/// --emit=lowered: one listing per distinct stage shape (micro-batch, tp).
+bool writeLowered(const Module &m, const Plan &plan, DiagnosticEngine &diag,
+                  llvm::raw_ostream &out) {
+  std::vector<std::pair<int, int>> done;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    std::pair<int, int> shape{plan.stages[i].microBatch, plan.stages[i].tp};
+    if (std::find(done.begin(), done.end(), shape) != done.end())
+      continue;
+    done.push_back(shape);
+    auto lowered = lowerForStage(m, shape.first, shape.second, diag);
+    if (!lowered)
+      return false;
+    out << fmt::format("{}stage {}: ", i ? "\n" : "", i);
+    printLowered(*lowered, out);
+  }
+  return true;
+}
+
+/// Writes what --emit asks for of a priced plan.
+bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &opts,
+                 DiagnosticEngine &diag, llvm::raw_ostream &out) {
   switch (opts.output) {
   case Emit::Plan:
-    writePlan(plan, out);
-    printPlanSummary(plan, *estimate, *cluster, *model,
+    writePlan(p.plan, out);
+    printPlanSummary(p.plan, p.estimate, p.cluster, p.model,
                      opts.summaryToStdout ? llvm::outs() : llvm::errs());
-    break;
+    return true;
   case Emit::Report:
-    printReport(plan, *estimate, *cluster, *model, out);
-    break;
+    printReport(p.plan, p.estimate, p.cluster, p.model, out);
+    return true;
   case Emit::Schedule:
-    printSchedule(plan, out);
-    break;
+    printSchedule(p.plan, out);
+    return true;
   case Emit::TimelineSvg:
-    writeTimelineSvg(plan, *estimate, out);
-    break;
-  case Emit::Trainer: {
-    TrainerSource src = opts.trainer;
-    src.modelFlopsPerSample = model->modelFlopsPerSample;
-    src.deviceName = cluster->device.name;
-    src.devicePeakTflops = cluster->device.peakTflops;
-    src.planFile = given ? opts.planPath : opts.planOut;
-    src.planTuned = !given;
-    src.clusterName = cluster->name;
-    src.predictedIterationSeconds = estimate->iterationSeconds;
-    if (!emitTrainer(m, plan, src, diag, out))
-      return 1;
-    break;
+    writeTimelineSvg(p.plan, p.estimate, out);
+    return true;
+  case Emit::Timeline: {
+    double simulated = writeTimeline(p.plan, p.estimate, out);
+    llvm::errs() << fmt::format("mistc: timeline of one iteration: {:.4f} s simulated, {:.4f} s "
+                                "by the pipeline formula\n",
+                                simulated, p.estimate.iterationSeconds);
+    return true;
   }
-  case Emit::Lowered: {
-    // One listing per distinct stage shape (micro-batch, tp).
-    std::vector<std::pair<int, int>> done;
-    for (size_t i = 0; i < plan.stages.size(); ++i) {
-      std::pair<int, int> shape{plan.stages[i].microBatch, plan.stages[i].tp};
-      if (std::find(done.begin(), done.end(), shape) != done.end())
-        continue;
-      done.push_back(shape);
-      auto lowered = lowerForStage(m, shape.first, shape.second, diag);
-      if (!lowered)
-        return 1;
-      out << fmt::format("{}stage {}: ", i ? "\n" : "", i);
-      printLowered(*lowered, out);
-    }
-    break;
-  }
+  case Emit::Trainer:
+    return writeTrainer(m, p, opts, diag, out);
+  case Emit::Lowered:
+    return writeLowered(m, p.plan, diag, out);
   case Emit::Megatron:
   case Emit::DeepSpeed:
   case Emit::TorchTitan:
-    if (!exportPlan(m, plan, *estimate, *cluster, *model, opts.output, diag, out))
-      return 1;
-    break;
-  case Emit::ProfileShapes: // handled above
+    return exportPlan(m, p.plan, p.estimate, p.cluster, p.model, opts.output, diag, out);
+  case Emit::ProfileShapes: // runPlanActions writes it without a plan
   case Emit::AST:           // the driver writes these itself
   case Emit::IR:
   case Emit::CostedIR:
   case Emit::Summary:
-    break;
-  case Emit::Timeline: {
-    double simulated = writeTimeline(plan, *estimate, out);
-    llvm::errs() << fmt::format("mistc: timeline of one iteration: {:.4f} s simulated, {:.4f} s "
-                                "by the pipeline formula\n",
-                                simulated, estimate->iterationSeconds);
-    break;
+    return true;
   }
-  }
-  if (!estimate->fits)
+  return true;
+}
+
+} // namespace
+
+int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+                         llvm::raw_ostream &out) {
+  if (opts.output == Emit::ProfileShapes)
+    return emitProfileShapes(m, opts, diag, out);
+  std::optional<PricedPlan> p = planFor(m, opts, diag);
+  if (!p || !writeOutput(m, *p, opts, diag, out))
+    return 1;
+  if (!p->estimate.fits)
     diag.warning({}, "the plan does not fit in device memory on some stage");
   return 0;
 }
