@@ -202,8 +202,10 @@ def check_word_lists(rep):
     compare("element types", DTYPES, re.findall(r'case DType::\w+:\s*return "(\w+)";', types),
             "ir/Types.cpp")
 
-    m = re.search(r"bool IRGen::evalTrain\(\)(.*?)\n}\n", irgen, re.S)
-    body = m.group(1) if m else ""
+    # The train section is read by evalTrain and its helpers (evalTrainEntry,
+    # evalOptimizer, evalOptimizerSetting).
+    body = "".join(re.findall(r"bool IRGen::eval(?:Train|Optimizer)\w*\([^)]*\)(.*?)\n}\n",
+                              irgen, re.S))
     compare("train settings", TRAIN_KEYS, re.findall(r'\bk == "(\w+)"', body),
             "frontend/IRGenTrain.cpp")
     m = re.search(r"## 8\. The train section(.*?)\n## 9\.", spec, re.S)
