@@ -379,7 +379,9 @@ std::optional<SafetensorsFile> readSafetensors(const std::string &path, std::str
     error = path + ": " + what;
     return std::nullopt;
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer; the
+  // regular-file check below refuses it instead (no effect on regular files).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     error = "cannot open " + path + ": " + systemError();
     return std::nullopt;

@@ -91,7 +91,9 @@ const TokenFormatInfo &tokenFormatInfo(TokenFormat format) {
 std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &error) {
   TokenFile file;
   file.filePath = path;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer; the
+  // regular-file check below refuses it instead (no effect on regular files).
+  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   const int fd = file.fd;
   if (fd < 0) {
     error = "cannot open token file " + path + ": " + systemError();

@@ -24,6 +24,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include <cmath>
 #include <glpk.h>
 
 #ifndef MIST_STDLIB_DIR
@@ -216,8 +217,14 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
                        "' (expected megatron, +zero, +ckpt, +offload or full)");
     return std::nullopt;
   }
-  if (nodes < 0 || timeLimit < 0) {
-    diag.error({}, "--nodes and --time-limit must not be negative");
+  if (nodes < 0 || !(timeLimit >= 0) || !std::isfinite(timeLimit)) {
+    diag.error({}, "--nodes must not be negative and --time-limit must be a number of seconds "
+                   "(0: no limit)");
+    return std::nullopt;
+  }
+  // The tuner writes an LP file per MILP there: say now, not never, that it cannot.
+  if (!dumpMilp.empty() && !llvm::sys::fs::is_directory(dumpMilp.getValue())) {
+    diag.error({}, "--dump-milp: '" + dumpMilp + "' is not a folder");
     return std::nullopt;
   }
   if (!planOut.empty() && !planPath.empty()) {

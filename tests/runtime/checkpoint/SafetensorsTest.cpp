@@ -486,3 +486,13 @@ TEST(SafetensorsWriter, MissingDirectory) {
   ASSERT_TRUE(error);
   EXPECT_NE(error->find("No such file or directory"), std::string::npos) << *error;
 }
+
+TEST(SafetensorsReader, AFifoIsRefusedWithoutWaitingForAWriter) {
+  // Opening a FIFO for reading blocks until a writer comes; a resume hung.
+  TempDirectory tmp;
+  const std::string path = tmp.path("fifo.safetensors");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  std::string error;
+  EXPECT_FALSE(readSafetensors(path, error).has_value());
+  EXPECT_EQ(error, path + ": not a regular file");
+}

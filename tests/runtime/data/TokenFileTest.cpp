@@ -4,6 +4,7 @@
 #include "tests/runtime/data/TempDirectory.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace mist::rt;
@@ -150,6 +151,14 @@ TEST(TokenFile, MissingFile) {
 TEST(TokenFile, DirectoryIsNotATokenFile) {
   TempDirectory tmp;
   EXPECT_EQ(openError(tmp.dir().string()), tmp.dir().string() + ": not a regular file");
+}
+
+TEST(TokenFile, AFifoIsRefusedWithoutWaitingForAWriter) {
+  // Opening a FIFO for reading blocks until a writer comes; the trainer hung.
+  TempDirectory tmp;
+  const std::string path = tmp.path("fifo.bin");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  EXPECT_EQ(openError(path), path + ": not a regular file");
 }
 
 TEST(TokenFile, ShorterThanTheHeader) {
