@@ -3,6 +3,7 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
+#include <charconv>
 #include <cstdio>
 #include <map>
 
@@ -42,6 +43,13 @@ std::string tensorName(const StageSpec &stage, size_t p, int l) {
 
 int copiesOf(const StageSpec &stage, size_t p) {
   return stage.buffers[size_t(stage.params[p].buffer)].layer ? stage.layers : 1;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 int64_t elementsOf(const ParamSpec &ps) {
@@ -115,20 +123,32 @@ int loadCheckpoint(const std::string &path, const TrainerSpec &spec, const Stage
       abortJob(path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)");
     return it->second;
   };
-  if (meta("format") != formatName || meta("model") != spec.model)
+  if (meta("format") != formatName)
+    abortJob(path + ": checkpoint format '" + meta("format") + "', this trainer reads '" +
+             formatName + "'");
+  if (meta("model") != spec.model)
     abortJob(path + ": a checkpoint of '" + meta("model") + "', not of '" + spec.model + "'");
-  const int step = std::atoi(meta("step").c_str());
-  if (step < 0)
-    abortJob(path + ": a negative step in its metadata");
+  const std::string stepText = meta("step");
+  int step = -1;
+  auto [end, ec] = std::from_chars(stepText.data(), stepText.data() + stepText.size(), step);
+  if (ec != std::errc() || end != stepText.data() + stepText.size() || step < 0)
+    abortJob(path + ": step '" + stepText + "' in its metadata is not a whole number >= 0");
   for (size_t p = 0; p < stage.params.size(); ++p)
     for (int l = 0; l < copiesOf(stage, p); ++l)
       for (ParamTensor what : allTensors) {
         const std::string name = tensorName(stage, p, l) + suffixOf(what);
         const TensorData *t = ckpt->find(name);
-        auto values = t ? t->floats() : std::nullopt;
+        if (!t)
+          abortJob(path + ": no tensor '" + name + "'");
+        // The same element count in another shape (transposed, flattened)
+        // would load silently into the wrong places.
+        if (t->shape != stage.params[p].shape)
+          abortJob(path + ": tensor '" + name + "' has shape " + shapeText(t->shape) +
+                   ", the model's is " + shapeText(stage.params[p].shape));
+        auto values = t->floats();
         if (!values || int64_t(values->size()) != elementsOf(stage.params[p]))
-          abortJob(path + ": tensor '" + name +
-                   "' is missing or has another size than the model's");
+          abortJob(path + ": tensor '" + name + "' is " + t->dtype +
+                   " or has another size than the model's F32 " + shapeText(stage.params[p].shape));
         store.load(p, l, what, *values);
       }
   return step;

@@ -211,10 +211,16 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
 
 /// --resume: loads the checkpoint into `store` and returns the step after it.
 int resumeFromCheckpoint(const std::string &ckptPath, const TrainerSpec &spec,
-                         const StageSpec &stage, ParameterStore &store, int worldRank) {
+                         const StageSpec &stage, ParameterStore &store, int worldRank, int steps) {
   const int firstStep = loadCheckpoint(ckptPath, spec, stage, store) + 1;
-  if (worldRank == 0)
+  if (worldRank == 0) {
     std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
+    if (firstStep > steps)
+      std::fprintf(stderr,
+                   "mistrt: warning: the checkpoint is at step %d and --steps is %d: no step "
+                   "left to train (pass a larger --steps to go on)\n",
+                   firstStep - 1, steps);
+  }
   return firstStep;
 }
 
@@ -322,7 +328,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   store.initialize(o.seed);
   const std::string ckptPath = o.ckptDir + "/latest.safetensors";
   const int firstStep =
-      o.resume ? resumeFromCheckpoint(ckptPath, spec, stage, store, worldRank) : 1;
+      o.resume ? resumeFromCheckpoint(ckptPath, spec, stage, store, worldRank, o.steps) : 1;
   store.settle();
   ActivationStash stash(stage, memory, offload, streams);
   streams.synchronize();

@@ -97,6 +97,25 @@ paste <(tail -3 "$work/full.txt") "$work/pp-to-one.txt" | awk '
   { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
   END { exit bad }'
 
+# Resuming a checkpoint of the last step trains nothing, and says so.
+run 1 1 --ckpt-dir "$work/full" --resume >"$work/done.txt" 2>&1
+grep -q "mistrt: warning: the checkpoint is at step 6 and --steps is 6: no step left to train" \
+  "$work/done.txt" || { cat "$work/done.txt"; exit 1; }
+# Tampered checkpoints are refused, naming what differs: a transposed tensor
+# (the same element count once loaded silently), a step that is no number.
+refusedAfter() { # refusedAfter PATTERN CHANGE...: resume a changed copy of the step-6 checkpoint
+  local pattern=$1; shift
+  rm -rf "$work/tamper" && mkdir -p "$work/tamper"
+  cp "$work/full/latest.safetensors" "$work/tamper/latest.safetensors"
+  python3 "$(dirname "$0")/tamper-checkpoint.py" "$work/tamper/latest.safetensors" "$@" >/dev/null
+  if run 1 1 --ckpt-dir "$work/tamper" --resume >"$work/tamper.txt" 2>&1; then
+    echo "a checkpoint with '$*' was accepted"; exit 1
+  fi
+  grep -q "$pattern" "$work/tamper.txt" || { cat "$work/tamper.txt"; exit 1; }
+}
+refusedAfter "latest.safetensors: tensor '.*' has shape \[[0-9]*, [0-9]*\], the model's is \[" transpose
+refusedAfter "latest.safetensors: step 'abc' in its metadata is not a whole number >= 0" step abc
+
 # A checkpoint of another model is refused with a clear message.
 printf 'not a checkpoint' >"$work/moved/latest.safetensors"
 if run 1 1 --ckpt-dir "$work/moved" --resume >"$work/bad.txt" 2>&1; then
