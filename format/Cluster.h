@@ -21,6 +21,15 @@
 
 namespace mist {
 
+/// Whether a cluster argument (--cluster, a train section's `cluster`) names
+/// a YAML file rather than a preset: it has a '/' or a .yaml/.yml suffix.
+inline bool namesClusterFile(std::string_view c) {
+  auto endsWith = [&](std::string_view tail) {
+    return c.size() >= tail.size() && c.substr(c.size() - tail.size()) == tail;
+  };
+  return c.find('/') != std::string_view::npos || endsWith(".yaml") || endsWith(".yml");
+}
+
 /// A measured op time: op name (IR spelling, e.g. "linear", "attention_grad")
 /// and a shape key (the op's operand shapes, comma-separated dims, e.g.
 /// "8192x2048,2048x6144") mapped to seconds.

@@ -319,7 +319,7 @@ private:
 };
 
 bool looksLikePath(llvm::StringRef s) {
-  return s.contains('/') || s.endswith(".yaml") || s.endswith(".yml") ||
+  return namesClusterFile(std::string_view(s.data(), s.size())) ||
          llvm::sys::fs::is_regular_file(s);
 }
 

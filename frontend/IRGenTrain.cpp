@@ -1,6 +1,7 @@
 //===- IRGenTrain.cpp - The instance, its parameters and train section ----===//
 #include "frontend/IRGenContext.h"
 
+#include "format/Cluster.h"
 #include "format/Limits.h"
 
 #include "llvm/ADT/ScopeExit.h"
@@ -71,8 +72,7 @@ std::optional<double> IRGen::evalRealArg(const ExprAST &e, Env &env, const char 
 
 std::string IRGen::clusterRelativeTo(const std::string &cluster, llvm::SMLoc where) const {
   llvm::StringRef c(cluster);
-  const bool isFile = c.contains('/') || c.endswith(".yaml") || c.endswith(".yml");
-  if (!isFile || llvm::sys::path::is_absolute(c))
+  if (!namesClusterFile(cluster) || llvm::sys::path::is_absolute(c))
     return cluster; // a preset name, or an absolute path
   // A file relative to the .mist file that names it, as imports are.
   unsigned buffer = diag.sourceMgr().FindBufferContainingLoc(where);

@@ -82,10 +82,6 @@ std::optional<Plan> readPlan(const Module &m, const std::string &path, Diagnosti
   return plan;
 }
 
-bool isClusterFile(llvm::StringRef c) {
-  return c.contains('/') || c.endswith(".yaml") || c.endswith(".yml");
-}
-
 /// The cluster to tune for or price a plan on: --cluster, else the train
 /// section's `cluster`, else the plan file's when it names a preset. Says
 /// what to add when none applies (`required`), else returns "".
@@ -99,10 +95,10 @@ std::optional<std::string> chooseCluster(const Module &m, const PlanActionOption
   };
   const std::string presetList = fmt::format("{}", fmt::join(presets, ", "));
   if (const std::string &named = m.train.cluster; !named.empty()) {
-    if (isClusterFile(named) ? llvm::sys::fs::is_regular_file(named) : isPreset(named))
+    if (namesClusterFile(named) ? llvm::sys::fs::is_regular_file(named) : isPreset(named))
       return named;
     diag.error(m.train.clusterLoc,
-               isClusterFile(named)
+               namesClusterFile(named)
                    ? fmt::format("no cluster file '{}'", named)
                    : fmt::format("unknown cluster preset '{}' (presets: {})", named, presetList));
     return std::nullopt;
