@@ -27,8 +27,8 @@ public:
     if (!top)
       return std::nullopt;
     static const llvm::StringRef keys[] = {
-        "mist_cluster", "name",        "nodes", "gpus_per_node", "tp_across_nodes",
-        "device",       "collectives", "p2p",   "host",          "interference"};
+        "mist_cluster", "name",    "nodes", "gpus_per_node", "tp_across_nodes", "device",
+        "collectives",  "network", "p2p",   "host",          "interference"};
     YamlMap m(r, *top, "cluster", keys);
     int version = 0;
     if (m.getInt("mist_cluster", version, Need::Required) && version != clusterFormatVersion)
@@ -62,6 +62,8 @@ public:
       parseDevice(*dev, m.valueLoc("device"));
     if (auto coll = m.get("collectives", Need::Optional))
       parseCollectives(*coll, m.valueLoc("collectives"), shapeOk);
+    if (auto net = m.get("network", Need::Optional))
+      parseNetwork(*net, m.valueLoc("network"));
     if (shapeOk)
       checkCollectiveCoverage(m, nodesOverride);
     if (auto p2p = m.get("p2p", Need::Required)) {
@@ -71,12 +73,14 @@ public:
       p.getReal("latency_us", c.p2pLatencyUs, Need::Optional, Range::NonNegative);
     }
     if (auto host = m.get("host", Need::Required)) {
-      YamlMap h(r, *host, "host", {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib"},
+      YamlMap h(r, *host, "host",
+                {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib", "gpus_per_link"},
                 m.valueLoc("host"));
       h.getReal("h2d_gbs", c.h2dGBs, Need::Required, Range::Positive);
       h.getReal("d2h_gbs", c.d2hGBs, Need::Required, Range::Positive);
       h.getReal("latency_us", c.hostLatencyUs, Need::Optional, Range::NonNegative);
       h.getReal("memory_gib", c.hostMemoryGiB, Need::Optional, Range::Positive);
+      h.getInt("gpus_per_link", c.gpusPerHostLink, Need::Optional, Range::Count);
     }
     if (auto intf = m.get("interference", Need::Optional))
       parseInterference(*intf, m.valueLoc("interference"));
@@ -96,6 +100,9 @@ private:
                                            "matmul_efficiency",
                                            "mem_bandwidth_gbs",
                                            "mem_efficiency",
+                                           "sms",
+                                           "gemm_tile",
+                                           "attention",
                                            "measured"};
     YamlMap m(r, n, "device", keys, at);
     m.getString("name", d.name, Need::Required);
@@ -106,8 +113,44 @@ private:
     m.getReal("matmul_efficiency", d.matmulEfficiency, Need::Optional, Range::Fraction);
     m.getReal("mem_bandwidth_gbs", d.memBandwidthGBs, Need::Required, Range::Positive);
     m.getReal("mem_efficiency", d.memEfficiency, Need::Optional, Range::Fraction);
+    m.getInt("sms", d.sms, Need::Optional, Range::Count);
+    if (auto tile = m.get("gemm_tile", Need::Optional))
+      parseGemmTile(*tile, m.valueLoc("gemm_tile"));
+    if (auto att = m.get("attention", Need::Optional)) {
+      YamlMap a(r, *att, "attention",
+                {"fwd_efficiency", "fwd_half_keys", "bwd_efficiency", "bwd_half_keys"},
+                m.valueLoc("attention"));
+      a.getReal("fwd_efficiency", d.attentionFwdEfficiency, Need::Required, Range::Fraction);
+      a.getReal("fwd_half_keys", d.attentionFwdHalfKeys, Need::Required, Range::NonNegative);
+      a.getReal("bwd_efficiency", d.attentionBwdEfficiency, Need::Required, Range::Fraction);
+      a.getReal("bwd_half_keys", d.attentionBwdHalfKeys, Need::Required, Range::NonNegative);
+    }
     if (auto meas = m.get("measured", Need::Optional))
       parseMeasured(*meas, m.valueLoc("measured"));
+  }
+
+  void parseGemmTile(const YAML::Node &n, llvm::SMLoc at) {
+    if (!n.IsSequence() || n.size() != 2) {
+      r.error(at, "expected [rows, columns] for 'gemm_tile'");
+      return;
+    }
+    for (size_t i = 0; i < 2; ++i)
+      r.toInt(n[i], r.loc(n[i], at), "a GEMM tile size", c.device.gemmTile[i], Range::Count);
+  }
+
+  /// The links of the alpha-beta collective model (perfmodel/Collectives.h).
+  void parseNetwork(const YAML::Node &n, llvm::SMLoc at) {
+    static const llvm::StringRef keys[] = {"nvlink_gbs", "nvlink_efficiency", "nics_per_node",
+                                           "nic_gbs", "nic_efficiency"};
+    YamlMap m(r, n, "network", keys, at);
+    NetworkLinks &net = c.network;
+    m.getReal("nvlink_gbs", net.nvlinkGBs, Need::Required, Range::Positive);
+    m.getReal("nvlink_efficiency", net.nvlinkEfficiency, Need::Optional, Range::Fraction);
+    bool nics = m.getInt("nics_per_node", net.nicsPerNode, Need::Optional, Range::Count);
+    m.getReal("nic_gbs", net.nicGBs, Need::Optional, Range::Positive);
+    m.getReal("nic_efficiency", net.nicEfficiency, Need::Optional, Range::Fraction);
+    if (nics != (net.nicGBs > 0))
+      r.error(m.loc(), "'network' needs both 'nics_per_node' and 'nic_gbs', or neither");
   }
 
   /// A shape key: comma-separated operands, each empty (a scalar) or
@@ -216,6 +259,14 @@ private:
   void checkCollectiveCoverage(YamlMap &m, int nodesOverride) {
     if (collectiveErrors)
       return; // some entries were bad; already reported
+    if (c.network.present()) {
+      // The network model covers every group; it needs NICs to span nodes.
+      if (c.nodes > 1 && c.network.nicsPerNode == 0)
+        r.error(m.keyLoc("network"), "'network' needs 'nics_per_node' and 'nic_gbs' for a "
+                                     "cluster of " +
+                                         std::to_string(c.nodes) + " nodes");
+      return;
+    }
     llvm::SMLoc at = m.has("collectives") ? m.keyLoc("collectives") : m.loc();
     if (c.gpusPerNode > 1 &&
         llvm::none_of(c.collectives, [](const CollectiveLink &l) { return l.nodes == 1; }))

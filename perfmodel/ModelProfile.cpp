@@ -1,6 +1,8 @@
 //===- ModelProfile.cpp - A costed module, compiled for the perf model ----===//
 #include "perfmodel/ModelProfile.h"
 
+#include "perfmodel/KernelTimes.h"
+
 #include "ir/OpSemantics.h"
 #include <algorithm>
 #include <cmath>
@@ -101,6 +103,55 @@ private:
     return true;
   }
 
+  /// The GEMMs of linear and lm_head (forward: Y = X W; backward: dX =
+  /// dY W^T and dW = X^T dY) and the geometry of flash attention, for the
+  /// shape model of kernel times (perfmodel/KernelTimes.h).
+  bool addKernelShapes(const Op &op, OpProfile &p) {
+    auto rows = [](const TensorType &t) { return t.numElements() / t.shape.back(); };
+    auto gemm = [&](const Expr &m, const Expr &n, const Expr &k) {
+      GemmShape g;
+      if (!compile(m, g.m) || !compile(n, g.n) || !compile(k, g.k))
+        return false;
+      p.gemms.push_back(std::move(g));
+      return true;
+    };
+    switch (op.kind) {
+    case OpKind::Linear:
+    case OpKind::LMHead: {
+      const TensorType &x = op.operands[0]->type, &y = op.result()->type;
+      return x.shape.empty() || y.shape.empty() || gemm(rows(x), y.shape.back(), x.shape.back());
+    }
+    case OpKind::LinearGrad:
+    case OpKind::LMHeadGrad: {
+      const TensorType &dy = op.operands[0]->type, &x = op.operands[1]->type;
+      if (dy.shape.empty() || x.shape.empty())
+        return true;
+      return gemm(rows(x), x.shape.back(), dy.shape.back()) &&
+             gemm(x.shape.back(), dy.shape.back(), rows(x));
+    }
+    case OpKind::Attention:
+    case OpKind::AttentionGrad: {
+      bool backward = op.kind == OpKind::AttentionGrad;
+      const TensorType &out = backward ? op.operands[0]->type : op.result()->type;
+      auto headDim = op.dimAttr("head_dim");
+      if (out.rank() != 3 || !headDim)
+        return true;
+      AttentionShape a;
+      a.causal = op.boolAttr("causal", true);
+      a.backward = backward;
+      a.flash = op.boolAttr("flash", true);
+      a.dropout = op.realAttr("dropout").value_or(0.0) > 0;
+      if (!compile(out.shape[0], a.batch) || !compile(out.shape[1], a.seq) ||
+          !compile(out.shape[2] / *headDim, a.heads))
+        return false;
+      p.attention = std::move(a);
+      return true;
+    }
+    default:
+      return true;
+    }
+  }
+
   bool addOp(const Op &op, std::vector<OpProfile> &list) {
     if (forwardsOperand(op, /*singleTpRank=*/false))
       return true; // nothing runs (all_reduce at tp = 1 is priced as a no-op already)
@@ -115,6 +166,8 @@ private:
     if (attention && op.boolAttr("causal", true) && op.boolAttr("flash", true))
       p.flopDiscount = 0.5;
     p.tpCollective = op.kind == OpKind::AllReduce || !c.comm.expand().is_zero();
+    if (!addKernelShapes(op, p))
+      return false;
     for (const Value *v : op.operands) {
       std::vector<Poly> shape;
       for (const Expr &d : v->type.shape) {
@@ -287,28 +340,52 @@ std::optional<double> measuredTime(const OpProfile &op, int b, int tp, const Clu
   return std::nullopt;
 }
 
+/// Seconds of one op's kernels: the shape model for GEMMs and flash
+/// attention where the device has its figures, else the roofline; never
+/// faster than moving the op's bytes. Attention without flash also moves
+/// its score matrix between its kernels (KernelTimes.h).
+double kernelSeconds(const OpProfile &op, int b, int tp, const DeviceProfile &d, bool fp32Training,
+                     double elementBytes) {
+  const double peak = d.matmulPeakTflops(fp32Training) * 1e12;
+  const double flopRate = peak * d.matmulEfficiency;
+  const double byteRate = d.memBandwidthGBs * 1e9 * d.memEfficiency;
+  const double memory = byteRate > 0 ? op.bytes.eval(b, tp) / byteRate : 0;
+  const double flops = op.flops.eval(b, tp) * op.flopDiscount;
+  double compute = flopRate > 0 ? flops / flopRate : 0;
+  if (!op.gemms.empty() && d.sms > 0) {
+    compute = 0;
+    for (const GemmShape &g : op.gemms)
+      compute += gemmComputeSeconds(d, flopRate, g.m.eval(b, tp), g.n.eval(b, tp), g.k.eval(b, tp));
+  } else if (const auto &a = op.attention) {
+    const double batch = a->batch.eval(b, tp), heads = a->heads.eval(b, tp),
+                 seq = a->seq.eval(b, tp);
+    if (!a->flash) {
+      double scores = scoreMatrixBytes(batch, heads, seq, elementBytes, a->dropout, a->backward);
+      return std::max(compute, memory) + (byteRate > 0 ? scores / byteRate : 0);
+    }
+    double eff = attentionEfficiency(d, batch, heads, seq, a->causal, a->backward);
+    if (eff > 0 && peak > 0)
+      compute = flops / (peak * eff);
+  }
+  return std::max(compute, memory);
+}
+
 void opTimes(const std::vector<OpProfile> &ops, int b, int tp, const Cluster &c, bool fp32Training,
-             double &compute, double &tpComm) {
-  const DeviceProfile &d = c.device;
-  double flopRate = d.matmulPeakTflops(fp32Training) * 1e12 * d.matmulEfficiency;
-  double byteRate = d.memBandwidthGBs * 1e9 * d.memEfficiency;
+             double elementBytes, double &compute, double &tpComm) {
   for (const OpProfile &op : ops) {
     if (op.tpCollective) {
       // At tp = 1 the collectives are no-ops.
       if (tp > 1) {
         int gpn = std::min(tp, c.gpusPerNode), nodes = (tp + gpn - 1) / gpn;
-        tpComm += collectiveSeconds(c, op.comm.eval(b, tp), nodes, gpn, /*all-reduce*/ 2);
+        tpComm += collectiveSeconds(c, Collective::AllReduce, op.comm.eval(b, tp), nodes, gpn);
       }
     }
     if (!looksUpMeasured(op))
       continue;
-    if (auto t = measuredTime(op, b, tp, c)) {
+    if (auto t = measuredTime(op, b, tp, c))
       compute += *t;
-      continue;
-    }
-    double flops = op.flops.eval(b, tp) * op.flopDiscount;
-    double bytes = op.bytes.eval(b, tp);
-    compute += std::max(flopRate > 0 ? flops / flopRate : 0, byteRate > 0 ? bytes / byteRate : 0);
+    else
+      compute += kernelSeconds(op, b, tp, c.device, fp32Training, elementBytes);
   }
 }
 
@@ -338,18 +415,6 @@ std::vector<std::pair<std::string, std::string>> ModelProfile::measuredLookups(i
   return keys;
 }
 
-double mist::collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode,
-                               double factor) {
-  int n = nodes * gpusPerNode;
-  if (n <= 1 || bytes <= 0)
-    return 0;
-  CollectiveFigures link = collectiveFigures(c, nodes, gpusPerNode);
-  if (link.busGBs <= 0)
-    return 0;
-  return factor * (n - 1) / static_cast<double>(n) * bytes / (link.busGBs * 1e9) +
-         link.latencyUs * 1e-6;
-}
-
 RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Cluster &c) const {
   const RegionProfile &p = region(kind);
   RegionNumbers n;
@@ -359,8 +424,8 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   n.gradBytes = gradBytes;
   n.stateBytes = stateBytes;
   n.mastersAreWeights = mastersAreWeights;
-  opTimes(p.fwd, b, tp, c, fp32Training, n.fwdCompute, n.tpFwd);
-  opTimes(p.bwd, b, tp, c, fp32Training, n.bwdCompute, n.tpBwd);
+  opTimes(p.fwd, b, tp, c, fp32Training, paramBytes, n.fwdCompute, n.tpFwd);
+  opTimes(p.bwd, b, tp, c, fp32Training, paramBytes, n.bwdCompute, n.tpBwd);
   const RegionMemory &mem = tp == 1 ? p.memoryAtTp1 : p.memory;
   n.savedFull = mem.savedFull.eval(b, tp);
   n.savedCkpt = mem.savedCkpt.eval(b, tp);

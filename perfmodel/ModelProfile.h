@@ -14,10 +14,26 @@
 
 #include "ir/IR.h"
 #include "perfmodel/ClusterLinks.h"
+#include "perfmodel/Collectives.h"
 #include "perfmodel/Poly.h"
 #include "support/Diagnostics.h"
 
 namespace mist {
+
+/// An m x n x k matrix product an op runs.
+struct GemmShape {
+  Poly m, n, k;
+};
+
+/// Attention's geometry: batch, sequence and heads per rank, and the
+/// kernels it runs (flash, or the score matrix materialized, with dropout).
+struct AttentionShape {
+  Poly batch, seq, heads;
+  bool causal = true;
+  bool backward = false;
+  bool flash = true;
+  bool dropout = false;
+};
 
 struct OpProfile {
   OpKind kind;
@@ -26,6 +42,8 @@ struct OpProfile {
   bool tpCollective = false;
   std::string name; ///< first result, for measured-table lookups and traces
   std::vector<std::vector<Poly>> operandShapes;
+  std::vector<GemmShape> gemms;            ///< linear, lm_head and their gradients
+  std::optional<AttentionShape> attention; ///< attention and its gradient
 };
 
 /// A region's activation memory, from the liveness of its values; values
@@ -123,10 +141,5 @@ std::string measuredShapeKey(const OpProfile &op, int b, int tp);
 /// Whether the time model looks `op` up in the measured table (every op but
 /// a forward or backward all_reduce, which the collective table prices).
 bool looksUpMeasured(const OpProfile &op);
-
-/// Time of one collective moving `bytes` per rank over a group of `ranks`
-/// laid out as nodes x gpusPerNode; `factor` is 2 for all-reduce, 1 for
-/// all-gather and reduce-scatter (ring algorithms: factor * (n-1)/n * bytes).
-double collectiveSeconds(const Cluster &c, double bytes, int nodes, int gpusPerNode, double factor);
 
 } // namespace mist

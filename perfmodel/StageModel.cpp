@@ -288,18 +288,18 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   StageConstants sc;
   sc.numbers = n;
   // The dp group: tp fills a node first, dp takes what is left of the mesh.
-  auto dpSeconds = [&](double bytes, double factor) {
+  auto dpSeconds = [&](double bytes, Collective kind) {
     if (ctx.dp <= 1)
       return 0.0;
     int gpn = std::max(1, ctx.meshGpusPerNode / std::max(1, ctx.tp));
     int nodes = std::max(1, ctx.dp / gpn);
-    return collectiveSeconds(c, bytes, nodes, std::min(gpn, ctx.dp), factor);
+    return collectiveSeconds(c, kind, bytes, nodes, std::min(gpn, ctx.dp));
   };
   const double layerWeights = n.layer.paramBytes * n.layer.params;
   const double layerGrads = n.layer.gradBytes * n.layer.params;
-  sc.gatherWeights = dpSeconds(layerWeights, 1);
-  sc.scatterGrads = dpSeconds(layerGrads, 1);
-  sc.reduceGrads = dpSeconds(layerGrads, 2);
+  sc.gatherWeights = dpSeconds(layerWeights, Collective::AllGather);
+  sc.scatterGrads = dpSeconds(layerGrads, Collective::ReduceScatter);
+  sc.reduceGrads = dpSeconds(layerGrads, Collective::AllReduce);
   // A weight tied across a pipeline's end stages (GPT's embedding) is not
   // reduced over dp with the rest: the ranks of both stages holding a part
   // sum it in one all-reduce over both stages' dp ranks: within the node on a
@@ -307,11 +307,14 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   const bool pipelineEnd = ctx.first != ctx.last;
   const double tiedBytes = pipelineEnd ? n.post.gradBytes * n.post.tiedParams : 0;
   const int tiedNodes = c.nodes > 1 ? 2 : 1;
-  const double tiedSum =
-      tiedBytes > 0 ? collectiveSeconds(c, tiedBytes, tiedNodes, 2 * ctx.dp / tiedNodes, 2) : 0;
-  sc.reducePre = dpSeconds(n.pre.gradBytes * n.pre.params - (ctx.first ? tiedBytes : 0), 2) +
+  const double tiedSum = tiedBytes > 0 ? collectiveSeconds(c, Collective::AllReduce, tiedBytes,
+                                                           tiedNodes, 2 * ctx.dp / tiedNodes)
+                                       : 0;
+  sc.reducePre = dpSeconds(n.pre.gradBytes * n.pre.params - (ctx.first ? tiedBytes : 0),
+                           Collective::AllReduce) +
                  (ctx.first ? tiedSum : 0);
-  sc.reducePost = dpSeconds(n.post.gradBytes * n.post.params, 2) + (ctx.last ? tiedSum : 0);
+  sc.reducePost =
+      dpSeconds(n.post.gradBytes * n.post.params, Collective::AllReduce) + (ctx.last ? tiedSum : 0);
   double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
   // Adam reads and writes m, v and the masters, reads the gradient, and
   // writes the weights when they are a separate copy (bf16: 30 bytes; fp32: 28).
@@ -320,8 +323,10 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   const double adamBytesPerParam =
       2 * masters + L.gradBytes + (L.mastersAreWeights ? 0 : L.paramBytes);
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
-  sc.h2dGBs = c.h2dGBs;
-  sc.d2hGBs = c.d2hGBs;
+  // Every GPU of a node runs the same schedule, so host copies overlap in
+  // time: those sharing a host link share its bandwidth.
+  sc.h2dGBs = c.sharedH2dGBs();
+  sc.d2hGBs = c.sharedD2hGBs();
   sc.hostLatencyUs = c.hostLatencyUs;
   sc.usableBytes = c.usableBytes();
   sc.hostBytes = c.hostBytesPerGpu();

@@ -1,6 +1,7 @@
 //===- ClusterLoaderTest.cpp - Cluster files, presets, table lookup -------===//
 #include "format/ClusterLoader.h"
 #include "perfmodel/ClusterLinks.h"
+#include "perfmodel/Collectives.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
 
@@ -98,7 +99,9 @@ TEST(ClusterLoader, BaseClusterLoadsWithDefaults) {
 TEST(ClusterLoader, EveryPresetLoads) {
   std::vector<std::string> dirs = {MIST_CLUSTER_DIR};
   std::vector<std::string> presets = listClusterPresets(dirs);
-  EXPECT_EQ(presets, (std::vector<std::string>{"a100-40g", "a100-80g", "h100-80g", "l4-24g"}));
+  EXPECT_EQ(presets,
+            (std::vector<std::string>{"a100-40g", "a100-80g", "dgx-a100-40g", "dgx-a100-80g",
+                                      "dgx-h100-80g", "h100-80g", "l4-24g"}));
   for (const std::string &name : presets) {
     auto l = loadPreset(name);
     ASSERT_TRUE(l->cluster) << name << ":\n" << l->errors();
@@ -109,9 +112,9 @@ TEST(ClusterLoader, EveryPresetLoads) {
     EXPECT_EQ(c.interference.size(), 11u) << name; // every subset of 2 to 4 streams
     for (int nodes : {2, 4, 8})
       for (int gpn : {1, 2, 4, 8})
-        EXPECT_GT(collectiveBusGBs(c, nodes, gpn), 0) << name;
+        EXPECT_GT(groupBusGBs(c, nodes, gpn), 0) << name;
     // Multi-node groups are never faster than the same group inside a node.
-    EXPECT_LE(collectiveBusGBs(c, 2, 8), collectiveBusGBs(c, 1, 8)) << name;
+    EXPECT_LE(groupBusGBs(c, 2, 8), groupBusGBs(c, 1, 8)) << name;
   }
 }
 
@@ -292,12 +295,42 @@ TEST(ClusterLoader, MeasuredOps) {
 TEST(ClusterLoader, UnknownPreset) {
   auto l = loadPreset("a100-40");
   EXPECT_FALSE(l->cluster);
-  EXPECT_NE(l->errors().find("unknown cluster preset 'a100-40'; did you mean 'a100-40g'? "
-                             "(presets: a100-40g a100-80g h100-80g l4-24g)"),
-            std::string::npos)
+  EXPECT_NE(
+      l->errors().find(
+          "unknown cluster preset 'a100-40'; did you mean 'a100-40g'? "
+          "(presets: a100-40g a100-80g dgx-a100-40g dgx-a100-80g dgx-h100-80g h100-80g l4-24g)"),
+      std::string::npos)
       << l->errors();
   auto missing = loadPreset("/nonexistent/cluster.yaml");
   EXPECT_FALSE(missing->cluster);
   EXPECT_NE(missing->errors().find("cannot read cluster file '/nonexistent/cluster.yaml'"),
             std::string::npos);
+}
+
+TEST(ClusterLoader, ReadsTheComponentModelsFigures) {
+  std::string text = replaced(baseCluster, "  mem_bandwidth_gbs: 1000\n",
+                              "  mem_bandwidth_gbs: 1000\n  sms: 132\n  gemm_tile: [128, 64]\n"
+                              "  attention: {fwd_efficiency: 0.6, fwd_half_keys: 200,"
+                              " bwd_efficiency: 0.5, bwd_half_keys: 700}\n"
+                              "network: {nvlink_gbs: 300, nics_per_node: 4, nic_gbs: 25}\n");
+  text = replaced(text, "latency_us: 3}", "latency_us: 3, gpus_per_link: 2}");
+  auto l = loadText(text, /*nodes=*/64);
+  ASSERT_TRUE(l->cluster) << l->errors();
+  const Cluster &c = *l->cluster;
+  EXPECT_EQ(c.device.sms, 132);
+  EXPECT_EQ(c.device.gemmTile, (std::array<int, 2>{128, 64}));
+  EXPECT_DOUBLE_EQ(c.device.attentionBwdHalfKeys, 700);
+  EXPECT_DOUBLE_EQ(c.network.nvlinkGBs, 300);
+  EXPECT_DOUBLE_EQ(c.network.nvlinkEfficiency, 0.8); // the default
+  EXPECT_EQ(c.network.nicsPerNode, 4);
+  EXPECT_EQ(c.gpusPerHostLink, 2);
+  EXPECT_DOUBLE_EQ(c.sharedH2dGBs(), 10);
+  // 64 nodes need no table entry: the network model prices any group.
+  EXPECT_DOUBLE_EQ(groupBusGBs(c, 64, 4), std::min(300 * 0.8, 4 * 25 * 0.9));
+
+  expectError(replaced(text, "nic_gbs: 25", "nic_efficiency: 0.5"), "13:10",
+              "'network' needs both 'nics_per_node' and 'nic_gbs', or neither");
+  expectError(replaced(text, "[128, 64]", "[128]"), "11:14",
+              "expected [rows, columns] for 'gemm_tile'");
+  expectError(replaced(text, "sms: 132", "sms: 0"), "10:8", "'sms' must be at least 1");
 }

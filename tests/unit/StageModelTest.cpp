@@ -352,7 +352,8 @@ TEST(StageTime, APipelinesEndStagesSumTheTiedEmbeddingInTheirLastBackward) {
   EXPECT_DOUBLE_EQ(whole.reducePre, 0); // dp 1: nothing to reduce
   EXPECT_DOUBLE_EQ(whole.reducePost, 0);
   // hand() is one node: the sum runs over its two GPUs there.
-  const double tiedSum = collectiveSeconds(c, 4.0 * 4096 * 256, 1, 2, 2); // fp32 gradients
+  const double tiedSum =
+      collectiveSeconds(c, Collective::AllReduce, 4.0 * 4096 * 256, 1, 2); // fp32 gradients
   EXPECT_GT(tiedSum, 0);
   k.last = false;
   EXPECT_DOUBLE_EQ(makeStageConstants(k, n, c).reducePre, tiedSum);
