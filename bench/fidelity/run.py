@@ -20,63 +20,108 @@ import subprocess
 import sys
 import tempfile
 
+# Each run: name, source, preset, model (hidden, heads, layers, vocabulary,
+# sequence, Megatron's classic attention or flash), layout (tp, pp, nodes,
+# GPUs per node used), micro-batch, global batch, full recomputation or
+# none, and the published teraFLOP/s per GPU with the FLOP count it uses.
+
 # Narayanan et al., "Efficient Large-Scale Language Model Training on GPU
 # Clusters Using Megatron-LM", SC'21 (arXiv:2104.04473), Table 1: GPT models,
 # vocabulary 51200, sequence 2048, mixed precision (fp16), full activation
-# recomputation, on Selene (DGX A100 80GB nodes, 8x 200 Gb/s HDR InfiniBand
-# per node). Layouts, micro-batches and batches from Megatron-LM's
-# examples/sc21/run_table_1.sh; the published figure is teraFLOP/s per GPU
-# counted with the paper's formula (eq. 3), which includes the recomputed
-# forward. Runs the script launches with the interleaved schedule
-# (--num-layers-per-virtual-pipeline-stage) are marked: mistc does not yet
-# write that schedule (issue 20 item 3) and prices plain 1F1B instead.
+# recomputation, dropout 0.1, unfused (non-flash) attention, on Selene (DGX
+# A100 80GB nodes, 8x 200 Gb/s HDR InfiniBand per node). Layouts,
+# micro-batches and batches from Megatron-LM's examples/sc21/run_table_1.sh;
+# the published figure counts FLOPs with the paper's eq. 3, which includes
+# the recomputed forward. Runs the script launches with the interleaved
+# schedule (--num-layers-per-virtual-pipeline-stage) are marked: mistc does
+# not yet write that schedule (issue 20 item 3) and prices plain 1F1B.
 MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_table_1.sh"
+# PyTorch 2.11 on the project's H100 (shared/reference/h100-measured.md,
+# 2026-11-22; bench/h100/pytorch_gpt.py): one GPU, bf16 autocast, SDPA flash
+# attention, fused AdamW, no dropout, vocabulary 50304; teraFLOP/s by the
+# Megatron formula without recomputation (72 instead of 96). Eager runs
+# one kernel per op with Python dispatching each (its overhead, which weighs
+# most on small models, is not in the model: the trainer is C++);
+# torch.compile also fuses elementwise ops, which the model does not.
+PYTORCH_H100 = "PyTorch on our H100, shared/reference/h100-measured.md"
+
+
+def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
+        mbs, gbs, recompute, tflops, counts_recompute, note=""):
+    return dict(name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
+                layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
+                gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
+                counts_recompute=counts_recompute, note=note)
+
+
+def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, interleaved):
+    return run(name, MEGATRON_SC21, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True, tp,
+               pp, nodes, 8, mbs, gbs, True, tflops, True,
+               "published run interleaved; priced as 1F1B" if interleaved else "")
+
+
+def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode):
+    return run(name, PYTORCH_H100, "dgx-h100-80g", hidden, heads, layers, 50304, seq, False, 1, 1,
+               1, 1, mbs, mbs, recompute, tflops, False, "PyTorch " + mode)
+
+
 RUNS = [
-    # name, hidden, heads, layers, tp, pp, nodes, micro-batch, batch, TFLOP/s per GPU, interleaved
-    ("gpt-1.7b", 2304, 24, 24, 1, 1, 4, 16, 512, 137, False),
-    ("gpt-3.6b", 3072, 32, 30, 2, 1, 8, 16, 512, 138, False),
-    ("gpt-7.5b", 4096, 32, 36, 4, 1, 16, 16, 512, 142, False),
-    ("gpt-18b", 6144, 48, 40, 8, 1, 32, 8, 1024, 135, False),
-    ("gpt-39b", 8192, 64, 48, 8, 2, 64, 4, 1536, 138, False),
-    ("gpt-76b", 10240, 80, 60, 8, 4, 128, 2, 1792, 140, True),
-    ("gpt-145b", 12288, 96, 80, 8, 8, 192, 2, 2304, 148, True),
-    ("gpt-310b", 16384, 128, 96, 8, 16, 240, 1, 2160, 155, True),
-    ("gpt-530b", 20480, 128, 105, 8, 35, 315, 1, 2520, 163, True),
-    ("gpt-1t", 25600, 160, 128, 8, 64, 384, 1, 3072, 163, False),
+    megatron_run("gpt-1.7b", 2304, 24, 24, 1, 1, 4, 16, 512, 137, False),
+    megatron_run("gpt-3.6b", 3072, 32, 30, 2, 1, 8, 16, 512, 138, False),
+    megatron_run("gpt-7.5b", 4096, 32, 36, 4, 1, 16, 16, 512, 142, False),
+    megatron_run("gpt-18b", 6144, 48, 40, 8, 1, 32, 8, 1024, 135, False),
+    megatron_run("gpt-39b", 8192, 64, 48, 8, 2, 64, 4, 1536, 138, False),
+    megatron_run("gpt-76b", 10240, 80, 60, 8, 4, 128, 2, 1792, 140, True),
+    megatron_run("gpt-145b", 12288, 96, 80, 8, 8, 192, 2, 2304, 148, True),
+    megatron_run("gpt-310b", 16384, 128, 96, 8, 16, 240, 1, 2160, 155, True),
+    megatron_run("gpt-530b", 20480, 128, 105, 8, 35, 315, 1, 2520, 163, True),
+    megatron_run("gpt-1t", 25600, 160, 128, 8, 64, 384, 1, 3072, 163, False),
+    pytorch_run("gpt-125m", 768, 12, 12, 1024, 16, False, 250, "eager"),
+    pytorch_run("gpt-125m-c", 768, 12, 12, 1024, 16, False, 396, "torch.compile"),
+    pytorch_run("gpt3-1.3b", 2048, 16, 24, 2048, 4, False, 437, "eager"),
+    pytorch_run("gpt3-1.3b-c", 2048, 16, 24, 2048, 4, False, 501, "torch.compile"),
+    pytorch_run("gpt3-1.3b-ckpt", 2048, 16, 24, 2048, 8, True, 390, "eager"),
+    pytorch_run("gpt3-2.7b", 2560, 32, 32, 2048, 4, False, 503, "torch.compile"),
+    pytorch_run("gpt3-2.7b-ckpt", 2560, 32, 32, 2048, 8, True, 448, "torch.compile"),
 ]
-VOCAB, SEQ = 51200, 2048
 
 
-def megatron_flops_per_iteration(batch, seq, layers, hidden, vocab):
-    """The paper's eq. 3: FLOPs of one iteration with full recomputation."""
-    return 96 * batch * seq * layers * hidden**2 * (
-        1 + seq / (6 * hidden) + vocab / (16 * layers * hidden))
+def model_flops_per_iteration(r):
+    """Megatron's eq. 3 (96: with the recomputed forward) or its 72 form."""
+    B, s, L, h, V = r["gbs"], r["seq"], r["layers"], r["hidden"], r["vocab"]
+    if r["counts_recompute"]:
+        return 96 * B * s * L * h**2 * (1 + s / (6 * h) + V / (16 * L * h))
+    return 72 * B * s * L * h**2 * (1 + s / (6 * h) + V / (12 * L * h))
 
 
-def write_case(folder, name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, cluster):
-    model = name.replace("-", "_").replace(".", "_")
+def write_case(folder, r):
+    name = r["name"]
+    model = "m_" + name.replace("-", "_").replace(".", "_")
     mist = os.path.join(folder, name + ".mist")
+    attention = "dropout = 0.1, flash = false" if r["classic"] else "flash = true"
     with open(mist, "w") as f:
         f.write('import "gpt"\n')
-        f.write(f"model {model} = gpt(vocab = {VOCAB}, hidden = {hidden}, layers = {layers}, "
-                f"heads = {heads}, dropout = 0.1, flash = false)\n")
-        f.write(f"train {{\n  global_batch = {gbs}\n  seq_len = {SEQ}\n"
+        f.write(f"model {model} = gpt(vocab = {r['vocab']}, hidden = {r['hidden']}, "
+                f"layers = {r['layers']}, heads = {r['heads']}, {attention})\n")
+        f.write(f"train {{\n  global_batch = {r['gbs']}\n  seq_len = {r['seq']}\n"
                 "  optimizer = adamw(lr = 1e-4)\n}\n")
-    gpus = nodes * 8
+    tp, pp, gpus = r["tp"], r["pp"], r["nodes"] * r["gpn"]
     dp = gpus // (tp * pp)
-    grad_accum = gbs // (mbs * dp)
-    per_stage, stage_nodes = layers // pp, nodes // pp
+    grad_accum = r["gbs"] // (r["mbs"] * dp)
+    per_stage = r["layers"] // pp
+    stage_gpus = gpus // pp
+    mesh = (f"{{nodes: {stage_gpus // 8}, gpus_per_node: 8}}" if stage_gpus >= 8 else
+            f"{{nodes: 1, gpus_per_node: {stage_gpus}}}")
     plan = os.path.join(folder, name + ".plan.yaml")
     with open(plan, "w") as f:
-        f.write(f"mist_plan: 1\nmodel: {model}\ncluster: {cluster}\nglobal_batch: {gbs}\n"
-                f"grad_accum: {grad_accum}\nstages:\n")
+        f.write(f"mist_plan: 1\nmodel: {model}\ncluster: {r['cluster']}\n"
+                f"global_batch: {r['gbs']}\ngrad_accum: {grad_accum}\nstages:\n")
         for i in range(pp):
-            mesh = (f"{{nodes: {stage_nodes}, gpus_per_node: 8}}" if stage_nodes >= 1 else
-                    f"{{nodes: 1, gpus_per_node: {gpus // pp}}}")
             f.write(f"  - layers: [{i * per_stage}, {(i + 1) * per_stage - 1}]\n"
-                    f"    mesh: {mesh}\n    micro_batch: {mbs}\n    dp: {dp}\n    tp: {tp}\n"
+                    f"    mesh: {mesh}\n    micro_batch: {r['mbs']}\n    dp: {dp}\n"
+                    f"    tp: {tp}\n"
                     "    zero: {weights: false, grads: false, optimizer: false}\n"
-                    f"    ckpt_layers: {per_stage}\n"
+                    f"    ckpt_layers: {per_stage if r['recompute'] else 0}\n"
                     "    offload: {weights: 0.0, grads: 0.0, optimizer: 0.0, activations: 0.0}\n")
     return mist, plan
 
@@ -97,37 +142,38 @@ def main():
     root = os.path.dirname(os.path.dirname(here))
     ap.add_argument("--mistc", default=os.path.join(root, "build", "bin", "mistc"))
     ap.add_argument("--json", default=os.path.join(root, "bench", "results", "fidelity.json"))
-    ap.add_argument("--cluster", default="dgx-a100-80g")
+    ap.add_argument("--cluster", default=None,
+                    help="price every run on this preset instead of its own (for comparisons)")
     args = ap.parse_args()
 
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for name, h, heads, layers, tp, pp, nodes, mbs, gbs, tflops, interleaved in RUNS:
-            mist, plan = write_case(folder, name, h, heads, layers, tp, pp, nodes, mbs, gbs,
-                                    args.cluster)
-            predicted, fits = predicted_iteration(args.mistc, mist, plan, args.cluster, nodes)
-            flops = megatron_flops_per_iteration(gbs, SEQ, layers, h, VOCAB)
-            published = flops / (tflops * 1e12 * nodes * 8)
+        for r in RUNS:
+            cluster = args.cluster or r["cluster"]
+            r = dict(r, cluster=cluster)
+            mist, plan = write_case(folder, r)
+            predicted, fits = predicted_iteration(args.mistc, mist, plan, cluster, r["nodes"])
+            gpus = r["nodes"] * r["gpn"]
+            flops = model_flops_per_iteration(r)
+            published = flops / (r["tflops"] * 1e12 * gpus)
             rows.append({
-                "run": name, "source": MEGATRON_SC21, "cluster": args.cluster,
-                "gpus": nodes * 8, "tp": tp, "pp": pp, "dp": nodes * 8 // (tp * pp),
-                "micro_batch": mbs, "global_batch": gbs,
-                "published_tflops_per_gpu": tflops,
+                "run": r["name"], "source": r["source"], "cluster": cluster, "gpus": gpus,
+                "tp": r["tp"], "pp": r["pp"], "dp": gpus // (r["tp"] * r["pp"]),
+                "micro_batch": r["mbs"], "global_batch": r["gbs"], "recompute": r["recompute"],
+                "published_tflops_per_gpu": r["tflops"],
                 "published_iteration_s": round(published, 4),
                 "predicted_iteration_s": predicted,
-                "predicted_tflops_per_gpu": round(flops / (predicted * 1e12 * nodes * 8), 1),
+                "predicted_tflops_per_gpu": round(flops / (predicted * 1e12 * gpus), 1),
                 # Throughput error: predicted / published throughput - 1.
                 "error": round(published / predicted - 1, 4),
-                "interleaved_published": interleaved, "fits": fits,
+                "note": r["note"], "fits": fits,
             })
 
-    print(f"{'run':10} {'GPUs':>5} {'tp':>3} {'pp':>3} {'published':>10} {'predicted':>10} "
+    print(f"{'run':15} {'GPUs':>5} {'tp':>3} {'pp':>3} {'published':>10} {'predicted':>10} "
           f"{'error':>7}  note")
     for r in rows:
-        note = "published run interleaved; priced as 1F1B" if r["interleaved_published"] else ""
-        if not r["fits"]:
-            note += " predicted not to fit"
-        print(f"{r['run']:10} {r['gpus']:5} {r['tp']:3} {r['pp']:3} "
+        note = r["note"] + ("" if r["fits"] else " (predicted not to fit)")
+        print(f"{r['run']:15} {r['gpus']:5} {r['tp']:3} {r['pp']:3} "
               f"{r['published_tflops_per_gpu']:>7} TF {r['predicted_tflops_per_gpu']:>7} TF "
               f"{100 * r['error']:+6.1f}%  {note}")
 
@@ -136,13 +182,17 @@ def main():
         return {"runs": len(errs), "mean_abs_error": round(sum(errs) / len(errs), 4),
                 "worst_abs_error": round(max(errs), 4)} if errs else {}
 
-    plain = [r for r in rows if not r["interleaved_published"]]
-    result = {"cluster": args.cluster, "all": summary(rows), "same_schedule": summary(plain),
-              "runs": rows}
-    print(f"mean |error| {100 * result['all']['mean_abs_error']:.1f}%, worst "
-          f"{100 * result['all']['worst_abs_error']:.1f}% over {len(rows)} runs; "
-          f"runs with the published schedule: mean {100 * result['same_schedule']['mean_abs_error']:.1f}%, "
-          f"worst {100 * result['same_schedule']['worst_abs_error']:.1f}%")
+    groups = {"all": rows,
+              "megatron_sc21_a100": [r for r in rows if r["source"] == MEGATRON_SC21],
+              "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
+              "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"],
+              "same_schedule": [r for r in rows if "interleaved" not in r["note"]]}
+    result = {name: summary(sel) for name, sel in groups.items()}
+    result["runs"] = rows
+    for name in groups:
+        g = result[name]
+        print(f"{name:20} {g['runs']:3} runs: mean |error| {100 * g['mean_abs_error']:5.1f}%, "
+              f"worst {100 * g['worst_abs_error']:5.1f}%")
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
         f.write("\n")
