@@ -117,7 +117,7 @@ InterferenceResult measureInterference(const InterferenceOptions &o) {
         lo = std::max(lo, since(start.ev[0], ev[s]->ev[0]));
         hi = std::min(hi, since(start.ev[0], ev[s]->ev[count[s]]));
       }
-    InterferenceFigure f;
+    InterferenceEntry f;
     for (int s = 0; s < 4; ++s) {
       if (!count[s])
         continue;
@@ -135,7 +135,7 @@ InterferenceResult measureInterference(const InterferenceOptions &o) {
                  : (since(start.ev[0], ev[s]->ev[count[s]]) - since(start.ev[0], ev[s]->ev[0])) /
                        count[s];
       double factor = std::max(1.0, busy / r.aloneSeconds[s]);
-      f.streams.push_back(mist::streamName(mist::Stream(s)));
+      f.streams.push_back(mist::Stream(s));
       f.factors.push_back(std::round(factor * 1000) / 1000);
     }
     r.table.push_back(std::move(f));

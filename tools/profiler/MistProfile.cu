@@ -15,10 +15,10 @@
 /// Exit status: 0 written, 77 no GPU, 2 bad arguments or inputs, 1 a
 /// measurement failed.
 //===----------------------------------------------------------------------===//
+#include "format/ClusterWriter.h"
 #include "tools/profiler/Bandwidth.h"
 #include "tools/profiler/Bf16Gemm.h"
 #include "tools/profiler/ClusterAssembly.h"
-#include "tools/profiler/ClusterYamlWriter.h"
 #include "tools/profiler/DeviceBuffer.h"
 #include "tools/profiler/EventTimer.h"
 #include "tools/profiler/Interference.h"
@@ -136,10 +136,11 @@ void measureDevice(const ProfilerOptions &opts, const std::vector<ShapeEntry> &s
     InterferenceResult r = measureInterference(io);
     m.interference = r.table;
     m.interferenceHow = r.how;
-    for (const InterferenceFigure &f : r.table) {
+    for (const mist::InterferenceEntry &f : r.table) {
       std::string line;
       for (size_t i = 0; i < f.streams.size(); ++i)
-        line += (i ? ", " : "") + f.streams[i] + " x" + fmt("%.3f", f.factors[i]);
+        line += (i ? ", " : "") + std::string(mist::streamName(f.streams[i])) + " x" +
+                fmt("%.3f", f.factors[i]);
       std::fprintf(stderr, "mist-profile: interference: %s\n", line.c_str());
     }
   }
@@ -278,7 +279,7 @@ void measureCollectives([[maybe_unused]] const ProfilerOptions &opts, [[maybe_un
   m.p2pInterGBs = n.p2pInterGBs;
   m.p2pLatencyUs = n.p2pLatencyUs;
   if (r.rank == 0)
-    for (const CollectiveFigure &e : n.collectives)
+    for (const mist::CollectiveLink &e : n.collectives)
       std::fprintf(stderr,
                    "mist-profile: all-gather %d node(s) x %d GPU(s): %.1f GB/s busbw, "
                    "%.1f us\n",
@@ -287,7 +288,7 @@ void measureCollectives([[maybe_unused]] const ProfilerOptions &opts, [[maybe_un
 }
 
 /// Rank 0: the cluster file from the measurements, the base and the flags.
-void writeCluster(const Measurements &m, const std::optional<ClusterFigures> &base,
+void writeCluster(const Measurements &m, const std::optional<mist::Cluster> &base,
                   const ProfilerOptions &opts, Ranks &r) {
   AssembledCluster out;
   std::string error;
@@ -296,7 +297,7 @@ void writeCluster(const Measurements &m, const std::optional<ClusterFigures> &ba
   for (const std::string &w : out.warnings)
     std::fprintf(stderr, "mist-profile: warning: %s\n", w.c_str());
   std::ofstream file(opts.out);
-  writeClusterYaml(out.figures, out.comment, file);
+  mist::writeClusterYaml(out.figures, out.comment, file);
   file.close();
   if (!file)
     r.fatal("cannot write '" + opts.out + "'");
@@ -310,7 +311,7 @@ int main(int argc, char **argv) {
   ProfilerOptions opts;
   if (std::optional<int> status = startUp(argc, argv, opts))
     return *status;
-  std::optional<ClusterFigures> base;
+  std::optional<mist::Cluster> base;
   std::vector<ShapeEntry> shapes;
   std::string error;
   if (!readProfileInputs(opts, base, shapes, error)) {
