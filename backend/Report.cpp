@@ -27,6 +27,74 @@ std::string flags(const ZeroFlags &z) {
 /// Time the compute stream spends waiting for transfers in a phase.
 double exposed(const PhaseLoad &p) { return std::max(0.0, p.elapsed - p.busy[0] - p.tp); }
 
+/// The busy time of each stream, the tp collectives, the exposed transfers
+/// and the elapsed time, in each of the stage's four phases.
+void printPhaseTable(const StageEstimate &e, llvm::raw_ostream &os) {
+  os << fmt::format("  {:<22}{:>14}{:>14}{:>14}{:>14}\n", "busy (ms)", "fwd stable", "bwd stable",
+                    "fwd first", "bwd last");
+  const PhaseLoad *phases[] = {&e.fwdStable, &e.bwdStable, &e.fwdFirst, &e.bwdLast};
+  const char *rows[] = {"compute", "gpu<->gpu (dp/zero)", "host->gpu", "gpu->host"};
+  for (unsigned r = 0; r < numStreams; ++r) {
+    os << fmt::format("  {:<22}", rows[r]);
+    for (const PhaseLoad *p : phases)
+      os << fmt::format("{:>14.3f}", ms(p->busy[r]));
+    os << "\n";
+  }
+  os << fmt::format("  {:<22}", "tp collectives");
+  for (const PhaseLoad *p : phases)
+    os << fmt::format("{:>14.3f}", ms(p->tp));
+  os << "\n" << fmt::format("  {:<22}", "exposed transfers");
+  for (const PhaseLoad *p : phases)
+    os << fmt::format("{:>14.3f}", ms(exposed(*p)));
+  os << "\n" << fmt::format("  {:<22}", "elapsed");
+  for (const PhaseLoad *p : phases)
+    os << fmt::format("{:>14.3f}", ms(p->elapsed));
+  os << "\n";
+}
+
+/// The stage's memory by kind, its peak against the usable device memory,
+/// and the host memory it pins against its share.
+void printStageMemory(const MemoryBreakdown &m, const Cluster &cluster, llvm::raw_ostream &os) {
+  // Small stages (the tiny test models) in MiB, so the figures say something.
+  const bool small = m.peak() < double(1 << 30);
+  const double unit = small ? double(1 << 20) : double(1 << 30);
+  os << fmt::format(
+      "  memory ({}): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
+      "saved activations {:.2f}, transient {:.2f}\n",
+      small ? "MiB" : "GiB", m.weights / unit, m.grads / unit, m.optimizer / unit, m.buffers / unit,
+      m.savedActivations / unit, m.transient / unit);
+  os << fmt::format("  peak {:.2f} {} (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
+                    m.peak() / unit, small ? "MiB" : "GiB", m.fwdPeak / unit, m.bwdPeak / unit,
+                    gib(cluster.usableBytes()),
+                    m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
+  if (m.host > 0) {
+    double share = cluster.hostBytesPerGpu();
+    os << (std::isfinite(share)
+               ? fmt::format("  pinned host memory {:.2f} GiB of this GPU's {:.2f} GiB share: {}\n",
+                             gib(m.host), gib(share), m.host <= share ? "fits" : "DOES NOT FIT")
+               : fmt::format("  pinned host memory {:.2f} GiB (no host limit given)\n",
+                             gib(m.host)));
+  }
+}
+
+/// Stage i: its knobs, t and d, phase table and memory.
+void printStage(size_t i, const StagePlan &s, const StageEstimate &e, size_t stages,
+                const Cluster &cluster, llvm::raw_ostream &os) {
+  os << fmt::format("\nstage {}: layers {}-{} ({}{}{}), mesh {}x{}, micro-batch {}, dp {}, tp {}\n",
+                    i, s.firstLayer, s.lastLayer, s.layers(), i == 0 ? ", pre" : "",
+                    i + 1 == stages ? ", post" : "", s.meshNodes, s.meshGpusPerNode, s.microBatch,
+                    s.dp, s.tp);
+  os << fmt::format("  zero: {}; checkpointed layers: {}; offload: weights {}, grads {}, "
+                    "optimizer {}, activations {}\n",
+                    flags(s.zero), s.ckptLayers, s.offload.weights, s.offload.grads,
+                    s.offload.optimizer, s.offload.activations);
+  os << fmt::format("  t = {:.3f} ms (stable forward+backward, incl. p2p {:.3f} ms), d = {:.3f} ms "
+                    "(extra of the first forward and last backward)\n",
+                    ms(e.t), ms(e.p2p), ms(e.d));
+  printPhaseTable(e, os);
+  printStageMemory(e.mem, cluster, os);
+}
+
 } // namespace
 
 void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Cluster &cluster,
@@ -38,65 +106,8 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
                     "per iteration, sequence {}\n",
                     model.modelName, cluster.name, cluster.nodes, cluster.gpusPerNode, gpus,
                     plan.globalBatch, plan.gradAccum, model.seqLen);
-  for (size_t i = 0; i < est.stages.size(); ++i) {
-    const StagePlan &s = plan.stages[i];
-    const StageEstimate &e = est.stages[i];
-    os << fmt::format(
-        "\nstage {}: layers {}-{} ({}{}{}), mesh {}x{}, micro-batch {}, dp {}, tp {}\n", i,
-        s.firstLayer, s.lastLayer, s.layers(), i == 0 ? ", pre" : "",
-        i + 1 == est.stages.size() ? ", post" : "", s.meshNodes, s.meshGpusPerNode, s.microBatch,
-        s.dp, s.tp);
-    os << fmt::format("  zero: {}; checkpointed layers: {}; offload: weights {}, grads {}, "
-                      "optimizer {}, activations {}\n",
-                      flags(s.zero), s.ckptLayers, s.offload.weights, s.offload.grads,
-                      s.offload.optimizer, s.offload.activations);
-    os << fmt::format(
-        "  t = {:.3f} ms (stable forward+backward, incl. p2p {:.3f} ms), d = {:.3f} ms "
-        "(extra of the first forward and last backward)\n",
-        ms(e.t), ms(e.p2p), ms(e.d));
-    os << fmt::format("  {:<22}{:>14}{:>14}{:>14}{:>14}\n", "busy (ms)", "fwd stable", "bwd stable",
-                      "fwd first", "bwd last");
-    const PhaseLoad *phases[] = {&e.fwdStable, &e.bwdStable, &e.fwdFirst, &e.bwdLast};
-    const char *rows[] = {"compute", "gpu<->gpu (dp/zero)", "host->gpu", "gpu->host"};
-    for (unsigned r = 0; r < numStreams; ++r) {
-      os << fmt::format("  {:<22}", rows[r]);
-      for (const PhaseLoad *p : phases)
-        os << fmt::format("{:>14.3f}", ms(p->busy[r]));
-      os << "\n";
-    }
-    os << fmt::format("  {:<22}", "tp collectives");
-    for (const PhaseLoad *p : phases)
-      os << fmt::format("{:>14.3f}", ms(p->tp));
-    os << "\n" << fmt::format("  {:<22}", "exposed transfers");
-    for (const PhaseLoad *p : phases)
-      os << fmt::format("{:>14.3f}", ms(exposed(*p)));
-    os << "\n" << fmt::format("  {:<22}", "elapsed");
-    for (const PhaseLoad *p : phases)
-      os << fmt::format("{:>14.3f}", ms(p->elapsed));
-    os << "\n";
-    const MemoryBreakdown &m = e.mem;
-    // Small stages (the tiny test models) in MiB, so the figures say something.
-    const bool small = m.peak() < double(1 << 30);
-    const double unit = small ? double(1 << 20) : double(1 << 30);
-    os << fmt::format(
-        "  memory ({}): weights {:.2f}, grads {:.2f}, optimizer {:.2f}, buffers {:.2f}, "
-        "saved activations {:.2f}, transient {:.2f}\n",
-        small ? "MiB" : "GiB", m.weights / unit, m.grads / unit, m.optimizer / unit,
-        m.buffers / unit, m.savedActivations / unit, m.transient / unit);
-    os << fmt::format(
-        "  peak {:.2f} {} (forward {:.2f}, backward {:.2f}) of {:.2f} GiB usable: {}\n",
-        m.peak() / unit, small ? "MiB" : "GiB", m.fwdPeak / unit, m.bwdPeak / unit,
-        gib(cluster.usableBytes()), m.peak() <= cluster.usableBytes() ? "fits" : "DOES NOT FIT");
-    if (m.host > 0) {
-      double share = cluster.hostBytesPerGpu();
-      os << (std::isfinite(share)
-                 ? fmt::format(
-                       "  pinned host memory {:.2f} GiB of this GPU's {:.2f} GiB share: {}\n",
-                       gib(m.host), gib(share), m.host <= share ? "fits" : "DOES NOT FIT")
-                 : fmt::format("  pinned host memory {:.2f} GiB (no host limit given)\n",
-                               gib(m.host)));
-    }
-  }
+  for (size_t i = 0; i < est.stages.size(); ++i)
+    printStage(i, plan.stages[i], est.stages[i], est.stages.size(), cluster, os);
   double peak = cluster.device.peakTflops;
   os << fmt::format("\npipeline: iteration {:.4f} s, {:.0f} tokens/s, {} model TFLOP/s per GPU",
                     est.iterationSeconds, est.tokensPerSecond, tflops(est.tflopsPerGpu));

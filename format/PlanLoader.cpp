@@ -74,53 +74,76 @@ private:
     if (!m.valid())
       return std::nullopt;
     StagePlan s;
-
-    bool rangeOk = false;
-    if (auto layers = m.get("layers", Need::Required)) {
-      llvm::SMLoc lAt = m.valueLoc("layers");
-      const YAML::Node &range = *layers; // const: operator[] must not insert
-      if (!range.IsSequence() || range.size() != 2) {
-        r.error(lAt, "'layers' must be [first, last] (inclusive)");
-      } else {
-        rangeOk = r.toInt(range[0], r.loc(range[0], lAt), "the first layer", s.firstLayer,
-                          Range::LayerIndex);
-        rangeOk &= r.toInt(range[1], r.loc(range[1], lAt), "the last layer", s.lastLayer,
-                           Range::LayerIndex);
-        if (rangeOk && s.lastLayer < s.firstLayer) {
-          r.error(lAt, "layer range [" + std::to_string(s.firstLayer) + ", " +
-                           std::to_string(s.lastLayer) + "] is empty");
-          rangeOk = false;
-        }
-        if (rangeOk && index == 0 && s.firstLayer != 0) {
-          r.error(lAt,
-                  "the first stage must start at layer 0, not " + std::to_string(s.firstLayer));
-        } else if (rangeOk && beforeLast && s.firstLayer != *beforeLast + 1) {
-          r.error(lAt, name + " starts at layer " + std::to_string(s.firstLayer) + " but stage " +
-                           std::to_string(index - 1) + " ends at layer " +
-                           std::to_string(*beforeLast) + " (expected " +
-                           std::to_string(*beforeLast + 1) + ")");
-        }
-        if (rangeOk)
-          prevLast = s.lastLayer;
-      }
-    }
-
-    bool meshOk = false;
-    if (auto mesh = m.get("mesh", Need::Required)) {
-      YamlMap mm(r, *mesh, "mesh", {"nodes", "gpus_per_node"}, m.valueLoc("mesh"));
-      meshOk = mm.getInt("nodes", s.meshNodes, Need::Required, Range::Count);
-      meshOk &= mm.getInt("gpus_per_node", s.meshGpusPerNode, Need::Required, Range::Count);
-      if (meshOk && int64_t(s.meshNodes) * s.meshGpusPerNode > limits::maxCount) {
-        r.error(m.valueLoc("mesh"), "the mesh's " + std::to_string(s.meshNodes) + " x " +
-                                        std::to_string(s.meshGpusPerNode) +
-                                        " GPUs are more than the 16,777,216 mistc accepts");
-        meshOk = false;
-      }
-    }
+    bool rangeOk = parseLayerRange(m, name, index, beforeLast, s);
+    if (rangeOk)
+      prevLast = s.lastLayer;
+    bool meshOk = parseMesh(m, s);
     bool mbOk = m.getInt("micro_batch", s.microBatch, Need::Required, Range::Count);
     bool dpOk = m.getInt("dp", s.dp, Need::Required, Range::Count);
     bool tpOk = m.getInt("tp", s.tp, Need::Required, Range::Count);
+    parseMemoryKnobs(m, rangeOk, s);
+    if (meshOk && dpOk && tpOk)
+      checkMeshMatchesDpTp(m, s);
+    if (batchOk && mbOk && dpOk)
+      checkBatchSplit(m, s);
+    if (diag.errorCount() != before)
+      return std::nullopt;
+    return s;
+  }
 
+  /// `layers: [first, last]`: a non-empty range that starts at 0 for the
+  /// first stage and right after `beforeLast` (when known) for the others.
+  /// True when the range itself was read correctly.
+  bool parseLayerRange(YamlMap &m, const std::string &name, int index,
+                       std::optional<int> beforeLast, StagePlan &s) {
+    auto layers = m.get("layers", Need::Required);
+    if (!layers)
+      return false;
+    llvm::SMLoc lAt = m.valueLoc("layers");
+    const YAML::Node &range = *layers; // const: operator[] must not insert
+    if (!range.IsSequence() || range.size() != 2) {
+      r.error(lAt, "'layers' must be [first, last] (inclusive)");
+      return false;
+    }
+    bool rangeOk =
+        r.toInt(range[0], r.loc(range[0], lAt), "the first layer", s.firstLayer, Range::LayerIndex);
+    rangeOk &=
+        r.toInt(range[1], r.loc(range[1], lAt), "the last layer", s.lastLayer, Range::LayerIndex);
+    if (rangeOk && s.lastLayer < s.firstLayer) {
+      r.error(lAt, "layer range [" + std::to_string(s.firstLayer) + ", " +
+                       std::to_string(s.lastLayer) + "] is empty");
+      rangeOk = false;
+    }
+    if (rangeOk && index == 0 && s.firstLayer != 0) {
+      r.error(lAt, "the first stage must start at layer 0, not " + std::to_string(s.firstLayer));
+    } else if (rangeOk && beforeLast && s.firstLayer != *beforeLast + 1) {
+      r.error(lAt, name + " starts at layer " + std::to_string(s.firstLayer) + " but stage " +
+                       std::to_string(index - 1) + " ends at layer " + std::to_string(*beforeLast) +
+                       " (expected " + std::to_string(*beforeLast + 1) + ")");
+    }
+    return rangeOk;
+  }
+
+  /// `mesh: {nodes, gpus_per_node}`, at most limits::maxCount GPUs.
+  bool parseMesh(YamlMap &m, StagePlan &s) {
+    auto mesh = m.get("mesh", Need::Required);
+    if (!mesh)
+      return false;
+    YamlMap mm(r, *mesh, "mesh", {"nodes", "gpus_per_node"}, m.valueLoc("mesh"));
+    bool meshOk = mm.getInt("nodes", s.meshNodes, Need::Required, Range::Count);
+    meshOk &= mm.getInt("gpus_per_node", s.meshGpusPerNode, Need::Required, Range::Count);
+    if (meshOk && int64_t(s.meshNodes) * s.meshGpusPerNode > limits::maxCount) {
+      r.error(m.valueLoc("mesh"), "the mesh's " + std::to_string(s.meshNodes) + " x " +
+                                      std::to_string(s.meshGpusPerNode) +
+                                      " GPUs are more than the 16,777,216 mistc accepts");
+      meshOk = false;
+    }
+    return meshOk;
+  }
+
+  /// The optional memory knobs: `zero`, `ckpt_layers` (at most the stage's
+  /// layers, when its range is known) and `offload` ratios.
+  void parseMemoryKnobs(YamlMap &m, bool rangeOk, StagePlan &s) {
     if (auto zero = m.get("zero", Need::Optional)) {
       YamlMap z(r, *zero, "zero", {"weights", "grads", "optimizer"}, m.valueLoc("zero"));
       z.getBool("weights", s.zero.weights, Need::Optional);
@@ -140,32 +163,32 @@ private:
       o.getReal("optimizer", s.offload.optimizer, Need::Optional, Range::Ratio);
       o.getReal("activations", s.offload.activations, Need::Optional, Range::Ratio);
     }
+  }
 
-    // Products in 64 bits: two factors of at most 2^24 fit; three are checked.
-    if (meshOk && dpOk && tpOk) {
-      int64_t gpus = int64_t(s.meshNodes) * s.meshGpusPerNode;
-      int64_t dptp = int64_t(s.dp) * s.tp;
-      if (gpus != dptp)
-        r.error(m.valueLoc("dp"), "dp (" + std::to_string(s.dp) + ") x tp (" +
-                                      std::to_string(s.tp) + ") = " + std::to_string(dptp) +
-                                      " does not match the mesh's " + std::to_string(gpus) +
-                                      " GPUs (" + std::to_string(s.meshNodes) + " x " +
-                                      std::to_string(s.meshGpusPerNode) + ")");
-    }
-    if (batchOk && mbOk && dpOk) {
-      int64_t batch = 0;
-      const bool overflow =
-          __builtin_mul_overflow(int64_t(s.microBatch) * s.dp, int64_t(p.gradAccum), &batch);
-      if (overflow || batch != p.globalBatch)
-        r.error(m.valueLoc("micro_batch"),
-                "micro_batch (" + std::to_string(s.microBatch) + ") x dp (" + std::to_string(s.dp) +
-                    ") x grad_accum (" + std::to_string(p.gradAccum) +
-                    ") = " + (overflow ? "more than 2^63" : std::to_string(batch)) +
-                    " does not match global_batch " + std::to_string(p.globalBatch));
-    }
-    if (diag.errorCount() != before)
-      return std::nullopt;
-    return s;
+  // Products in 64 bits: two factors of at most 2^24 fit; three are checked.
+
+  /// dp x tp must be the mesh's GPU count.
+  void checkMeshMatchesDpTp(YamlMap &m, const StagePlan &s) {
+    int64_t gpus = int64_t(s.meshNodes) * s.meshGpusPerNode;
+    int64_t dptp = int64_t(s.dp) * s.tp;
+    if (gpus != dptp)
+      r.error(m.valueLoc("dp"), "dp (" + std::to_string(s.dp) + ") x tp (" + std::to_string(s.tp) +
+                                    ") = " + std::to_string(dptp) + " does not match the mesh's " +
+                                    std::to_string(gpus) + " GPUs (" + std::to_string(s.meshNodes) +
+                                    " x " + std::to_string(s.meshGpusPerNode) + ")");
+  }
+
+  /// micro_batch x dp x grad_accum must be global_batch.
+  void checkBatchSplit(YamlMap &m, const StagePlan &s) {
+    int64_t batch = 0;
+    const bool overflow =
+        __builtin_mul_overflow(int64_t(s.microBatch) * s.dp, int64_t(p.gradAccum), &batch);
+    if (overflow || batch != p.globalBatch)
+      r.error(m.valueLoc("micro_batch"),
+              "micro_batch (" + std::to_string(s.microBatch) + ") x dp (" + std::to_string(s.dp) +
+                  ") x grad_accum (" + std::to_string(p.gradAccum) +
+                  ") = " + (overflow ? "more than 2^63" : std::to_string(batch)) +
+                  " does not match global_batch " + std::to_string(p.globalBatch));
   }
 
   void parsePrediction(const YAML::Node &n, llvm::SMLoc at) {

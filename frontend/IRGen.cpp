@@ -306,8 +306,11 @@ std::optional<EValue> IRGen::callBlock(const CallExpr &c, const BlockDecl &blk, 
   return ret;
 }
 
-std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, Env &env,
-                                         const std::string &nameHint) {
+namespace {
+
+/// The call's argument for each of the builtin's parameters (null where it
+/// was left out): positional ones in order, named ones by name.
+std::vector<const CallArg *> matchBuiltinArgs(const CallExpr &c, const Builtin &b) {
   std::vector<const CallArg *> args(b.params.size(), nullptr);
   size_t positional = 0;
   for (const CallArg &a : c.args) {
@@ -315,85 +318,93 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
     if (idx >= 0 && idx < static_cast<int>(args.size()))
       args[idx] = &a;
   }
-  std::vector<Value *> tensors;
-  AttrMap attrs;
-  for (size_t i = 0; i < b.params.size(); ++i) {
-    const BuiltinParam &p = b.params[i];
-    const CallArg *a = args[i];
-    if (!a) {
-      switch (p.kind) {
-      case ArgKind::Real:
-        attrs[p.name] = p.realDefault;
-        break;
-      case ArgKind::Bool:
-        attrs[p.name] = p.boolDefault;
-        break;
-      case ArgKind::Word:
-        attrs[p.name] = EnumWord{p.wordDefault};
-        break;
-      default:
-        break;
-      }
-      continue;
-    }
-    const ExprAST &ae = *a->value;
-    if (p.kind == ArgKind::Word) {
-      attrs[p.name] = EnumWord{llvm::cast<IdentExpr>(ae).name};
-      continue;
-    }
-    if (p.kind == ArgKind::Dim) {
-      auto d = evalSize(ae, env, p.name);
-      if (!d)
-        return std::nullopt;
-      attrs[p.name] = *d;
-      continue;
-    }
-    auto v = eval(ae, env);
-    if (!v)
-      return std::nullopt;
-    bool kindOk = (p.kind == ArgKind::Tensor && v->kind == EValue::Kind::Tensor) ||
-                  (p.kind == ArgKind::Bool && v->kind == EValue::Kind::Bool) ||
-                  (p.kind == ArgKind::Real &&
-                   (v->kind == EValue::Kind::Real || v->kind == EValue::Kind::Dim));
-    if (!kindOk) {
-      error(ae.loc(),
-            std::string("argument '") + p.name + "' of " + b.name + " must be a " +
-                argKindName(p.kind).str() + ", got a " + kindName(v->kind),
-            ae.range);
-      return std::nullopt;
-    }
-    if (p.kind == ArgKind::Tensor)
-      tensors.push_back(v->tensor);
-    else if (p.kind == ArgKind::Bool)
-      attrs[p.name] = v->flag;
-    else {
-      auto r = v->kind == EValue::Kind::Real ? std::optional<double>(v->real)
-                                             : exprToDouble(m->symbols.bindAll(v->dim));
-      if (r && !std::isfinite(*r)) {
-        error(ae.loc(), std::string("argument '") + p.name + "' is out of range", ae.range);
-        return std::nullopt;
-      }
-      if (!r) {
-        error(ae.loc(), std::string("argument '") + p.name + "' must be a constant number",
-              ae.range);
-        return std::nullopt;
-      }
-      attrs[p.name] = *r;
-    }
-  }
-  if (b.kind == OpKind::Attention) {
-    if (tensors.size() == 2) {
-      error(c.calleeRange.Start, "attention takes a fused qkv tensor or all of q, k and v",
-            c.calleeRange);
-      return std::nullopt;
-    }
-    if (!attrs.count("kv_heads"))
-      attrs["kv_heads"] = attrs["heads"];
-  }
+  return args;
+}
 
-  std::string hint = nameHint.empty() ? b.name : nameHint;
-  llvm::SMLoc loc = c.calleeRange.Start;
-  // Parameters come first so the op that uses them follows their definition.
+/// A left-out attribute parameter takes its default; a tensor or size has
+/// none (Sema has already reported a missing one).
+void setDefaultAttr(const BuiltinParam &p, AttrMap &attrs) {
+  switch (p.kind) {
+  case ArgKind::Real:
+    attrs[p.name] = p.realDefault;
+    break;
+  case ArgKind::Bool:
+    attrs[p.name] = p.boolDefault;
+    break;
+  case ArgKind::Word:
+    attrs[p.name] = EnumWord{p.wordDefault};
+    break;
+  default:
+    break;
+  }
+}
+
+} // namespace
+
+bool IRGen::evalBuiltinArg(const Builtin &b, const BuiltinParam &p, const ExprAST &ae, Env &env,
+                           std::vector<Value *> &tensors, AttrMap &attrs) {
+  if (p.kind == ArgKind::Word) {
+    attrs[p.name] = EnumWord{llvm::cast<IdentExpr>(ae).name};
+    return true;
+  }
+  if (p.kind == ArgKind::Dim) {
+    auto d = evalSize(ae, env, p.name);
+    if (!d)
+      return false;
+    attrs[p.name] = *d;
+    return true;
+  }
+  auto v = eval(ae, env);
+  if (!v)
+    return false;
+  bool kindOk =
+      (p.kind == ArgKind::Tensor && v->kind == EValue::Kind::Tensor) ||
+      (p.kind == ArgKind::Bool && v->kind == EValue::Kind::Bool) ||
+      (p.kind == ArgKind::Real && (v->kind == EValue::Kind::Real || v->kind == EValue::Kind::Dim));
+  if (!kindOk)
+    return error(ae.loc(),
+                 std::string("argument '") + p.name + "' of " + b.name + " must be a " +
+                     argKindName(p.kind).str() + ", got a " + kindName(v->kind),
+                 ae.range);
+  if (p.kind == ArgKind::Tensor)
+    tensors.push_back(v->tensor);
+  else if (p.kind == ArgKind::Bool)
+    attrs[p.name] = v->flag;
+  else {
+    // A real attribute may be given as a size: it must bind to a finite constant.
+    auto r = v->kind == EValue::Kind::Real ? std::optional<double>(v->real)
+                                           : exprToDouble(m->symbols.bindAll(v->dim));
+    if (r && !std::isfinite(*r))
+      return error(ae.loc(), std::string("argument '") + p.name + "' is out of range", ae.range);
+    if (!r)
+      return error(ae.loc(), std::string("argument '") + p.name + "' must be a constant number",
+                   ae.range);
+    attrs[p.name] = *r;
+  }
+  return true;
+}
+
+std::optional<Value *> IRGen::tiedEmbeddingTable(const CallExpr &c, llvm::SMLoc loc) {
+  Value *table = nullptr;
+  unsigned count = 0;
+  for (auto &op : m->pre.fwd.ops)
+    if (op->kind == OpKind::Embedding) {
+      table = op->operands.size() > 1 ? op->operands[1] : nullptr;
+      ++count;
+    }
+  if (region->kind != RegionKind::Post || count != 1 || !table) {
+    error(loc,
+          "a tied lm_head must be in the post section of a model whose pre section has "
+          "exactly one embedding",
+          c.calleeRange);
+    return std::nullopt;
+  }
+  return table;
+}
+
+std::optional<std::vector<Value *>> IRGen::builtinParams(const CallExpr &c, const Builtin &b,
+                                                         const AttrMap &attrs,
+                                                         const std::string &hint, llvm::SMLoc loc) {
   std::vector<Value *> params;
   auto flag = [&](const char *name) {
     auto it = attrs.find(name);
@@ -415,21 +426,10 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
   }
   case OpKind::LMHead:
     if (flag("tied")) {
-      Value *table = nullptr;
-      unsigned count = 0;
-      for (auto &op : m->pre.fwd.ops)
-        if (op->kind == OpKind::Embedding) {
-          table = op->operands.size() > 1 ? op->operands[1] : nullptr;
-          ++count;
-        }
-      if (region->kind != RegionKind::Post || count != 1 || !table) {
-        error(loc,
-              "a tied lm_head must be in the post section of a model whose pre section has "
-              "exactly one embedding",
-              c.calleeRange);
+      std::optional<Value *> table = tiedEmbeddingTable(c, loc);
+      if (!table)
         return std::nullopt;
-      }
-      params.push_back(table);
+      params.push_back(*table);
     } else {
       params.push_back(newParam(paramPrefix(hint), "weight", loc));
     }
@@ -437,9 +437,39 @@ std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, En
   default:
     break;
   }
+  return params;
+}
+
+std::optional<EValue> IRGen::callBuiltin(const CallExpr &c, const Builtin &b, Env &env,
+                                         const std::string &nameHint) {
+  std::vector<const CallArg *> args = matchBuiltinArgs(c, b);
+  std::vector<Value *> tensors;
+  AttrMap attrs;
+  for (size_t i = 0; i < b.params.size(); ++i) {
+    if (!args[i])
+      setDefaultAttr(b.params[i], attrs);
+    else if (!evalBuiltinArg(b, b.params[i], *args[i]->value, env, tensors, attrs))
+      return std::nullopt;
+  }
+  if (b.kind == OpKind::Attention) {
+    if (tensors.size() == 2) {
+      error(c.calleeRange.Start, "attention takes a fused qkv tensor or all of q, k and v",
+            c.calleeRange);
+      return std::nullopt;
+    }
+    if (!attrs.count("kv_heads"))
+      attrs["kv_heads"] = attrs["heads"];
+  }
+
+  std::string hint = nameHint.empty() ? b.name : nameHint;
+  llvm::SMLoc loc = c.calleeRange.Start;
+  // Parameters come first so the op that uses them follows their definition.
+  std::optional<std::vector<Value *>> params = builtinParams(c, b, attrs, hint, loc);
+  if (!params)
+    return std::nullopt;
   Op *op = newOp(b.kind, loc);
   op->operands = tensors;
-  op->operands.insert(op->operands.end(), params.begin(), params.end());
+  op->operands.insert(op->operands.end(), params->begin(), params->end());
   op->attrs = std::move(attrs);
   Value *main = newValue(hint, op);
   for (const char *suffix : extraResultSuffixes(op->kind, op->attrs))
@@ -463,7 +493,7 @@ bool IRGen::runStmts(const StmtList &stmts, Env &env, std::optional<EValue> *ret
   return true;
 }
 
-bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
+bool IRGen::genInputs(const ModelDecl &tmpl, Env &base) {
   for (const InputAST &in : tmpl.inputs) {
     auto dt = parseDType(in.dtype);
     if (!dt)
@@ -483,14 +513,14 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
     base[in.name] = EValue::ofTensor(v.get());
     m->inputs.push_back(std::move(v));
   }
+  return true;
+}
 
-  // pre
-  region = &m->pre;
-  Env preEnv = base;
-  if (!runStmts(tmpl.pre, preEnv, nullptr))
-    return false;
+namespace {
 
-  // The layer carries every tensor of pre that the repeat section reassigns.
+/// The tensors of pre that the repeat section reassigns: the layer carries
+/// them (in the order the repeat section first assigns them).
+std::vector<std::string> carriedTensors(const ModelDecl &tmpl, const Env &preEnv, const Env &base) {
   std::vector<std::string> carried;
   for (const StmtAST &s : tmpl.body) {
     if (s.isReturn || llvm::is_contained(carried, s.target))
@@ -499,13 +529,23 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
     if (it != preEnv.end() && it->second.kind == EValue::Kind::Tensor && !base.count(s.target))
       carried.push_back(s.target);
   }
-  if (carried.empty())
-    return error(tmpl.repeatLoc, "the repeat section must update a tensor computed in pre "
-                                 "(for example 'x = my_layer(x)')");
-  for (const std::string &c : carried)
-    m->pre.fwd.yields.push_back(preEnv[c].tensor);
+  return carried;
+}
 
-  // layer
+} // namespace
+
+Env IRGen::bindCarriedArgs(Block &fwd, const std::vector<std::string> &carried, const Env &base) {
+  Env env = base;
+  for (const std::string &c : carried) {
+    fwd.args.push_back(std::make_unique<Value>());
+    Value *arg = fwd.args.back().get();
+    arg->name = m->uniqueName(c);
+    env[c] = EValue::ofTensor(arg);
+  }
+  return env;
+}
+
+bool IRGen::genLayer(const ModelDecl &tmpl, Env &base, const std::vector<std::string> &carried) {
   region = &m->layer;
   auto count = evalSize(*tmpl.repeatCount, base, "the repeat count");
   if (!count)
@@ -518,13 +558,7 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
                  fmt::format("the repeat count ({}) is more than the {} layers mistc accepts",
                              n ? groupDigits(*n) : str(layers), groupDigits(limits::maxLayers)));
   m->layer.repeat = *count;
-  Env layerEnv = base;
-  for (const std::string &c : carried) {
-    m->layer.fwd.args.push_back(std::make_unique<Value>());
-    Value *arg = m->layer.fwd.args.back().get();
-    arg->name = m->uniqueName(c);
-    layerEnv[c] = EValue::ofTensor(arg);
-  }
+  Env layerEnv = bindCarriedArgs(m->layer.fwd, carried, base);
   if (!runStmts(tmpl.body, layerEnv, nullptr))
     return false;
   for (const std::string &c : carried) {
@@ -532,19 +566,15 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
       return error(tmpl.repeatLoc, "'" + c + "' must stay a tensor in the repeat section");
     m->layer.fwd.yields.push_back(layerEnv[c].tensor);
   }
+  return true;
+}
 
-  // post
+bool IRGen::genPost(const ModelDecl &tmpl, Env &base, const std::vector<std::string> &carried) {
   region = &m->post;
   for (const StmtAST &s : tmpl.body)
     if (!s.isReturn && !llvm::is_contained(carried, s.target))
       repeatLocals.push_back(s.target);
-  Env postEnv = base;
-  for (const std::string &c : carried) {
-    m->post.fwd.args.push_back(std::make_unique<Value>());
-    Value *arg = m->post.fwd.args.back().get();
-    arg->name = m->uniqueName(c);
-    postEnv[c] = EValue::ofTensor(arg);
-  }
+  Env postEnv = bindCarriedArgs(m->post.fwd, carried, base);
   std::optional<EValue> loss;
   if (!runStmts(tmpl.post, postEnv, &loss))
     return false;
@@ -552,6 +582,24 @@ bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
     return error(tmpl.postLoc, "the post section must return the loss tensor");
   m->post.fwd.yields.push_back(loss->tensor);
   return true;
+}
+
+bool IRGen::genModel(const ModelDecl &tmpl, Env &base) {
+  if (!genInputs(tmpl, base))
+    return false;
+
+  region = &m->pre;
+  Env preEnv = base;
+  if (!runStmts(tmpl.pre, preEnv, nullptr))
+    return false;
+  std::vector<std::string> carried = carriedTensors(tmpl, preEnv, base);
+  if (carried.empty())
+    return error(tmpl.repeatLoc, "the repeat section must update a tensor computed in pre "
+                                 "(for example 'x = my_layer(x)')");
+  for (const std::string &c : carried)
+    m->pre.fwd.yields.push_back(preEnv[c].tensor);
+
+  return genLayer(tmpl, base, carried) && genPost(tmpl, base, carried);
 }
 
 std::unique_ptr<Module> IRGen::run() {

@@ -88,6 +88,14 @@ private:
   std::string clusterRelativeTo(const std::string &cluster, llvm::SMLoc where) const;
   bool bindParams(const ModelDecl &tmpl, const InstanceDecl &inst, Env &env);
   bool genModel(const ModelDecl &tmpl, Env &base);
+  /// The model's inputs, bound in `base`.
+  bool genInputs(const ModelDecl &tmpl, Env &base);
+  /// The repeat section (the layer region) and the post section; both get
+  /// the `carried` tensors as block arguments.
+  bool genLayer(const ModelDecl &tmpl, Env &base, const std::vector<std::string> &carried);
+  bool genPost(const ModelDecl &tmpl, Env &base, const std::vector<std::string> &carried);
+  /// `base` with each carried name bound to a new argument of `fwd`.
+  Env bindCarriedArgs(Block &fwd, const std::vector<std::string> &carried, const Env &base);
   bool runStmts(const StmtList &stmts, Env &env, std::optional<EValue> *ret);
 
   std::optional<EValue> eval(const ExprAST &e, Env &env, const std::string &nameHint = "");
@@ -97,6 +105,15 @@ private:
                                   const std::string &nameHint);
   std::optional<EValue> callBuiltin(const CallExpr &c, const Builtin &b, Env &env,
                                     const std::string &nameHint);
+  /// One given argument of a builtin call: a tensor operand or an attribute.
+  bool evalBuiltinArg(const Builtin &b, const BuiltinParam &p, const ExprAST &ae, Env &env,
+                      std::vector<Value *> &tensors, AttrMap &attrs);
+  /// The parameters (weights, biases) the op reads, created under `hint`'s
+  /// prefix; a tied lm_head reuses the embedding's table.
+  std::optional<std::vector<Value *>> builtinParams(const CallExpr &c, const Builtin &b,
+                                                    const AttrMap &attrs, const std::string &hint,
+                                                    llvm::SMLoc loc);
+  std::optional<Value *> tiedEmbeddingTable(const CallExpr &c, llvm::SMLoc loc);
   std::optional<Expr> evalSize(const ExprAST &e, Env &env, const char *what);
   std::optional<int64_t> evalConstInt(const ExprAST &e, Env &env, const char *what,
                                       bool allowZero = false);

@@ -190,37 +190,42 @@ private:
     return pv;
   }
 
-  /// Program points: forward ops 0..F-1, then backward ops F..F+B-1.
-  void liveness(RegionMemory &p, bool singleTpRank) {
-    const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
-    // A value an op passes through is its operand's memory: every use of it
-    // is a use of that (root) value.
+  /// When each activation of the region is live, at program points:
+  /// forward ops 0..F-1, then backward ops F..F+B-1 (-1: before the forward).
+  struct Lifetimes {
+    /// A value an op passes through is its operand's memory: every use of it
+    /// is a use of that (root) value.
     std::map<const Value *, const Value *> rootOf;
-    auto root = [&](const Value *v) {
+    std::map<const Value *, int> def, lastFwdUse, lastUse;
+    std::vector<const Value *> order; ///< in the order they are defined
+    const Value *root(const Value *v) const {
       auto it = rootOf.find(v);
       return it == rootOf.end() ? v : it->second;
-    };
-    std::map<const Value *, int> def, lastFwdUse, lastUse;
-    std::vector<const Value *> order;
+    }
+  };
+
+  Lifetimes lifetimes(bool singleTpRank) const {
+    const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
+    Lifetimes lt;
     auto define = [&](const Value *v, int at) {
-      if (!isActivation(v) || def.count(v))
+      if (!isActivation(v) || lt.def.count(v))
         return;
-      def[v] = at;
-      lastFwdUse[v] = at;
-      lastUse[v] = at;
-      order.push_back(v);
+      lt.def[v] = at;
+      lt.lastFwdUse[v] = at;
+      lt.lastUse[v] = at;
+      lt.order.push_back(v);
     };
     auto use = [&](const Value *v, int at) {
-      v = root(v);
-      if (!def.count(v))
+      v = lt.root(v);
+      if (!lt.def.count(v))
         return; // params, module inputs, values of other regions
-      lastUse[v] = std::max(lastUse[v], at);
+      lt.lastUse[v] = std::max(lt.lastUse[v], at);
       if (at < F)
-        lastFwdUse[v] = std::max(lastFwdUse[v], at);
+        lt.lastFwdUse[v] = std::max(lt.lastFwdUse[v], at);
     };
     auto visit = [&](const Op &op, int at) {
       if (forwardsOperand(op, singleTpRank)) {
-        rootOf[op.result()] = root(op.operands[0]);
+        lt.rootOf[op.result()] = lt.root(op.operands[0]);
         use(op.operands[0], at);
         return;
       }
@@ -245,46 +250,56 @@ private:
     for (const Value *y : r.fwd.yields)
       use(y, F - 1);
     for (auto &a : r.fwd.args) // a checkpoint keeps the layer input
-      if (def.count(a.get()))
-        lastFwdUse[a.get()] = std::max(lastFwdUse[a.get()], F - 1);
+      if (lt.def.count(a.get()))
+        lt.lastFwdUse[a.get()] = std::max(lt.lastFwdUse[a.get()], F - 1);
     for (auto &a : r.bwd->args)
       define(a.get(), F);
     for (int i = 0; i < B; ++i)
       visit(*r.bwd->ops[i], F + i);
     for (const Value *y : r.bwd->yields)
       use(y, F + B - 1);
+    return lt;
+  }
 
-    std::map<const Value *, Poly> size;
-    for (const Value *v : order)
-      size[v] = bytes(v);
-
-    // The trainer places a run's transients (what the forward computes and
-    // no backward reads; what the backward computes but the gradient it
-    // hands on) in one arena held for the whole run, sized by the run's
-    // largest live set of them (runtime/trainer/StageMemory.h). The rest
-    // (saved activations, the inputs and outputs runs hand on) is live
-    // from its definition to its last use. So a run's peak is the largest
-    // live set of the rest plus its arena.
+  /// The trainer places a run's transients (what the forward computes and
+  /// no backward reads; what the backward computes but the gradient it
+  /// hands on) in one arena held for the whole run, sized by the run's
+  /// largest live set of them (runtime/trainer/StageMemory.h). The rest
+  /// (saved activations, the inputs and outputs runs hand on) is live
+  /// from its definition to its last use.
+  std::set<const Value *> arenaValues(const Lifetimes &lt) const {
+    const int F = static_cast<int>(r.fwd.ops.size());
     std::set<const Value *> handedOn;
     for (const std::vector<Value *> *values : {&r.fwd.yields, &r.bwd->yields})
       for (const Value *v : *values)
-        handedOn.insert(root(v));
+        handedOn.insert(lt.root(v));
     for (auto &a : r.bwd->args)
       handedOn.insert(a.get());
-    auto inArena = [&](const Value *v) {
-      if (handedOn.count(v) || def[v] < 0)
-        return false;
-      return def[v] < F ? lastUse[v] < F : true;
-    };
+    std::set<const Value *> arena;
+    for (const Value *v : lt.order) {
+      const int def = lt.def.at(v);
+      if (!handedOn.count(v) && def >= 0 && (def < F ? lt.lastUse.at(v) < F : true))
+        arena.insert(v);
+    }
+    return arena;
+  }
+
+  /// Candidate peaks of each run: per program point, the live bytes outside
+  /// the arena (all of them, or, for a checkpointed forward, those up to
+  /// their last forward use) plus the arena's size; dominated ones dropped.
+  void peaks(RegionMemory &p, const Lifetimes &lt, const std::set<const Value *> &arenaSet,
+             const std::map<const Value *, Poly> &size) const {
+    const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
     std::vector<Poly> fwdFull, fwdCkpt, bwd, fwdArena, bwdArena;
     for (int i = 0; i < F + B; ++i) {
       Poly full, ckpt, arena;
-      for (const Value *v : order) {
-        const bool transient = inArena(v);
-        if (def[v] <= i && i <= lastUse[v])
-          (transient ? arena : full) = (transient ? arena : full) + size[v];
-        if (i < F && !transient && def[v] <= i && i <= lastFwdUse[v])
-          ckpt = ckpt + size[v];
+      for (const Value *v : lt.order) {
+        const bool transient = arenaSet.count(v);
+        const int def = lt.def.at(v);
+        if (def <= i && i <= lt.lastUse.at(v))
+          (transient ? arena : full) = (transient ? arena : full) + size.at(v);
+        if (i < F && !transient && def <= i && i <= lt.lastFwdUse.at(v))
+          ckpt = ckpt + size.at(v);
       }
       if (i < F) {
         fwdFull.push_back(full);
@@ -300,12 +315,6 @@ private:
     fwdFull = sumsOfPairs(pruneDominated(fwdFull), fwdArena);
     fwdCkpt = sumsOfPairs(pruneDominated(fwdCkpt), fwdArena);
     bwd = sumsOfPairs(pruneDominated(bwd), bwdArena);
-    for (const Value *v : order) {
-      if (def[v] < F && lastUse[v] >= F)
-        p.savedFull = p.savedFull + size[v];
-    }
-    for (auto &a : r.fwd.args)
-      p.savedCkpt = p.savedCkpt + bytes(a.get());
     p.fwdPeakFull = pruneDominated(fwdFull);
     p.fwdPeakCkpt = pruneDominated(fwdCkpt);
     p.bwdPeak = pruneDominated(bwd);
@@ -315,6 +324,24 @@ private:
       p.fwdPeakCkpt.push_back(Poly());
     if (p.bwdPeak.empty())
       p.bwdPeak.push_back(Poly());
+  }
+
+  /// A run's peak is the largest live set outside the arena plus its arena;
+  /// what the backward reads is saved (all of it, or with checkpointing the
+  /// layer inputs).
+  void liveness(RegionMemory &p, bool singleTpRank) {
+    const int F = static_cast<int>(r.fwd.ops.size());
+    Lifetimes lt = lifetimes(singleTpRank);
+    std::map<const Value *, Poly> size;
+    for (const Value *v : lt.order)
+      size[v] = bytes(v);
+    peaks(p, lt, arenaValues(lt), size);
+    for (const Value *v : lt.order) {
+      if (lt.def.at(v) < F && lt.lastUse.at(v) >= F)
+        p.savedFull = p.savedFull + size[v];
+    }
+    for (auto &a : r.fwd.args)
+      p.savedCkpt = p.savedCkpt + bytes(a.get());
   }
 
   const Module &m;

@@ -414,50 +414,97 @@ double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<dou
   return sum + (G - 1) * maxT + std::max(0.0, maxD);
 }
 
-std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const ModelProfile &model,
-                                                   const Cluster &cluster, DiagnosticEngine &diag) {
-  auto fail = [&](const std::string &msg) {
-    diag.error({}, "plan: " + msg);
-    return std::nullopt;
-  };
+namespace {
+
+/// What makes the plan impossible for this model and cluster (stages that
+/// do not tile the layers, meshes that do not match dp x tp or the
+/// cluster, batches that do not split), or nullopt; `gpus` is the plan's
+/// GPU count.
+std::optional<std::string> planProblem(const Plan &plan, const ModelProfile &model,
+                                       const Cluster &cluster, int &gpus) {
   const int S = static_cast<int>(plan.stages.size());
   if (S == 0)
-    return fail("it has no stages");
+    return "it has no stages";
   if (plan.gradAccum < 1)
-    return fail("grad_accum must be at least 1");
-  int expectFirst = 0, gpus = 0;
+    return "grad_accum must be at least 1";
+  int expectFirst = 0;
+  gpus = 0;
   for (int i = 0; i < S; ++i) {
     const StagePlan &st = plan.stages[i];
     std::string where = "stage " + std::to_string(i) + ": ";
     if (st.firstLayer != expectFirst || st.lastLayer < st.firstLayer)
-      return fail(where + "layers must continue at " + std::to_string(expectFirst));
+      return where + "layers must continue at " + std::to_string(expectFirst);
     expectFirst = st.lastLayer + 1;
     if (st.ckptLayers < 0 || st.ckptLayers > st.layers())
-      return fail(where + "ckpt_layers must be between 0 and the stage's layer count");
+      return where + "ckpt_layers must be between 0 and the stage's layer count";
     if (st.dp * st.tp != st.gpus())
-      return fail(where + "dp x tp = " + std::to_string(st.dp * st.tp) + " but the mesh has " +
-                  std::to_string(st.gpus()) + " GPUs");
+      return where + "dp x tp = " + std::to_string(st.dp * st.tp) + " but the mesh has " +
+             std::to_string(st.gpus()) + " GPUs";
     if (int64_t(st.microBatch) * st.dp * plan.gradAccum != plan.globalBatch)
-      return fail(where + "micro_batch x dp x grad_accum = " +
-                  std::to_string(int64_t(st.microBatch) * st.dp * plan.gradAccum) +
-                  " but the global batch is " + std::to_string(plan.globalBatch));
+      return where + "micro_batch x dp x grad_accum = " +
+             std::to_string(int64_t(st.microBatch) * st.dp * plan.gradAccum) +
+             " but the global batch is " + std::to_string(plan.globalBatch);
     if (st.meshGpusPerNode > cluster.gpusPerNode || st.meshNodes > cluster.nodes)
-      return fail(where + "its mesh does not fit the cluster's nodes");
+      return where + "its mesh does not fit the cluster's nodes";
     if (st.tp > st.meshGpusPerNode && !cluster.tpAcrossNodes)
-      return fail(where + "tp = " + std::to_string(st.tp) +
-                  " spans nodes, which the cluster does not allow");
+      return where + "tp = " + std::to_string(st.tp) +
+             " spans nodes, which the cluster does not allow";
     if (auto bad = model.violatedAssumption(st.tp))
-      return fail(where + "tp = " + std::to_string(st.tp) + " breaks the model's assumption " +
-                  *bad);
+      return where + "tp = " + std::to_string(st.tp) + " breaks the model's assumption " + *bad;
     gpus += st.gpus();
   }
   if (expectFirst != model.numLayers)
-    return fail("the stages cover " + std::to_string(expectFirst) + " layers but the model has " +
-                std::to_string(model.numLayers));
+    return "the stages cover " + std::to_string(expectFirst) + " layers but the model has " +
+           std::to_string(model.numLayers);
   if (gpus > cluster.totalGpus())
-    return fail("it uses " + std::to_string(gpus) + " GPUs but the cluster has " +
-                std::to_string(cluster.totalGpus()));
+    return "it uses " + std::to_string(gpus) + " GPUs but the cluster has " +
+           std::to_string(cluster.totalGpus());
+  return std::nullopt;
+}
 
+/// Stage i of the plan, its p2p included; `firstGpu[i]` is where stage i's
+/// GPUs start (stages sit on consecutive GPUs).
+StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &model,
+                                   const Cluster &cluster, const InterferenceTable &interference,
+                                   const std::vector<int> &firstGpu) {
+  const int S = static_cast<int>(plan.stages.size());
+  const StagePlan &st = plan.stages[i];
+  StageKnobs k;
+  static_cast<ScheduleKnobs &>(k) = scheduleKnobs(plan, i);
+  k.microBatch = st.microBatch;
+  k.meshNodes = st.meshNodes;
+  k.meshGpusPerNode = st.meshGpusPerNode;
+  k.inflight = std::min(S - i, plan.gradAccum);
+  StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster),
+                 model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster),
+                 model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};
+  StageEstimate e = estimateStage(k, n, cluster, interference);
+  // Activations go to the next stage and gradients come back, once per
+  // micro-batch each way.
+  if (i + 1 < S)
+    e.p2p += p2pSeconds(cluster,
+                        p2pCrossesNodes(cluster, firstGpu[i], firstGpu[i + 1],
+                                        std::min(st.gpus(), plan.stages[i + 1].gpus())),
+                        n.layer.output);
+  if (i > 0)
+    e.p2p += p2pSeconds(cluster,
+                        p2pCrossesNodes(cluster, firstGpu[i - 1], firstGpu[i],
+                                        std::min(st.gpus(), plan.stages[i - 1].gpus())),
+                        n.layer.gradIn);
+  e.t += e.p2p;
+  return e;
+}
+
+} // namespace
+
+std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const ModelProfile &model,
+                                                   const Cluster &cluster, DiagnosticEngine &diag) {
+  int gpus = 0;
+  if (std::optional<std::string> bad = planProblem(plan, model, cluster, gpus)) {
+    diag.error({}, "plan: " + *bad);
+    return std::nullopt;
+  }
+  const int S = static_cast<int>(plan.stages.size());
   InterferenceTable interference(cluster);
   std::vector<int> firstGpu(S + 1, 0); // stages sit on consecutive GPUs
   for (int i = 0; i < S; ++i)
@@ -466,30 +513,7 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
   std::vector<double> t, d;
   pe.fits = true;
   for (int i = 0; i < S; ++i) {
-    const StagePlan &st = plan.stages[i];
-    StageKnobs k;
-    static_cast<ScheduleKnobs &>(k) = scheduleKnobs(plan, i);
-    k.microBatch = st.microBatch;
-    k.meshNodes = st.meshNodes;
-    k.meshGpusPerNode = st.meshGpusPerNode;
-    k.inflight = std::min(S - i, plan.gradAccum);
-    StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster),
-                   model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster),
-                   model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};
-    StageEstimate e = estimateStage(k, n, cluster, interference);
-    // Activations go to the next stage and gradients come back, once per
-    // micro-batch each way.
-    if (i + 1 < S)
-      e.p2p += p2pSeconds(cluster,
-                          p2pCrossesNodes(cluster, firstGpu[i], firstGpu[i + 1],
-                                          std::min(st.gpus(), plan.stages[i + 1].gpus())),
-                          n.layer.output);
-    if (i > 0)
-      e.p2p += p2pSeconds(cluster,
-                          p2pCrossesNodes(cluster, firstGpu[i - 1], firstGpu[i],
-                                          std::min(st.gpus(), plan.stages[i - 1].gpus())),
-                          n.layer.gradIn);
-    e.t += e.p2p;
+    StageEstimate e = estimatePlannedStage(plan, i, model, cluster, interference, firstGpu);
     pe.fits &= e.fits;
     t.push_back(e.t);
     d.push_back(e.d);

@@ -164,6 +164,14 @@ private:
                                                  FrontierScratch &scratch);
   /// Solves the MILP for a table and keeps the plan when it is the best so far.
   void consider(int S, int G, const StageTable &table, int totalGpus);
+  /// Every G for S stages: the tables of the uniform meshes (when `uniform`)
+  /// and of the `mixed` sizes, and their MILPs. True when some stage
+  /// splits the batch.
+  bool searchStageCount(int S, bool uniform, const std::vector<int> &mixed);
+  /// The error that says why no plan was found.
+  void explainNoPlan(const std::string &tpFailure, bool anyBatchSplit);
+  /// The best plan with the report's estimate and its predicted figures.
+  std::optional<TuneResult> bestResult();
   /// Whether some stage of `gpus` GPUs can split the batch at this G.
   bool splitsBatch(int64_t G, int gpus) const {
     for (int tp : validTp)
@@ -367,6 +375,83 @@ void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
   }
 }
 
+bool Tuner::searchStageCount(int S, bool uniform, const std::vector<int> &mixed) {
+  const int gpus = cluster.totalGpus();
+  bool anyBatchSplit = false;
+  for (int64_t G : divisorsOf(B)) {
+    if (outOfTime())
+      break;
+    StageTable table;
+    if (uniform && splitsBatch(G, gpus / S)) {
+      anyBatchSplit = true;
+      if (opts.space.tpPerStage()) {
+        buildTable(S, static_cast<int>(G), {gpus / S}, 0, table);
+        consider(S, static_cast<int>(G), table, 0);
+      } else {
+        for (int tp : validTp) { // one tp for the whole model
+          if ((gpus / S) % tp || B % (G * (gpus / S / tp)))
+            continue;
+          buildTable(S, static_cast<int>(G), {gpus / S}, tp, table);
+          consider(S, static_cast<int>(G), table, 0);
+        }
+      }
+    }
+    bool mixedSplits = false;
+    for (int g : mixed)
+      mixedSplits |= splitsBatch(G, g);
+    if (mixedSplits) {
+      anyBatchSplit = true;
+      buildTable(S, static_cast<int>(G), mixed, 0, table);
+      consider(S, static_cast<int>(G), table, gpus);
+    }
+  }
+  return anyBatchSplit;
+}
+
+void Tuner::explainNoPlan(const std::string &tpFailure, bool anyBatchSplit) {
+  const double gib = double(1ull << 30), usableGiB = cluster.usableBytes() / gib;
+  if (stats.timedOut)
+    diag.error({}, fmt::format("the time limit of {} s stopped the search before any plan was "
+                               "found",
+                               opts.timeLimitSeconds));
+  else if (validTp.empty())
+    diag.error({}, "no tensor-parallel degree divides the model: " + tpFailure);
+  else if (!anyBatchSplit)
+    diag.error({}, fmt::format("the global batch {} cannot be split over the data-parallel "
+                               "replicas of any plan on {} GPUs",
+                               B, cluster.totalGpus()));
+  else if (hostBound)
+    diag.error({}, fmt::format("no plan fits in memory: every plan in the '{}' space whose device "
+                               "peak fits the {:.2f} GiB per GPU offloads at least {:.2f} GiB per "
+                               "GPU to host memory, more than its {:.2f} GiB share of the {} GiB "
+                               "pinnable per node",
+                               spaceLevelName(opts.space.level), usableGiB, smallestHost / gib,
+                               cluster.hostBytesPerGpu() / gib, cluster.hostMemoryGiB));
+  else if (std::isfinite(smallestPeak))
+    diag.error({}, fmt::format("no plan fits in memory: the smallest peak of any plan in the "
+                               "'{}' space is {:.2f} GiB per GPU, the cluster allows {:.2f} GiB "
+                               "({} GiB x {})",
+                               spaceLevelName(opts.space.level), smallestPeak / gib, usableGiB,
+                               cluster.device.memoryGiB, cluster.device.usableFraction));
+  else
+    diag.error({}, "no plan was found");
+}
+
+std::optional<TuneResult> Tuner::bestResult() {
+  auto est = estimatePlan(*bestPlan, model, cluster, diag);
+  if (!est)
+    return std::nullopt;
+  TuneResult r;
+  r.plan = *bestPlan;
+  r.estimate = *est;
+  r.objective = bestObjective;
+  r.plan.predicted = PlanPrediction{est->iterationSeconds, est->tokensPerSecond, {}};
+  for (const StageEstimate &s : est->stages)
+    r.plan.predicted->peakGiB.push_back(s.mem.peak() / (1ull << 30));
+  r.stats = stats;
+  return r;
+}
+
 std::optional<TuneResult> Tuner::run() {
   const int gpus = cluster.totalGpus(), gpn = cluster.gpusPerNode;
   if (B <= 0) {
@@ -383,33 +468,7 @@ std::optional<TuneResult> Tuner::run() {
     const std::vector<int> mixed = opts.space.nonUniformMeshSizes(S, gpus, gpn);
     if (!uniform && mixed.empty())
       continue;
-    for (int64_t G : divisorsOf(B)) {
-      if (outOfTime())
-        break;
-      StageTable table;
-      if (uniform && splitsBatch(G, gpus / S)) {
-        anyBatchSplit = true;
-        if (opts.space.tpPerStage()) {
-          buildTable(S, static_cast<int>(G), {gpus / S}, 0, table);
-          consider(S, static_cast<int>(G), table, 0);
-        } else {
-          for (int tp : validTp) { // one tp for the whole model
-            if ((gpus / S) % tp || B % (G * (gpus / S / tp)))
-              continue;
-            buildTable(S, static_cast<int>(G), {gpus / S}, tp, table);
-            consider(S, static_cast<int>(G), table, 0);
-          }
-        }
-      }
-      bool mixedSplits = false;
-      for (int g : mixed)
-        mixedSplits |= splitsBatch(G, g);
-      if (mixedSplits) {
-        anyBatchSplit = true;
-        buildTable(S, static_cast<int>(G), mixed, 0, table);
-        consider(S, static_cast<int>(G), table, gpus);
-      }
-    }
+    anyBatchSplit |= searchStageCount(S, uniform, mixed);
     if (opts.progress)
       llvm::errs() << fmt::format("mistc: tuned {} stage{}: {} strategies scored, {} MILPs, best "
                                   "{:.4g} s, {:.1f} s elapsed\n",
@@ -424,47 +483,10 @@ std::optional<TuneResult> Tuner::run() {
                                  "found so far",
                                  opts.timeLimitSeconds));
   if (!bestPlan) {
-    const double gib = double(1ull << 30), usableGiB = cluster.usableBytes() / gib;
-    if (stats.timedOut)
-      diag.error({}, fmt::format("the time limit of {} s stopped the search before any plan was "
-                                 "found",
-                                 opts.timeLimitSeconds));
-    else if (validTp.empty())
-      diag.error({}, "no tensor-parallel degree divides the model: " + tpFailure);
-    else if (!anyBatchSplit)
-      diag.error({}, fmt::format("the global batch {} cannot be split over the data-parallel "
-                                 "replicas of any plan on {} GPUs",
-                                 B, gpus));
-    else if (hostBound)
-      diag.error({},
-                 fmt::format("no plan fits in memory: every plan in the '{}' space whose device "
-                             "peak fits the {:.2f} GiB per GPU offloads at least {:.2f} GiB per "
-                             "GPU to host memory, more than its {:.2f} GiB share of the {} GiB "
-                             "pinnable per node",
-                             spaceLevelName(opts.space.level), usableGiB, smallestHost / gib,
-                             cluster.hostBytesPerGpu() / gib, cluster.hostMemoryGiB));
-    else if (std::isfinite(smallestPeak))
-      diag.error({}, fmt::format("no plan fits in memory: the smallest peak of any plan in the "
-                                 "'{}' space is {:.2f} GiB per GPU, the cluster allows {:.2f} GiB "
-                                 "({} GiB x {})",
-                                 spaceLevelName(opts.space.level), smallestPeak / gib, usableGiB,
-                                 cluster.device.memoryGiB, cluster.device.usableFraction));
-    else
-      diag.error({}, "no plan was found");
+    explainNoPlan(tpFailure, anyBatchSplit);
     return std::nullopt;
   }
-  auto est = estimatePlan(*bestPlan, model, cluster, diag);
-  if (!est)
-    return std::nullopt;
-  TuneResult r;
-  r.plan = *bestPlan;
-  r.estimate = *est;
-  r.objective = bestObjective;
-  r.plan.predicted = PlanPrediction{est->iterationSeconds, est->tokensPerSecond, {}};
-  for (const StageEstimate &s : est->stages)
-    r.plan.predicted->peakGiB.push_back(s.mem.peak() / (1ull << 30));
-  r.stats = stats;
-  return r;
+  return bestResult();
 }
 
 } // namespace

@@ -1,18 +1,20 @@
 //===- ProfilerYamlTest.cpp - The profiler's cluster files load -----------===//
-/// tools/profiler writes cluster files without yaml-cpp; these tests load
-/// what it writes with the compiler's loader (format/ClusterLoader), so a
-/// schema change on either side fails here even on machines without a GPU:
-/// every preset read by the profiler's reader and written back loads to the
-/// same Cluster, and a cluster assembled from (made-up) measurements, a base
-/// preset and flags loads with the measured figures in place.
+/// tools/profiler writes cluster files without yaml-cpp (format/ClusterWriter)
+/// and reads its --base the same way (format/ClusterReader); these tests
+/// load what it writes with the compiler's loader (format/ClusterLoader), so
+/// a schema change on either side fails here even on machines without a
+/// GPU: every preset read by the std-only reader and written back loads to
+/// the same Cluster as the preset itself, and a cluster assembled from
+/// (made-up) measurements, a base preset and flags loads with the measured
+/// figures in place.
 //===----------------------------------------------------------------------===//
 #include "format/ClusterLoader.h"
+#include "format/ClusterReader.h"
+#include "format/ClusterWriter.h"
+#include "format/YamlSubset.h"
 #include "tools/profiler/ClusterAssembly.h"
-#include "tools/profiler/ClusterYamlReader.h"
-#include "tools/profiler/ClusterYamlWriter.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
-#include "tools/profiler/YamlSubset.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <fstream>
 #include <gtest/gtest.h>
@@ -44,7 +46,7 @@ std::string presetPath(const std::string &name) {
   return std::string(MIST_CLUSTER_DIR) + "/" + name + ".yaml";
 }
 
-std::string written(const ClusterFigures &c, const std::vector<std::string> &comment = {}) {
+std::string written(const Cluster &c, const std::vector<std::string> &comment = {}) {
   std::ostringstream os;
   writeClusterYaml(c, comment, os);
   return os.str();
@@ -95,7 +97,7 @@ TEST(ProfilerYaml, PresetsRoundTripThroughTheProfilersReaderAndWriter) {
   std::vector<std::string> presets = listClusterPresets(dirs);
   ASSERT_GE(presets.size(), 4u);
   for (const std::string &name : presets) {
-    ClusterFigures figures;
+    Cluster figures;
     std::string error;
     ASSERT_TRUE(readClusterYamlFile(presetPath(name), figures, error)) << error;
     auto direct = loadText([&] {
@@ -136,14 +138,13 @@ Measurements oneGpuRun() {
                 {"dropout", "4x2048x2048", "no dropout kernel in stdlib/kernels"},
                 {"dropout", "8x2048x2048", "no dropout kernel in stdlib/kernels"}};
   m.opsHow = "stdlib/kernels";
-  const char *s[] = {"compute", "g2g", "h2d", "d2h"};
   for (unsigned mask = 1; mask < 16; ++mask) {
     if (__builtin_popcount(mask) < 2)
       continue;
-    InterferenceFigure f;
+    InterferenceEntry f;
     for (int i = 0; i < 4; ++i)
       if (mask & (1u << i)) {
-        f.streams.push_back(s[i]);
+        f.streams.push_back(Stream(i));
         f.factors.push_back(1.0 + 0.01 * (i + 1));
       }
     m.interference.push_back(f);
@@ -154,7 +155,7 @@ Measurements oneGpuRun() {
 }
 
 TEST(ProfilerYaml, AssembledFromABasePresetLoadsWithTheMeasuredFigures) {
-  ClusterFigures base;
+  Cluster base;
   std::string error;
   ASSERT_TRUE(readClusterYamlFile(presetPath("h100-80g"), base, error)) << error;
   ProfilerOptions opts;
@@ -241,7 +242,7 @@ TEST(ProfilerYaml, RefusesANodeShapeWithoutCollectiveFigures) {
   opts.nodes = 2;
   EXPECT_FALSE(checkAssemblyInputs(std::nullopt, opts, 8, 1, 8, true, error));
   EXPECT_NE(error.find("across nodes"), std::string::npos) << error;
-  ClusterFigures base;
+  Cluster base;
   ASSERT_TRUE(readClusterYamlFile(presetPath("a100-40g"), base, error)) << error;
   EXPECT_TRUE(checkAssemblyInputs(base, opts, 1, 1, 1, false, error)) << error;
 }
@@ -253,11 +254,11 @@ TEST(ProfilerYaml, StringsAndNumbersReadBackAsWritten) {
   EXPECT_EQ(yamlString("a: b # c"), "\"a: b # c\"");
   EXPECT_EQ(yamlNumber(0.1), "0.1");
   EXPECT_EQ(yamlNumber(989), "989");
-  ClusterFigures c;
+  Cluster c;
   std::string error;
   ASSERT_TRUE(readClusterYamlFile(presetPath("l4-24g"), c, error)) << error;
   c.name = "odd: \"name\" # 1";
-  c.deviceName = "yes";
+  c.device.name = "yes";
   c.p2pLatencyUs = 1.0 / 3;
   auto l = loadText(written(c));
   ASSERT_TRUE(l->cluster) << l->errors() << written(c);
@@ -267,13 +268,13 @@ TEST(ProfilerYaml, StringsAndNumbersReadBackAsWritten) {
 }
 
 TEST(ProfilerYaml, CheckNamesWhatTheLoaderWouldReject) {
-  ClusterFigures c;
+  Cluster c;
   std::string error;
   ASSERT_TRUE(readClusterYamlFile(presetPath("a100-40g"), c, error)) << error;
-  EXPECT_TRUE(checkClusterFigures(c).empty());
+  EXPECT_TRUE(checkCluster(c).empty());
   c.interference[0].factors[0] = 0.9;
-  c.measured = {{"linear", "2x3", 1e-3}, {"linear", "2x3", 2e-3}};
-  auto bad = checkClusterFigures(c);
+  c.device.measured = {{"linear", "2x3", 1e-3}, {"linear", "2x3", 2e-3}};
+  auto bad = checkCluster(c);
   ASSERT_EQ(bad.size(), 2u);
   EXPECT_NE(bad[0].find("two measured entries"), std::string::npos) << bad[0];
   EXPECT_NE(bad[1].find("at least 1"), std::string::npos) << bad[1];
@@ -318,12 +319,28 @@ TEST(YamlSubset, RefusesWhatItDoesNotRead) {
     EXPECT_FALSE(parseYamlSubset(text, root, error)) << text;
     EXPECT_EQ(error.rfind(where, 0), 0u) << text << " -> " << error;
   }
-  ClusterFigures c;
+  Cluster c;
   std::string error;
   EXPECT_FALSE(readClusterYaml("mist_cluster: 1\nname: x\nnodes: \"1\"\n", c, error));
   EXPECT_EQ(error, "line 3: expected an integer for 'nodes'");
   EXPECT_FALSE(readClusterYaml("mist_cluster: 2\n", c, error));
   EXPECT_EQ(error, "line 1: unsupported cluster format version 2");
+}
+
+TEST(ClusterReader, RefusesAnUnknownStream) {
+  std::ifstream in(presetPath("a100-40g"));
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str();
+  size_t at = text.find("[compute, g2g]");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 14, "[compute, gpu]");
+  Cluster c;
+  std::string error;
+  EXPECT_FALSE(readClusterYaml(text, c, error));
+  EXPECT_NE(error.find(": unknown stream 'gpu' (expected compute, g2g, h2d or d2h)"),
+            std::string::npos)
+      << error;
 }
 
 TEST(ProfilerOptions, ParsesFlagsAndRefusesBadOnes) {

@@ -1,7 +1,7 @@
 //===- ClusterAssembly.cpp - Measurements + base + flags -> a cluster file ===//
 #include "tools/profiler/ClusterAssembly.h"
 
-#include "tools/profiler/ClusterYamlWriter.h"
+#include "format/ClusterWriter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,7 +44,7 @@ private:
 std::string num(double v) { return yamlNumber(round(v, 4)); }
 
 /// The node shape the run writes: flag, base, the MPI ranks, 1.
-void nodeShape(const std::optional<ClusterFigures> &base, const ProfilerOptions &opts, int ranks,
+void nodeShape(const std::optional<Cluster> &base, const ProfilerOptions &opts, int ranks,
                int nodes, int ranksPerNode, int &outNodes, char &nodesSrc, int &outGpn,
                char &gpnSrc) {
   if (opts.nodes) {
@@ -77,16 +77,15 @@ void nodeShape(const std::optional<ClusterFigures> &base, const ProfilerOptions 
 
 } // namespace
 
-bool checkAssemblyInputs(const std::optional<ClusterFigures> &base, const ProfilerOptions &opts,
-                         int ranks, int nodes, int ranksPerNode, bool ncclAvailable,
-                         std::string &error) {
+bool checkAssemblyInputs(const std::optional<Cluster> &base, const ProfilerOptions &opts, int ranks,
+                         int nodes, int ranksPerNode, bool ncclAvailable, std::string &error) {
   int n, g;
   char ns, gs;
   nodeShape(base, opts, ranks, nodes, ranksPerNode, n, ns, g, gs);
   const bool measures = ncclAvailable && ranks > 1 && ranksPerNode > 0;
   bool inside = measures && ranksPerNode > 1, across = measures && nodes > 1;
   if (base)
-    for (const CollectiveFigure &e : base->collectives) {
+    for (const CollectiveLink &e : base->collectives) {
       inside |= e.nodes == 1 && e.gpusPerNode <= g;
       across |= e.nodes > 1 && e.gpusPerNode <= g;
     }
@@ -164,9 +163,9 @@ namespace {
 /// from; the sections run in the order the header comment lists them.
 class ClusterAssembler {
 public:
-  ClusterAssembler(const Measurements &m, const std::optional<ClusterFigures> &base,
+  ClusterAssembler(const Measurements &m, const std::optional<Cluster> &base,
                    const ProfilerOptions &opts, std::vector<std::string> &warn)
-      : m(m), base(base), opts(opts), warn(warn), c(base ? *base : ClusterFigures{}),
+      : m(m), base(base), opts(opts), warn(warn), c(base ? *base : Cluster{}),
         basePath(opts.basePath.empty() ? "the base" : opts.basePath) {}
 
   void shape();
@@ -178,7 +177,7 @@ public:
   /// The header comment: who measured what, then the source table.
   std::vector<std::string> comment() const;
 
-  ClusterFigures &figures() { return c; }
+  Cluster &figures() { return c; }
 
 private:
   /// p2p.*: flag, measured, base, default.
@@ -186,10 +185,10 @@ private:
             double measured, const std::string &how, double baseValue, double dflt, double &dst);
 
   const Measurements &m;
-  const std::optional<ClusterFigures> &base;
+  const std::optional<Cluster> &base;
   const ProfilerOptions &opts;
   std::vector<std::string> &warn;
-  ClusterFigures c;
+  Cluster c;
   Sources src;
   const std::string basePath;
 };
@@ -220,17 +219,17 @@ void ClusterAssembler::shape() {
 
 /// The device: name, memory, and the compute and memory peaks.
 void ClusterAssembler::device() {
-  c.deviceName = m.deviceName;
+  c.device.name = m.deviceName;
   src.add("device.name", 'M', m.deviceNameWhat);
   if (opts.memoryGiB) {
-    c.memoryGiB = *opts.memoryGiB;
+    c.device.memoryGiB = *opts.memoryGiB;
     src.add("device.memory_gib", 'F', "--memory-gib");
   } else {
-    c.memoryGiB = round(m.memoryGiB, 4);
+    c.device.memoryGiB = round(m.memoryGiB, 4);
     src.add("device.memory_gib", 'M', m.memoryWhat);
   }
   if (opts.usableFraction) {
-    c.usableFraction = *opts.usableFraction;
+    c.device.usableFraction = *opts.usableFraction;
     src.add("device.usable_fraction", 'F', "--usable-fraction");
   } else {
     src.add("device.usable_fraction", base ? 'B' : 'D', base ? basePath : "mistc's default 0.92");
@@ -241,27 +240,27 @@ void ClusterAssembler::device() {
   assignPeak({"peak_tflops", "matmul_efficiency", "--peak-tflops", "datasheet dense bf16",
               gemmRate.c_str(), "TFLOP/s", opts.peakTflops, m.gemmTflops,
               gemm + " " + m.gemmShape + " (" + m.gemmCall + ")", "0.75 (no GEMM measured)"},
-             base.has_value(), basePath, c.peakTflops, c.matmulEfficiency, src, warn);
+             base.has_value(), basePath, c.device.peakTflops, c.device.matmulEfficiency, src, warn);
   // Memory: the datasheet bandwidth and a device-to-device copy.
-  assignPeak({"mem_bandwidth_gbs", "mem_efficiency", "--peak-mem-gbs", "datasheet", "copy rate",
-              "GB/s (read + write)", opts.peakMemGBs, m.d2dGBs, m.copyWhat + " of " + m.d2dWhat,
-              "0.8"},
-             base.has_value(), basePath, c.memBandwidthGBs, c.memEfficiency, src, warn);
+  assignPeak(
+      {"mem_bandwidth_gbs", "mem_efficiency", "--peak-mem-gbs", "datasheet", "copy rate",
+       "GB/s (read + write)", opts.peakMemGBs, m.d2dGBs, m.copyWhat + " of " + m.d2dWhat, "0.8"},
+      base.has_value(), basePath, c.device.memBandwidthGBs, c.device.memEfficiency, src, warn);
 }
 
 /// Measured ops: this run's, then the base's entries this run did not measure.
 void ClusterAssembler::measuredOps() {
   std::map<std::pair<std::string, std::string>, double> table;
   size_t kept = 0;
-  for (const MeasuredOpFigure &o : m.ops)
+  for (const MeasuredOp &o : m.ops)
     table[{o.op, o.shape}] = o.seconds;
   if (base)
-    for (const MeasuredOpFigure &o : base->measured)
+    for (const MeasuredOp &o : base->device.measured)
       if (table.emplace(std::pair{o.op, o.shape}, o.seconds).second)
         ++kept;
-  c.measured.clear();
+  c.device.measured.clear();
   for (const auto &[key, s] : table)
-    c.measured.push_back({key.first, key.second, s});
+    c.device.measured.push_back({key.first, key.second, s});
   if (m.opsListed > 0)
     src.add("device.measured", 'M',
             std::to_string(m.ops.size()) + " of the " + std::to_string(m.opsListed) +
@@ -291,7 +290,7 @@ void ClusterAssembler::measuredOps() {
 
 /// Collectives: the base's table with this run's entries in place of the same shapes.
 void ClusterAssembler::collectives() {
-  for (const CollectiveFigure &e : m.collectives) {
+  for (const CollectiveLink &e : m.collectives) {
     auto it = std::find_if(c.collectives.begin(), c.collectives.end(), [&](const auto &x) {
       return x.nodes == e.nodes && x.gpusPerNode == e.gpusPerNode;
     });
@@ -303,14 +302,14 @@ void ClusterAssembler::collectives() {
   size_t before = c.collectives.size();
   c.collectives.erase(
       std::remove_if(c.collectives.begin(), c.collectives.end(),
-                     [&](const CollectiveFigure &e) { return e.gpusPerNode > c.gpusPerNode; }),
+                     [&](const CollectiveLink &e) { return e.gpusPerNode > c.gpusPerNode; }),
       c.collectives.end());
   std::stable_sort(c.collectives.begin(), c.collectives.end(), [](const auto &a, const auto &b) {
     return std::pair(a.nodes, a.gpusPerNode) < std::pair(b.nodes, b.gpusPerNode);
   });
   if (!m.collectives.empty()) {
     std::string shapes;
-    for (const CollectiveFigure &e : m.collectives)
+    for (const CollectiveLink &e : m.collectives)
       shapes += (shapes.empty() ? "" : ", ") + std::to_string(e.nodes) + "x" +
                 std::to_string(e.gpusPerNode);
     src.add("collectives", 'M', shapes + ": " + m.collectivesHow);
@@ -398,7 +397,7 @@ std::vector<std::string> ClusterAssembler::comment() const {
 
 } // namespace
 
-bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> &base,
+bool assembleCluster(const Measurements &m, const std::optional<Cluster> &base,
                      const ProfilerOptions &opts, AssembledCluster &out, std::string &error) {
   ClusterAssembler assembler(m, base, opts, out.warnings);
   assembler.shape();
@@ -408,7 +407,7 @@ bool assembleCluster(const Measurements &m, const std::optional<ClusterFigures> 
   assembler.p2p();
   assembler.host();
 
-  std::vector<std::string> problems = checkClusterFigures(assembler.figures());
+  std::vector<std::string> problems = checkCluster(assembler.figures());
   if (!problems.empty()) {
     error = "the measured cluster would not load: " + problems.front();
     for (size_t i = 1; i < problems.size(); ++i)

@@ -56,7 +56,7 @@ LinkFigures measureLinks(rt::MpiCommunicator &world, rt::Communicator &comm, con
     const size_t perRank = gathered / sizeof(float) / n;
     double big = slowestMedian(world, warmup, repeats, [&] { group.allGather(in, out, perRank); });
     double small = slowestMedian(world, warmup, repeats, [&] { group.allGather(in, out, 1); });
-    CollectiveFigure e;
+    CollectiveLink e;
     e.nodes = nodes;
     e.gpusPerNode = gpusPerNode;
     e.busGBs = round4((n - 1.0) / n * perRank * n * sizeof(float) / big / 1e9);

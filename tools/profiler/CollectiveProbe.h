@@ -15,8 +15,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "format/Cluster.h"
 #include "runtime/comm/Communicator.h"
-#include "tools/profiler/ClusterFigures.h"
 #include "tools/profiler/NodeLayout.h"
 
 #include <string>
@@ -25,7 +25,7 @@
 namespace mist::profiler {
 
 struct LinkFigures {
-  std::vector<CollectiveFigure> collectives;
+  std::vector<CollectiveLink> collectives;
   double p2pIntraGBs = 0, p2pInterGBs = 0;
   double p2pLatencyUs = -1; ///< -1: not measured
   std::string how;

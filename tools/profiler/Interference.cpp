@@ -43,6 +43,108 @@ double since(cudaEvent_t ref, cudaEvent_t e) {
   return ms * 1e-3;
 }
 
+/// Sets by size, then in stream order: the pairs, the triples, all four.
+std::vector<unsigned> streamSets() {
+  std::vector<unsigned> masks;
+  for (unsigned mask = 1; mask < 16; ++mask)
+    if (std::popcount(mask) >= 2)
+      masks.push_back(mask);
+  std::stable_sort(masks.begin(), masks.end(),
+                   [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
+  return masks;
+}
+
+/// One set's run: how many units each stream repeats (0: not in the set),
+/// the gate's event, and per stream an event before and after every unit.
+struct SetRun {
+  int count[4] = {};
+  size_t total = 0;
+  std::vector<std::unique_ptr<Events>> ev = std::vector<std::unique_ptr<Events>>(4);
+  Events start{1};
+};
+
+/// Each stream of the set repeats its unit for about `targetMs` (3 to 4000
+/// units).
+void countUnits(unsigned mask, double targetMs, const double alone[4], SetRun &run) {
+  for (int s = 0; s < 4; ++s)
+    if (mask & (1u << s)) {
+      run.count[s] =
+          static_cast<int>(std::clamp(std::ceil(targetMs * 1e-3 / alone[s]), 3.0, 4000.0));
+      run.total += run.count[s];
+    }
+}
+
+/// Queues every stream's units behind one gate, so they start together,
+/// and waits for all of them.
+void runTogether(SetRun &run, Stream (&streams)[4], Stream &gate,
+                 const std::function<void()> (&unit)[4]) {
+  // Hold every stream behind one gate until all the work is queued.
+  spinFor(20000 + 5.0 * run.total, gate.s);
+  checkCuda(cudaEventRecord(run.start.ev[0], gate.s), "cudaEventRecord");
+  for (int s = 0; s < 4; ++s) {
+    if (!run.count[s])
+      continue;
+    run.ev[s] = std::make_unique<Events>(run.count[s] + 1);
+    checkCuda(cudaStreamWaitEvent(streams[s].s, run.start.ev[0], 0), "cudaStreamWaitEvent");
+    checkCuda(cudaEventRecord(run.ev[s]->ev[0], streams[s].s), "cudaEventRecord");
+  }
+  // Interleave the launches so no stream's queue runs far ahead.
+  for (int i = 0; i < *std::max_element(run.count, run.count + 4); ++i)
+    for (int s = 0; s < 4; ++s)
+      if (i < run.count[s]) {
+        unit[s]();
+        checkCuda(cudaEventRecord(run.ev[s]->ev[i + 1], streams[s].s), "cudaEventRecord");
+      }
+  checkCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+/// Each stream's factor: the mean time of its units that lie wholly inside
+/// the window where every stream of the set is busy (all of them when none
+/// does), over its time alone, at least 1.
+InterferenceEntry factorsOf(const SetRun &run, const double alone[4]) {
+  const cudaEvent_t start = run.start.ev[0];
+  double lo = 0, hi = INFINITY;
+  for (int s = 0; s < 4; ++s)
+    if (run.count[s]) {
+      lo = std::max(lo, since(start, run.ev[s]->ev[0]));
+      hi = std::min(hi, since(start, run.ev[s]->ev[run.count[s]]));
+    }
+  InterferenceEntry f;
+  for (int s = 0; s < 4; ++s) {
+    if (!run.count[s])
+      continue;
+    const std::vector<cudaEvent_t> &ev = run.ev[s]->ev;
+    double sum = 0;
+    int inside = 0;
+    for (int i = 0; i < run.count[s]; ++i) {
+      double a = since(start, ev[i]), b = since(start, ev[i + 1]);
+      if (a >= lo && b <= hi) {
+        sum += b - a;
+        ++inside;
+      }
+    }
+    double busy = inside ? sum / inside
+                         : (since(start, ev[run.count[s]]) - since(start, ev[0])) / run.count[s];
+    double factor = std::max(1.0, busy / alone[s]);
+    f.streams.push_back(mist::Stream(s));
+    f.factors.push_back(std::round(factor * 1000) / 1000);
+  }
+  return f;
+}
+
+/// The line for the file's header: how long the sets ran and each unit alone.
+std::string describe(const InterferenceOptions &o, const Bf16Gemm &gemm, const double alone[4]) {
+  auto ms = [](double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
+    return std::string(buf);
+  };
+  return "streams run together for about " + std::to_string(static_cast<int>(o.targetMs)) +
+         " ms per set; units alone: compute bf16 GEMM " + gemm.shape() + " " + ms(alone[0]) +
+         ", g2g device copy (stand-in for NCCL) " + ms(alone[1]) + ", h2d " + ms(alone[2]) +
+         ", d2h " + ms(alone[3]) + " (" + std::to_string(o.copyBytes >> 20) + " MiB copies)";
+}
+
 } // namespace
 
 InterferenceResult measureInterference(const InterferenceOptions &o) {
@@ -72,84 +174,13 @@ InterferenceResult measureInterference(const InterferenceOptions &o) {
   InterferenceResult r;
   for (int s = 0; s < 4; ++s)
     r.aloneSeconds[s] = medianSeconds(streams[s].s, o.warmup, o.repeats, unit[s]);
-
-  // Sets by size, then in stream order: the pairs, the triples, all four.
-  std::vector<unsigned> masks;
-  for (unsigned mask = 1; mask < 16; ++mask)
-    if (std::popcount(mask) >= 2)
-      masks.push_back(mask);
-  std::stable_sort(masks.begin(), masks.end(),
-                   [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
-
-  for (unsigned mask : masks) {
-    int count[4] = {};
-    size_t total = 0;
-    for (int s = 0; s < 4; ++s)
-      if (mask & (1u << s)) {
-        count[s] = static_cast<int>(
-            std::clamp(std::ceil(o.targetMs * 1e-3 / r.aloneSeconds[s]), 3.0, 4000.0));
-        total += count[s];
-      }
-    std::vector<std::unique_ptr<Events>> ev(4);
-    Events start(1);
-    // Hold every stream behind one gate until all the work is queued.
-    spinFor(20000 + 5.0 * total, gate.s);
-    checkCuda(cudaEventRecord(start.ev[0], gate.s), "cudaEventRecord");
-    for (int s = 0; s < 4; ++s) {
-      if (!count[s])
-        continue;
-      ev[s] = std::make_unique<Events>(count[s] + 1);
-      checkCuda(cudaStreamWaitEvent(streams[s].s, start.ev[0], 0), "cudaStreamWaitEvent");
-      checkCuda(cudaEventRecord(ev[s]->ev[0], streams[s].s), "cudaEventRecord");
-    }
-    // Interleave the launches so no stream's queue runs far ahead.
-    for (int i = 0; i < *std::max_element(count, count + 4); ++i)
-      for (int s = 0; s < 4; ++s)
-        if (i < count[s]) {
-          unit[s]();
-          checkCuda(cudaEventRecord(ev[s]->ev[i + 1], streams[s].s), "cudaEventRecord");
-        }
-    checkCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-
-    double lo = 0, hi = INFINITY;
-    for (int s = 0; s < 4; ++s)
-      if (count[s]) {
-        lo = std::max(lo, since(start.ev[0], ev[s]->ev[0]));
-        hi = std::min(hi, since(start.ev[0], ev[s]->ev[count[s]]));
-      }
-    InterferenceFigure f;
-    for (int s = 0; s < 4; ++s) {
-      if (!count[s])
-        continue;
-      double sum = 0;
-      int inside = 0;
-      for (int i = 0; i < count[s]; ++i) {
-        double a = since(start.ev[0], ev[s]->ev[i]), b = since(start.ev[0], ev[s]->ev[i + 1]);
-        if (a >= lo && b <= hi) {
-          sum += b - a;
-          ++inside;
-        }
-      }
-      double busy =
-          inside ? sum / inside
-                 : (since(start.ev[0], ev[s]->ev[count[s]]) - since(start.ev[0], ev[s]->ev[0])) /
-                       count[s];
-      double factor = std::max(1.0, busy / r.aloneSeconds[s]);
-      f.streams.push_back(mist::streamName(mist::Stream(s)));
-      f.factors.push_back(std::round(factor * 1000) / 1000);
-    }
-    r.table.push_back(std::move(f));
+  for (unsigned mask : streamSets()) {
+    SetRun run;
+    countUnits(mask, o.targetMs, r.aloneSeconds, run);
+    runTogether(run, streams, gate, unit);
+    r.table.push_back(factorsOf(run, r.aloneSeconds));
   }
-  auto ms = [](double s) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g ms", s * 1e3);
-    return std::string(buf);
-  };
-  r.how = "streams run together for about " + std::to_string(static_cast<int>(o.targetMs)) +
-          " ms per set; units alone: compute bf16 GEMM " + gemm.shape() + " " +
-          ms(r.aloneSeconds[0]) + ", g2g device copy (stand-in for NCCL) " + ms(r.aloneSeconds[1]) +
-          ", h2d " + ms(r.aloneSeconds[2]) + ", d2h " + ms(r.aloneSeconds[3]) + " (" +
-          std::to_string(o.copyBytes >> 20) + " MiB copies)";
+  r.how = describe(o, gemm, r.aloneSeconds);
   return r;
 }
 

@@ -20,7 +20,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "tools/profiler/ClusterFigures.h"
+#include "format/Cluster.h"
 
 #include <cstdint>
 #include <string>
@@ -36,9 +36,9 @@ struct InterferenceOptions {
 };
 
 struct InterferenceResult {
-  std::vector<InterferenceFigure> table; ///< 11 entries, pairs first
-  double aloneSeconds[4] = {};           ///< compute, g2g, h2d, d2h
-  std::string how;                       ///< one line for the file's header
+  std::vector<InterferenceEntry> table; ///< 11 entries, pairs first
+  double aloneSeconds[4] = {};          ///< compute, g2g, h2d, d2h
+  std::string how;                      ///< one line for the file's header
 };
 
 InterferenceResult measureInterference(const InterferenceOptions &opts);

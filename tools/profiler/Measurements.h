@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "tools/profiler/ClusterFigures.h"
+#include "format/Cluster.h"
 
 #include <string>
 #include <vector>
@@ -49,16 +49,16 @@ struct Measurements {
   std::string copyWhat = "device-to-device copy"; ///< what d2dGBs copied within
 
   // Measured op times; the entries of the shapes file that were not timed.
-  std::vector<MeasuredOpFigure> ops;
+  std::vector<MeasuredOp> ops;
   std::vector<NotTimedOp> notTimed;
   int opsListed = 0;  ///< entries in the shapes file
   std::string opsHow; ///< e.g. "linear_grad as two bf16 GEMMs"
 
-  std::vector<InterferenceFigure> interference;
+  std::vector<InterferenceEntry> interference;
   std::string interferenceHow;
 
   // NCCL (with 2+ ranks).
-  std::vector<CollectiveFigure> collectives;
+  std::vector<CollectiveLink> collectives;
   std::string collectivesHow;
   double p2pIntraGBs = 0, p2pInterGBs = 0, p2pLatencyUs = -1; ///< latency -1: not measured
   std::string ncclSkipped; ///< why collectives were not measured, when they were not

@@ -15,10 +15,10 @@
 /// Exit status: 0 written, 77 no GPU, 2 bad arguments or inputs, 1 a
 /// measurement failed.
 //===----------------------------------------------------------------------===//
+#include "format/ClusterWriter.h"
 #include "tools/profiler/Bandwidth.h"
 #include "tools/profiler/Bf16Gemm.h"
 #include "tools/profiler/ClusterAssembly.h"
-#include "tools/profiler/ClusterYamlWriter.h"
 #include "tools/profiler/DeviceBuffer.h"
 #include "tools/profiler/EventTimer.h"
 #include "tools/profiler/Interference.h"
@@ -136,20 +136,20 @@ void measureDevice(const ProfilerOptions &opts, const std::vector<ShapeEntry> &s
     InterferenceResult r = measureInterference(io);
     m.interference = r.table;
     m.interferenceHow = r.how;
-    for (const InterferenceFigure &f : r.table) {
+    for (const mist::InterferenceEntry &f : r.table) {
       std::string line;
       for (size_t i = 0; i < f.streams.size(); ++i)
-        line += (i ? ", " : "") + f.streams[i] + " x" + fmt("%.3f", f.factors[i]);
+        line += (i ? ", " : "") + std::string(mist::streamName(f.streams[i])) + " x" +
+                fmt("%.3f", f.factors[i]);
       std::fprintf(stderr, "mist-profile: interference: %s\n", line.c_str());
     }
   }
   cudaStreamDestroy(stream);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  ProfilerOptions opts;
+/// Parses the command line and looks for a GPU: the exit status when the
+/// run ends here (--help 0, no GPU 77, bad arguments 2).
+std::optional<int> startUp(int argc, char **argv, ProfilerOptions &opts) {
   bool help = false;
   std::string error;
   bool parsed = parseProfilerOptions(argc, argv, opts, help, error);
@@ -157,6 +157,7 @@ int main(int argc, char **argv) {
     std::fputs(profilerUsage(), stdout);
     return 0;
   }
+  // Without a GPU the run is a skip (77), before its arguments are judged.
   int devices = 0;
   cudaError_t rc = cudaGetDeviceCount(&devices);
   if (rc != cudaSuccess || devices == 0) {
@@ -168,128 +169,176 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "mist-profile: %s\n", error.c_str());
     return 2;
   }
+  return std::nullopt;
+}
 
-  std::optional<ClusterFigures> base;
-  std::vector<ShapeEntry> shapes;
-  if (!readProfileInputs(opts, base, shapes, error)) {
-    std::fprintf(stderr, "mist-profile: %s\n", error.c_str());
-    return 2;
-  }
-
+/// Where and when the measurements are taken, and how often each repeats.
+Measurements startMeasurements(const ProfilerOptions &opts) {
   Measurements m;
   m.when = utcNow();
   m.host = hostName();
   m.software = cudaVersions();
   m.repeats = opts.repeats;
   m.warmup = opts.warmup;
+  return m;
+}
+
+/// The ranks of this run: one per GPU under mpirun where NCCL was built,
+/// else this process alone.
+struct Ranks {
   int rank = 0;
   bool ncclAvailable = false;
 #ifdef MIST_PROFILE_NCCL
   std::unique_ptr<mist::rt::MpiRuntime> mpi;
   std::unique_ptr<mist::rt::MpiCommunicator> world;
   NodeLayout layout;
-  if (launcherRanks() > 1) {
-    mpi = std::make_unique<mist::rt::MpiRuntime>(argc, argv);
-    world = mist::rt::MpiCommunicator::world();
-    mist::rt::NcclCommunicator::selectLocalDevice(*world);
-    layout = nodeLayout(*world);
-    rank = world->rank();
-    m.ranks = layout.ranks;
-    m.nodes = layout.nodes;
-    m.ranksPerNode = layout.ranksPerNode;
-    m.host = layout.host;
-    ncclAvailable = true;
-  }
-#else
-  if (launcherRanks() > 1) {
-    if (launcherRank() != 0)
-      return 0; // rank 0 measures its GPU alone
-    m.ncclSkipped = "mist-profile was built without mistrtCommNccl (NCCL), so it runs one rank";
-    std::fprintf(stderr, "mist-profile: %s\n", m.ncclSkipped.c_str());
-  }
 #endif
-  if (m.ranks == 1 && m.ncclSkipped.empty())
-    m.ncclSkipped = "one rank (run one rank per GPU under mpirun to measure them)";
-  if (!checkAssemblyInputs(base, opts, m.ranks, m.nodes, m.ranksPerNode, ncclAvailable, error)) {
-    if (rank == 0)
-      std::fprintf(stderr, "mist-profile: %s\n", error.c_str());
-    return 2;
-  }
 
-  auto barrier = [&] {
+  void barrier() {
 #ifdef MIST_PROFILE_NCCL
     if (world)
       world->barrier();
 #endif
-  };
-  auto fatal = [&](const std::string &what) {
+  }
+
+  /// Reports `what` and ends the run (the whole job under mpirun).
+  [[noreturn]] void fatal(const std::string &what) {
     std::fprintf(stderr, "mist-profile: rank %d: %s\n", rank, what.c_str());
 #ifdef MIST_PROFILE_NCCL
     if (world)
       mist::rt::abortJob("mist-profile: " + what);
 #endif
     std::exit(1);
-  };
-
-  try {
-    if (rank == 0)
-      measureDevice(opts, shapes, m);
-    barrier();
-    // (c) host links: every rank copies at once; the slowest GPU's figures.
-    cudaStream_t stream = nullptr;
-    checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    HostLinks links = measureHostLinks(size_t(1) << 30, opts.warmup, opts.repeats, stream);
-    cudaStreamDestroy(stream);
-#ifdef MIST_PROFILE_NCCL
-    if (world) {
-      links.h2dGBs = -world->allReduceMax(-links.h2dGBs);
-      links.d2hGBs = -world->allReduceMax(-links.d2hGBs);
-      links.latencyUs = world->allReduceMax(links.latencyUs);
-    }
-#endif
-    m.h2dGBs = links.h2dGBs;
-    m.d2hGBs = links.d2hGBs;
-    m.hostLatencyUs = links.latencyUs;
-    m.hostWhat = "pinned 1 GiB copies, " +
-                 std::string(m.ranks > 1 ? "all ranks at once, the slowest" : "one GPU") + ": " +
-                 fmt("%.1f", m.h2dGBs) + " / " + fmt("%.1f", m.d2hGBs) + " GB/s";
-    if (rank == 0)
-      std::fprintf(stderr, "mist-profile: host to device %.1f GB/s, device to host %.1f GB/s\n",
-                   m.h2dGBs, m.d2hGBs);
-#ifdef MIST_PROFILE_NCCL
-    // (e) collectives and p2p.
-    if (world && world->size() > 1) {
-      LinkFigures n = measureNccl(*world, layout, opts.warmup, opts.repeats);
-      m.collectives = n.collectives;
-      m.collectivesHow = n.how;
-      m.p2pIntraGBs = n.p2pIntraGBs;
-      m.p2pInterGBs = n.p2pInterGBs;
-      m.p2pLatencyUs = n.p2pLatencyUs;
-      if (rank == 0)
-        for (const CollectiveFigure &e : n.collectives)
-          std::fprintf(stderr,
-                       "mist-profile: all-gather %d node(s) x %d GPU(s): %.1f GB/s busbw, "
-                       "%.1f us\n",
-                       e.nodes, e.gpusPerNode, e.busGBs, e.latencyUs);
-    }
-#endif
-  } catch (const GpuError &e) {
-    fatal(e.what());
   }
-  if (rank != 0)
-    return 0;
+};
 
+/// Joins the other ranks under mpirun; without NCCL only rank 0 goes on and
+/// measures its GPU alone. False on a rank that stops here.
+bool joinRanks([[maybe_unused]] int argc, [[maybe_unused]] char **argv, Ranks &r, Measurements &m) {
+#ifdef MIST_PROFILE_NCCL
+  if (launcherRanks() > 1) {
+    r.mpi = std::make_unique<mist::rt::MpiRuntime>(argc, argv);
+    r.world = mist::rt::MpiCommunicator::world();
+    mist::rt::NcclCommunicator::selectLocalDevice(*r.world);
+    r.layout = nodeLayout(*r.world);
+    r.rank = r.world->rank();
+    m.ranks = r.layout.ranks;
+    m.nodes = r.layout.nodes;
+    m.ranksPerNode = r.layout.ranksPerNode;
+    m.host = r.layout.host;
+    r.ncclAvailable = true;
+  }
+#else
+  if (launcherRanks() > 1) {
+    if (launcherRank() != 0)
+      return false;
+    m.ncclSkipped = "mist-profile was built without mistrtCommNccl (NCCL), so it runs one rank";
+    std::fprintf(stderr, "mist-profile: %s\n", m.ncclSkipped.c_str());
+  }
+#endif
+  if (m.ranks == 1 && m.ncclSkipped.empty())
+    m.ncclSkipped = "one rank (run one rank per GPU under mpirun to measure them)";
+  return true;
+}
+
+/// (c) host links: every rank copies at once; the slowest GPU's figures.
+void measureHostLinksOnAllRanks(const ProfilerOptions &opts, [[maybe_unused]] Ranks &r,
+                                Measurements &m) {
+  cudaStream_t stream = nullptr;
+  checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  HostLinks links = measureHostLinks(size_t(1) << 30, opts.warmup, opts.repeats, stream);
+  cudaStreamDestroy(stream);
+#ifdef MIST_PROFILE_NCCL
+  if (r.world) {
+    links.h2dGBs = -r.world->allReduceMax(-links.h2dGBs);
+    links.d2hGBs = -r.world->allReduceMax(-links.d2hGBs);
+    links.latencyUs = r.world->allReduceMax(links.latencyUs);
+  }
+#endif
+  m.h2dGBs = links.h2dGBs;
+  m.d2hGBs = links.d2hGBs;
+  m.hostLatencyUs = links.latencyUs;
+  m.hostWhat = "pinned 1 GiB copies, " +
+               std::string(m.ranks > 1 ? "all ranks at once, the slowest" : "one GPU") + ": " +
+               fmt("%.1f", m.h2dGBs) + " / " + fmt("%.1f", m.d2hGBs) + " GB/s";
+  if (r.rank == 0)
+    std::fprintf(stderr, "mist-profile: host to device %.1f GB/s, device to host %.1f GB/s\n",
+                 m.h2dGBs, m.d2hGBs);
+}
+
+/// (e) collectives and p2p, with 2+ ranks (NCCL builds only).
+void measureCollectives([[maybe_unused]] const ProfilerOptions &opts, [[maybe_unused]] Ranks &r,
+                        [[maybe_unused]] Measurements &m) {
+#ifdef MIST_PROFILE_NCCL
+  if (!r.world || r.world->size() <= 1)
+    return;
+  LinkFigures n = measureNccl(*r.world, r.layout, opts.warmup, opts.repeats);
+  m.collectives = n.collectives;
+  m.collectivesHow = n.how;
+  m.p2pIntraGBs = n.p2pIntraGBs;
+  m.p2pInterGBs = n.p2pInterGBs;
+  m.p2pLatencyUs = n.p2pLatencyUs;
+  if (r.rank == 0)
+    for (const mist::CollectiveLink &e : n.collectives)
+      std::fprintf(stderr,
+                   "mist-profile: all-gather %d node(s) x %d GPU(s): %.1f GB/s busbw, "
+                   "%.1f us\n",
+                   e.nodes, e.gpusPerNode, e.busGBs, e.latencyUs);
+#endif
+}
+
+/// Rank 0: the cluster file from the measurements, the base and the flags.
+void writeCluster(const Measurements &m, const std::optional<mist::Cluster> &base,
+                  const ProfilerOptions &opts, Ranks &r) {
   AssembledCluster out;
+  std::string error;
   if (!assembleCluster(m, base, opts, out, error))
-    fatal(error);
+    r.fatal(error);
   for (const std::string &w : out.warnings)
     std::fprintf(stderr, "mist-profile: warning: %s\n", w.c_str());
   std::ofstream file(opts.out);
-  writeClusterYaml(out.figures, out.comment, file);
+  mist::writeClusterYaml(out.figures, out.comment, file);
   file.close();
   if (!file)
-    fatal("cannot write '" + opts.out + "'");
+    r.fatal("cannot write '" + opts.out + "'");
   std::fprintf(stderr, "mist-profile: wrote %s (%zu measured ops, %zu not timed)\n",
                opts.out.c_str(), m.ops.size(), m.notTimed.size());
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ProfilerOptions opts;
+  if (std::optional<int> status = startUp(argc, argv, opts))
+    return *status;
+  std::optional<mist::Cluster> base;
+  std::vector<ShapeEntry> shapes;
+  std::string error;
+  if (!readProfileInputs(opts, base, shapes, error)) {
+    std::fprintf(stderr, "mist-profile: %s\n", error.c_str());
+    return 2;
+  }
+
+  Measurements m = startMeasurements(opts);
+  Ranks r;
+  if (!joinRanks(argc, argv, r, m))
+    return 0; // rank 0 measures its GPU alone
+  if (!checkAssemblyInputs(base, opts, m.ranks, m.nodes, m.ranksPerNode, r.ncclAvailable, error)) {
+    if (r.rank == 0)
+      std::fprintf(stderr, "mist-profile: %s\n", error.c_str());
+    return 2;
+  }
+
+  try {
+    if (r.rank == 0)
+      measureDevice(opts, shapes, m);
+    r.barrier();
+    measureHostLinksOnAllRanks(opts, r, m);
+    measureCollectives(opts, r, m);
+  } catch (const GpuError &e) {
+    r.fatal(e.what());
+  }
+  if (r.rank == 0)
+    writeCluster(m, base, opts, r);
   return 0;
 }

@@ -13,10 +13,10 @@
 /// (tools/profiler/ProfilerOptions.h); --linear-grad and the interference
 /// flags do not apply (one stream: nothing runs concurrently).
 //===----------------------------------------------------------------------===//
+#include "format/ClusterWriter.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/ops/Ops.h"
 #include "tools/profiler/ClusterAssembly.h"
-#include "tools/profiler/ClusterYamlWriter.h"
 #include "tools/profiler/CollectiveProbe.h"
 #include "tools/profiler/CpuOpTimer.h"
 #include "tools/profiler/ProfileInputs.h"
@@ -71,7 +71,7 @@ void timeOps(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes,
 std::pair<double, std::string> fastestTimedGemm(const std::vector<ShapeEntry> &shapes,
                                                 const Measurements &m) {
   std::pair<double, std::string> best{0, ""};
-  for (const MeasuredOpFigure &f : m.ops) {
+  for (const mist::MeasuredOp &f : m.ops) {
     if ((f.op != "linear" && f.op != "lm_head") || f.seconds <= 0)
       continue;
     for (const ShapeEntry &e : shapes) {
@@ -155,7 +155,7 @@ void measureMpiLinks(mist::rt::MpiCommunicator &world, const NodeLayout &layout,
   m.p2pHow = "MPI send/recv of 64 MiB";
   m.p2pLatencyHow = "MPI send/recv of 4 bytes";
   if (world.rank() == 0)
-    for (const CollectiveFigure &e : f.collectives)
+    for (const mist::CollectiveLink &e : f.collectives)
       std::fprintf(stderr,
                    "mist-profile-cpu: all-gather %d node(s) x %d rank(s): %.2f GB/s busbw, "
                    "%.1f us\n",
@@ -186,7 +186,7 @@ int main(int argc, char **argv) {
     std::fputs(profilerUsage(), stdout);
     return 0;
   }
-  std::optional<ClusterFigures> base;
+  std::optional<mist::Cluster> base;
   std::vector<ShapeEntry> shapes;
   if (!readProfileInputs(opts, base, shapes, error)) {
     if (lead)
@@ -229,7 +229,7 @@ int main(int argc, char **argv) {
   for (const std::string &w : out.warnings)
     std::fprintf(stderr, "mist-profile-cpu: warning: %s\n", w.c_str());
   std::ofstream file(opts.out);
-  writeClusterYaml(out.figures, out.comment, file);
+  mist::writeClusterYaml(out.figures, out.comment, file);
   file.close();
   if (!file) {
     std::fprintf(stderr, "mist-profile-cpu: cannot write '%s'\n", opts.out.c_str());

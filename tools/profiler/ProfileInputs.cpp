@@ -1,16 +1,16 @@
 //===- ProfileInputs.cpp - What both profilers read and record the same way ===//
 #include "tools/profiler/ProfileInputs.h"
 
-#include "tools/profiler/ClusterYamlReader.h"
+#include "format/ClusterReader.h"
 
 #include <cstdio>
 
 namespace mist::profiler {
 
-bool readProfileInputs(const ProfilerOptions &opts, std::optional<ClusterFigures> &base,
+bool readProfileInputs(const ProfilerOptions &opts, std::optional<Cluster> &base,
                        std::vector<ShapeEntry> &shapes, std::string &error) {
   if (!opts.basePath.empty()) {
-    ClusterFigures b;
+    Cluster b;
     if (!readClusterYamlFile(opts.basePath, b, error)) {
       error = "--base: " + error;
       return false;

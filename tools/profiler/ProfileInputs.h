@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "tools/profiler/ClusterFigures.h"
 #include "tools/profiler/Measurements.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
@@ -28,7 +27,7 @@ struct OpTime {
 
 /// Reads `--base` and `--shapes` when given; on failure returns false with
 /// `error` naming the flag ("--base: ...").
-bool readProfileInputs(const ProfilerOptions &opts, std::optional<ClusterFigures> &base,
+bool readProfileInputs(const ProfilerOptions &opts, std::optional<Cluster> &base,
                        std::vector<ShapeEntry> &shapes, std::string &error);
 
 /// Times every entry of `shapes` with `time` (those of --skip-ops not) into

@@ -69,15 +69,19 @@ bool toInt(const std::string &s, int &v) {
   return true;
 }
 
-} // namespace
+/// One command-line argument being read: its name ("--x" of "--x=v" or
+/// "--x v") and the readers of its value, which set `error` on failure.
+class ArgReader {
+public:
+  ArgReader(int argc, char **argv, std::string &error) : error(error), argc(argc), argv(argv) {}
 
-bool parseProfilerOptions(int argc, char **argv, ProfilerOptions &o, bool &help,
-                          std::string &error) {
-  help = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool inlineValue = false;
+  /// Steps to the next argument; false after the last.
+  bool advance() {
+    if (++i >= argc)
+      return false;
+    arg = argv[i];
+    value.clear();
+    inlineValue = false;
     if (arg.rfind("--", 0) == 0) {
       size_t eq = arg.find('=');
       if (eq != std::string::npos) {
@@ -86,128 +90,194 @@ bool parseProfilerOptions(int argc, char **argv, ProfilerOptions &o, bool &help,
         inlineValue = true;
       }
     }
-    auto next = [&](std::string &out) {
-      if (inlineValue) {
-        out = value;
-        return true;
-      }
-      if (i + 1 >= argc) {
-        error = arg + " needs a value";
-        return false;
-      }
-      out = argv[++i];
+    return true;
+  }
+
+  const std::string &name() const { return arg; }
+
+  /// The value: after '=' or the next argument.
+  bool next(std::string &out) {
+    if (inlineValue) {
+      out = value;
       return true;
-    };
-    auto real = [&](std::optional<double> &dst, bool positive) {
-      std::string s;
-      double v;
-      if (!next(s))
-        return false;
-      if (!toDouble(s, v) || (positive ? v <= 0 : v < 0)) {
-        error = arg + " needs a " + (positive ? "positive" : "non-negative") + " number, not '" +
-                s + "'";
-        return false;
-      }
-      dst = v;
-      return true;
-    };
-    auto count = [&](int &dst, int lo) {
-      std::string s;
-      int v;
-      if (!next(s))
-        return false;
-      if (!toInt(s, v) || v < lo) {
-        error = arg + " needs an integer of at least " + std::to_string(lo) + ", not '" + s + "'";
-        return false;
-      }
-      dst = v;
-      return true;
-    };
-    auto optCount = [&](std::optional<int> &dst) {
-      int v = 0;
-      if (!count(v, 1))
-        return false;
-      dst = v;
-      return true;
-    };
-    bool ok = true;
-    if (arg == "--help" || arg == "-h") {
-      help = true;
-      return true;
-    } else if (arg == "--out") {
-      ok = next(o.out);
-    } else if (arg == "--name") {
-      ok = next(o.name);
-    } else if (arg == "--shapes") {
-      ok = next(o.shapesPath);
-    } else if (arg == "--base") {
-      ok = next(o.basePath);
-    } else if (arg == "--repeats") {
-      ok = count(o.repeats, 1);
-    } else if (arg == "--warmup") {
-      ok = count(o.warmup, 0);
-    } else if (arg == "--linear-grad") {
-      std::string s;
-      ok = next(s);
-      if (ok && s == "bf16")
-        o.linearGrad = LinearGradMode::Bf16Gemms;
-      else if (ok && s == "tf32")
-        o.linearGrad = LinearGradMode::Tf32;
-      else if (ok && s == "fp32")
-        o.linearGrad = LinearGradMode::Fp32;
-      else if (ok) {
-        error = "--linear-grad takes bf16, tf32 or fp32, not '" + s + "'";
-        ok = false;
-      }
-    } else if (arg == "--skip-ops") {
-      std::string s;
-      ok = next(s);
-      size_t start = 0;
-      while (ok && start <= s.size()) {
-        size_t comma = s.find(',', start);
-        std::string op = s.substr(start, comma == std::string::npos ? comma : comma - start);
-        if (!op.empty())
-          o.skipOps.insert(op);
-        if (comma == std::string::npos)
-          break;
-        start = comma + 1;
-      }
-    } else if (arg == "--no-interference") {
-      o.interference = false;
-    } else if (arg == "--interference-ms") {
-      std::optional<double> ms;
-      ok = real(ms, true);
-      if (ok)
-        o.interferenceMs = *ms;
-    } else if (arg == "--peak-tflops") {
-      ok = real(o.peakTflops, true);
-    } else if (arg == "--peak-mem-gbs") {
-      ok = real(o.peakMemGBs, true);
-    } else if (arg == "--memory-gib") {
-      ok = real(o.memoryGiB, true);
-    } else if (arg == "--usable-fraction") {
-      ok = real(o.usableFraction, true);
-      if (ok && *o.usableFraction > 1) {
-        error = "--usable-fraction must be at most 1";
-        ok = false;
-      }
-    } else if (arg == "--nodes") {
-      ok = optCount(o.nodes);
-    } else if (arg == "--gpus-per-node") {
-      ok = optCount(o.gpusPerNode);
-    } else if (arg == "--p2p-intra-gbs") {
-      ok = real(o.p2pIntraGBs, true);
-    } else if (arg == "--p2p-inter-gbs") {
-      ok = real(o.p2pInterGBs, true);
-    } else if (arg == "--p2p-latency-us") {
-      ok = real(o.p2pLatencyUs, false);
-    } else if (arg == "--host-memory-gib") {
-      ok = real(o.hostMemoryGiB, true);
-    } else {
-      error = "unknown argument '" + arg + "' (see --help)";
+    }
+    if (i + 1 >= argc) {
+      error = arg + " needs a value";
       return false;
     }
-    if (!ok)
+    out = argv[++i];
+    return true;
+  }
+
+  bool real(std::optional<double> &dst, bool positive) {
+    std::string s;
+    double v;
+    if (!next(s))
+      return false;
+    if (!toDouble(s, v) || (positive ? v <= 0 : v < 0)) {
+      error =
+          arg + " needs a " + (positive ? "positive" : "non-negative") + " number, not '" + s + "'";
+      return false;
+    }
+    dst = v;
+    return true;
+  }
+
+  bool count(int &dst, int lo) {
+    std::string s;
+    int v;
+    if (!next(s))
+      return false;
+    if (!toInt(s, v) || v < lo) {
+      error = arg + " needs an integer of at least " + std::to_string(lo) + ", not '" + s + "'";
+      return false;
+    }
+    dst = v;
+    return true;
+  }
+
+  bool optCount(std::optional<int> &dst) {
+    int v = 0;
+    if (!count(v, 1))
+      return false;
+    dst = v;
+    return true;
+  }
+
+  std::string &error;
+
+private:
+  int argc;
+  char **argv;
+  int i = 0;
+  std::string arg, value;
+  bool inlineValue = false;
+};
+
+bool parseLinearGrad(ArgReader &a, LinearGradMode &mode) {
+  std::string s;
+  if (!a.next(s))
+    return false;
+  if (s == "bf16")
+    mode = LinearGradMode::Bf16Gemms;
+  else if (s == "tf32")
+    mode = LinearGradMode::Tf32;
+  else if (s == "fp32")
+    mode = LinearGradMode::Fp32;
+  else {
+    a.error = "--linear-grad takes bf16, tf32 or fp32, not '" + s + "'";
+    return false;
+  }
+  return true;
+}
+
+/// A comma-separated list; empty items are skipped.
+bool parseSkipOps(ArgReader &a, std::set<std::string> &ops) {
+  std::string s;
+  if (!a.next(s))
+    return false;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    std::string op = s.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (!op.empty())
+      ops.insert(op);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+enum class Parsed { Ok, Failed, Unknown };
+
+Parsed result(bool ok) { return ok ? Parsed::Ok : Parsed::Failed; }
+
+/// What to measure and how (the usage's first block).
+Parsed parseMeasurementFlag(ArgReader &a, ProfilerOptions &o) {
+  const std::string &arg = a.name();
+  if (arg == "--out")
+    return result(a.next(o.out));
+  if (arg == "--name")
+    return result(a.next(o.name));
+  if (arg == "--shapes")
+    return result(a.next(o.shapesPath));
+  if (arg == "--base")
+    return result(a.next(o.basePath));
+  if (arg == "--repeats")
+    return result(a.count(o.repeats, 1));
+  if (arg == "--warmup")
+    return result(a.count(o.warmup, 0));
+  if (arg == "--linear-grad")
+    return result(parseLinearGrad(a, o.linearGrad));
+  if (arg == "--skip-ops")
+    return result(parseSkipOps(a, o.skipOps));
+  if (arg == "--no-interference") {
+    o.interference = false;
+    return Parsed::Ok;
+  }
+  if (arg == "--interference-ms") {
+    std::optional<double> ms;
+    bool ok = a.real(ms, true);
+    if (ok)
+      o.interferenceMs = *ms;
+    return result(ok);
+  }
+  return Parsed::Unknown;
+}
+
+/// Figures no measurement gives (the usage's second block; they override
+/// the --base file's).
+Parsed parseFigureFlag(ArgReader &a, ProfilerOptions &o) {
+  const std::string &arg = a.name();
+  if (arg == "--peak-tflops")
+    return result(a.real(o.peakTflops, true));
+  if (arg == "--peak-mem-gbs")
+    return result(a.real(o.peakMemGBs, true));
+  if (arg == "--memory-gib")
+    return result(a.real(o.memoryGiB, true));
+  if (arg == "--usable-fraction") {
+    bool ok = a.real(o.usableFraction, true);
+    if (ok && *o.usableFraction > 1) {
+      a.error = "--usable-fraction must be at most 1";
+      ok = false;
+    }
+    return result(ok);
+  }
+  if (arg == "--nodes")
+    return result(a.optCount(o.nodes));
+  if (arg == "--gpus-per-node")
+    return result(a.optCount(o.gpusPerNode));
+  if (arg == "--p2p-intra-gbs")
+    return result(a.real(o.p2pIntraGBs, true));
+  if (arg == "--p2p-inter-gbs")
+    return result(a.real(o.p2pInterGBs, true));
+  if (arg == "--p2p-latency-us")
+    return result(a.real(o.p2pLatencyUs, false));
+  if (arg == "--host-memory-gib")
+    return result(a.real(o.hostMemoryGiB, true));
+  return Parsed::Unknown;
+}
+
+} // namespace
+
+bool parseProfilerOptions(int argc, char **argv, ProfilerOptions &o, bool &help,
+                          std::string &error) {
+  help = false;
+  ArgReader a(argc, argv, error);
+  while (a.advance()) {
+    if (a.name() == "--help" || a.name() == "-h") {
+      help = true;
+      return true;
+    }
+    Parsed p = parseMeasurementFlag(a, o);
+    if (p == Parsed::Unknown)
+      p = parseFigureFlag(a, o);
+    if (p == Parsed::Unknown) {
+      error = "unknown argument '" + a.name() + "' (see --help)";
+      return false;
+    }
+    if (p == Parsed::Failed)
       return false;
   }
   if (o.out.empty()) {

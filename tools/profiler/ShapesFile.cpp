@@ -1,7 +1,7 @@
 //===- ShapesFile.cpp - The ops and shapes a profiler run measures --------===//
 #include "tools/profiler/ShapesFile.h"
 
-#include "tools/profiler/TextFile.h"
+#include "format/TextFile.h"
 
 #include <cerrno>
 #include <cstdlib>

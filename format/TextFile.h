@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-namespace mist::profiler {
+namespace mist {
 
 /// Reads `path` whole and hands its text to `parse(text, error)`; an
 /// unreadable file, or parse's error prefixed with the path, goes to `error`.
@@ -25,4 +25,4 @@ bool parseTextFile(const std::string &path, std::string &error, Parse parse) {
   return true;
 }
 
-} // namespace mist::profiler
+} // namespace mist

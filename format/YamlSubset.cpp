@@ -1,10 +1,10 @@
 //===- YamlSubset.cpp - The YAML the cluster presets use, without yaml-cpp ===//
-#include "tools/profiler/YamlSubset.h"
+#include "format/YamlSubset.h"
 
 #include <cctype>
 #include <cstdio>
 
-namespace mist::profiler {
+namespace mist {
 
 const YamlNode *YamlNode::get(const std::string &key) const {
   for (const auto &[k, v] : map)
@@ -408,4 +408,4 @@ bool parseYamlSubset(const std::string &text, YamlNode &root, std::string &error
   return true;
 }
 
-} // namespace mist::profiler
+} // namespace mist

@@ -1,8 +1,8 @@
 //===- YamlSubset.h - The YAML the cluster presets use, without yaml-cpp --===//
 /// \file
 /// A reader for the part of YAML that cluster files are written in, so that
-/// the profiler can start from a preset (`--base`) on hosts without
-/// yaml-cpp: block mappings and block sequences by indentation, one-line
+/// format/ClusterReader (the profiler's `--base`) reads presets on hosts
+/// without yaml-cpp: block mappings and block sequences by indentation, one-line
 /// flow mappings and flow sequences (nested), plain, single- and
 /// double-quoted scalars, `#` comments, an optional leading `---`. Anything
 /// else (anchors, aliases, tags, block scalars `|` `>`, flow collections
@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace mist::profiler {
+namespace mist {
 
 struct YamlNode {
   enum class Kind { Scalar, Map, Seq };
@@ -33,4 +33,4 @@ struct YamlNode {
 /// Parses `text`; on failure returns false with `error` = "line N: what".
 bool parseYamlSubset(const std::string &text, YamlNode &root, std::string &error);
 
-} // namespace mist::profiler
+} // namespace mist
