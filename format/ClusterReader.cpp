@@ -92,7 +92,8 @@ void optionalReal(const YamlNode &map, const char *key, double &out) {
 void readDevice(const YamlNode &d, DeviceProfile &p) {
   expectKeys(d, "device",
              {"name", "memory_gib", "usable_fraction", "peak_tflops", "tf32_peak_tflops",
-              "matmul_efficiency", "mem_bandwidth_gbs", "mem_efficiency", "measured"});
+              "matmul_efficiency", "mem_bandwidth_gbs", "mem_efficiency", "sms", "gemm_tile",
+              "attention", "measured"});
   p.name = string(required(d, "name", "device"), "device.name");
   p.memoryGiB = real(required(d, "memory_gib", "device"), "memory_gib");
   optionalReal(d, "usable_fraction", p.usableFraction);
@@ -101,6 +102,22 @@ void readDevice(const YamlNode &d, DeviceProfile &p) {
   optionalReal(d, "matmul_efficiency", p.matmulEfficiency);
   p.memBandwidthGBs = real(required(d, "mem_bandwidth_gbs", "device"), "mem_bandwidth_gbs");
   optionalReal(d, "mem_efficiency", p.memEfficiency);
+  if (const YamlNode *sms = d.get("sms"))
+    p.sms = integer(*sms, "sms");
+  if (const YamlNode *tile = d.get("gemm_tile")) {
+    const std::vector<YamlNode> &dims = sequence(*tile, "gemm_tile");
+    if (dims.size() != 2)
+      fail(*tile, "expected [rows, columns] for 'gemm_tile'");
+    p.gemmTile = {integer(dims[0], "gemm_tile"), integer(dims[1], "gemm_tile")};
+  }
+  if (const YamlNode *a = d.get("attention")) {
+    expectKeys(*a, "attention",
+               {"fwd_efficiency", "fwd_half_keys", "bwd_efficiency", "bwd_half_keys"});
+    p.attentionFwdEfficiency = real(required(*a, "fwd_efficiency", "attention"), "fwd_efficiency");
+    p.attentionFwdHalfKeys = real(required(*a, "fwd_half_keys", "attention"), "fwd_half_keys");
+    p.attentionBwdEfficiency = real(required(*a, "bwd_efficiency", "attention"), "bwd_efficiency");
+    p.attentionBwdHalfKeys = real(required(*a, "bwd_half_keys", "attention"), "bwd_half_keys");
+  }
   if (const YamlNode *m = d.get("measured"))
     for (const YamlNode &e : sequence(*m, "measured")) {
       expectKeys(e, "measured", {"op", "shape", "seconds"});
@@ -122,6 +139,18 @@ void readCollectives(const YamlNode &coll, std::vector<CollectiveLink> &out) {
   }
 }
 
+/// `network`: the links of the alpha-beta collective model.
+void readNetwork(const YamlNode &n, NetworkLinks &net) {
+  expectKeys(n, "network",
+             {"nvlink_gbs", "nvlink_efficiency", "nics_per_node", "nic_gbs", "nic_efficiency"});
+  net.nvlinkGBs = real(required(n, "nvlink_gbs", "network"), "nvlink_gbs");
+  optionalReal(n, "nvlink_efficiency", net.nvlinkEfficiency);
+  if (const YamlNode *nics = n.get("nics_per_node"))
+    net.nicsPerNode = integer(*nics, "nics_per_node");
+  optionalReal(n, "nic_gbs", net.nicGBs);
+  optionalReal(n, "nic_efficiency", net.nicEfficiency);
+}
+
 /// `p2p` and `host`: the links between GPUs and to host memory.
 void readLinks(const YamlNode &root, Cluster &c) {
   const YamlNode &p = required(root, "p2p", "cluster");
@@ -131,11 +160,13 @@ void readLinks(const YamlNode &root, Cluster &c) {
   optionalReal(p, "latency_us", c.p2pLatencyUs);
 
   const YamlNode &h = required(root, "host", "cluster");
-  expectKeys(h, "host", {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib"});
+  expectKeys(h, "host", {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib", "gpus_per_link"});
   c.h2dGBs = real(required(h, "h2d_gbs", "host"), "h2d_gbs");
   c.d2hGBs = real(required(h, "d2h_gbs", "host"), "d2h_gbs");
   optionalReal(h, "latency_us", c.hostLatencyUs);
   optionalReal(h, "memory_gib", c.hostMemoryGiB);
+  if (const YamlNode *link = h.get("gpus_per_link"))
+    c.gpusPerHostLink = integer(*link, "gpus_per_link");
 }
 
 void readInterference(const YamlNode &intf, std::vector<InterferenceEntry> &out) {
@@ -157,7 +188,7 @@ void readInterference(const YamlNode &intf, std::vector<InterferenceEntry> &out)
 void read(const YamlNode &root, Cluster &c) {
   expectKeys(root, "cluster",
              {"mist_cluster", "name", "nodes", "gpus_per_node", "tp_across_nodes", "device",
-              "collectives", "p2p", "host", "interference"});
+              "collectives", "network", "p2p", "host", "interference"});
   const YamlNode &version = required(root, "mist_cluster", "cluster");
   if (integer(version, "mist_cluster") != 1)
     fail(version, "unsupported cluster format version " + version.text);
@@ -169,6 +200,8 @@ void read(const YamlNode &root, Cluster &c) {
   readDevice(required(root, "device", "cluster"), c.device);
   if (const YamlNode *coll = root.get("collectives"))
     readCollectives(*coll, c.collectives);
+  if (const YamlNode *net = root.get("network"))
+    readNetwork(*net, c.network);
   readLinks(root, c);
   if (const YamlNode *intf = root.get("interference"))
     readInterference(*intf, c.interference);

@@ -84,6 +84,14 @@ void checkShapeAndDevice(const Cluster &c, Problems &p) {
   p.fraction(d.matmulEfficiency, "device.matmul_efficiency");
   p.positive(d.memBandwidthGBs, "device.mem_bandwidth_gbs");
   p.fraction(d.memEfficiency, "device.mem_efficiency");
+  if (d.sms < 0 || d.gemmTile[0] < 1 || d.gemmTile[1] < 1)
+    p.bad.push_back("device.sms must not be negative and device.gemm_tile must be positive");
+  if (d.attentionFwdEfficiency > 0 || d.attentionBwdEfficiency > 0) {
+    p.fraction(d.attentionFwdEfficiency, "device.attention.fwd_efficiency");
+    p.fraction(d.attentionBwdEfficiency, "device.attention.bwd_efficiency");
+    p.nonNegative(d.attentionFwdHalfKeys, "device.attention.fwd_half_keys");
+    p.nonNegative(d.attentionBwdHalfKeys, "device.attention.bwd_half_keys");
+  }
   std::set<std::pair<std::string, std::string>> seen;
   for (const MeasuredOp &m : d.measured) {
     if (m.op.empty() || m.shape.empty())
@@ -97,6 +105,15 @@ void checkShapeAndDevice(const Cluster &c, Problems &p) {
 /// Groups of 2+ GPUs that fit a node, each shape once, and entries inside a
 /// node and across nodes where the cluster has several of either.
 void checkCollectives(const Cluster &c, Problems &p) {
+  const NetworkLinks &net = c.network;
+  if (net.present()) {
+    p.fraction(net.nvlinkEfficiency, "network.nvlink_efficiency");
+    p.fraction(net.nicEfficiency, "network.nic_efficiency");
+    if ((net.nicsPerNode > 0) != (net.nicGBs > 0))
+      p.bad.push_back("network needs both nics_per_node and nic_gbs, or neither");
+    if (c.nodes > 1 && net.nicsPerNode < 1)
+      p.bad.push_back("network: several nodes need nics_per_node and nic_gbs");
+  }
   std::set<std::pair<int, int>> shapes;
   bool inside = false, across = false;
   for (const CollectiveLink &e : c.collectives) {
@@ -112,6 +129,8 @@ void checkCollectives(const Cluster &c, Problems &p) {
     inside |= e.nodes == 1;
     across |= e.nodes > 1;
   }
+  if (net.present())
+    return; // the network model covers every group
   if (c.gpusPerNode > 1 && !inside)
     p.bad.push_back("collectives: a node of several GPUs needs an entry inside one node");
   if (c.nodes > 1 && !across)
@@ -126,6 +145,8 @@ void checkLinks(const Cluster &c, Problems &p) {
   p.positive(c.d2hGBs, "host.d2h_gbs");
   p.nonNegative(c.hostLatencyUs, "host.latency_us");
   p.nonNegative(c.hostMemoryGiB, "host.memory_gib");
+  if (c.gpusPerHostLink < 1)
+    p.bad.push_back("host.gpus_per_link must be at least 1");
 }
 
 /// 2 to 4 distinct streams, one factor of at least 1 each, each set once.
@@ -159,6 +180,15 @@ void writeDevice(const DeviceProfile &d, std::ostream &os) {
   os << "  matmul_efficiency: " << yamlNumber(d.matmulEfficiency) << "\n";
   os << "  mem_bandwidth_gbs: " << yamlNumber(d.memBandwidthGBs) << "\n";
   os << "  mem_efficiency: " << yamlNumber(d.memEfficiency) << "\n";
+  if (d.sms > 0) {
+    os << "  sms: " << d.sms << "\n";
+    os << "  gemm_tile: [" << d.gemmTile[0] << ", " << d.gemmTile[1] << "]\n";
+  }
+  if (d.attentionFwdEfficiency > 0)
+    os << "  attention: {fwd_efficiency: " << yamlNumber(d.attentionFwdEfficiency)
+       << ", fwd_half_keys: " << yamlNumber(d.attentionFwdHalfKeys)
+       << ", bwd_efficiency: " << yamlNumber(d.attentionBwdEfficiency)
+       << ", bwd_half_keys: " << yamlNumber(d.attentionBwdHalfKeys) << "}\n";
   if (!d.measured.empty()) {
     os << "  measured:\n";
     for (const MeasuredOp &m : d.measured)
@@ -209,6 +239,15 @@ void writeClusterYaml(const Cluster &c, const std::vector<std::string> &comment,
          << ", bus_gbs: " << yamlNumber(e.busGBs) << ", latency_us: " << yamlNumber(e.latencyUs)
          << "}\n";
   }
+  if (c.network.present()) {
+    const NetworkLinks &n = c.network;
+    os << "network: {nvlink_gbs: " << yamlNumber(n.nvlinkGBs)
+       << ", nvlink_efficiency: " << yamlNumber(n.nvlinkEfficiency);
+    if (n.nicsPerNode > 0)
+      os << ", nics_per_node: " << n.nicsPerNode << ", nic_gbs: " << yamlNumber(n.nicGBs)
+         << ", nic_efficiency: " << yamlNumber(n.nicEfficiency);
+    os << "}\n";
+  }
   os << "p2p: {intra_gbs: " << yamlNumber(c.p2pIntraGBs)
      << ", inter_gbs: " << yamlNumber(c.p2pInterGBs)
      << ", latency_us: " << yamlNumber(c.p2pLatencyUs) << "}\n";
@@ -216,6 +255,8 @@ void writeClusterYaml(const Cluster &c, const std::vector<std::string> &comment,
      << ", latency_us: " << yamlNumber(c.hostLatencyUs);
   if (c.hostMemoryGiB > 0)
     os << ", memory_gib: " << yamlNumber(c.hostMemoryGiB);
+  if (c.gpusPerHostLink > 1)
+    os << ", gpus_per_link: " << c.gpusPerHostLink;
   os << "}\n";
   writeInterference(c.interference, os);
 }

@@ -65,6 +65,18 @@ void expectSameCluster(const Cluster &a, const Cluster &b, const std::string &wh
   EXPECT_EQ(a.device.matmulEfficiency, b.device.matmulEfficiency);
   EXPECT_EQ(a.device.memBandwidthGBs, b.device.memBandwidthGBs);
   EXPECT_EQ(a.device.memEfficiency, b.device.memEfficiency);
+  EXPECT_EQ(a.device.sms, b.device.sms);
+  EXPECT_EQ(a.device.gemmTile, b.device.gemmTile);
+  EXPECT_EQ(a.device.attentionFwdEfficiency, b.device.attentionFwdEfficiency);
+  EXPECT_EQ(a.device.attentionFwdHalfKeys, b.device.attentionFwdHalfKeys);
+  EXPECT_EQ(a.device.attentionBwdEfficiency, b.device.attentionBwdEfficiency);
+  EXPECT_EQ(a.device.attentionBwdHalfKeys, b.device.attentionBwdHalfKeys);
+  EXPECT_EQ(a.network.nvlinkGBs, b.network.nvlinkGBs);
+  EXPECT_EQ(a.network.nvlinkEfficiency, b.network.nvlinkEfficiency);
+  EXPECT_EQ(a.network.nicsPerNode, b.network.nicsPerNode);
+  EXPECT_EQ(a.network.nicGBs, b.network.nicGBs);
+  EXPECT_EQ(a.network.nicEfficiency, b.network.nicEfficiency);
+  EXPECT_EQ(a.gpusPerHostLink, b.gpusPerHostLink);
   ASSERT_EQ(a.device.measured.size(), b.device.measured.size());
   for (size_t i = 0; i < a.device.measured.size(); ++i) {
     EXPECT_EQ(a.device.measured[i].op, b.device.measured[i].op);

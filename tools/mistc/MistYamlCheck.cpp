@@ -8,12 +8,15 @@
 /// errors, and exits with 1 on errors.
 //===----------------------------------------------------------------------===//
 #include "format/ClusterLoader.h"
+#include "format/ClusterWriter.h"
 #include "format/PlanLoader.h"
 #include "format/PlanWriter.h"
 #include "ir/Printer.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <sstream>
 
 #ifndef MIST_CLUSTER_DIR
 #define MIST_CLUSTER_DIR ""
@@ -32,58 +35,6 @@ cl::opt<int> nodesArg("nodes", cl::desc("override the cluster's node count"), cl
 cl::opt<std::string> planArg("plan", cl::desc("plan YAML file"), cl::value_desc("file"),
                              cl::cat(category));
 
-void writeCluster(const Cluster &c, llvm::raw_ostream &os) {
-  const DeviceProfile &d = c.device;
-  os << "mist_cluster: " << clusterFormatVersion << "\n";
-  os << "name: " << yamlQuote(c.name) << "\n";
-  os << "nodes: " << c.nodes << "\n";
-  os << "gpus_per_node: " << c.gpusPerNode << "\n";
-  os << "tp_across_nodes: " << (c.tpAcrossNodes ? "true" : "false") << "\n";
-  os << "device:\n";
-  os << "  name: " << yamlQuote(d.name) << "\n";
-  os << "  memory_gib: " << formatReal(d.memoryGiB) << "\n";
-  os << "  usable_fraction: " << formatReal(d.usableFraction) << "\n";
-  os << "  peak_tflops: " << formatReal(d.peakTflops) << "\n";
-  if (d.tf32PeakTflops > 0)
-    os << "  tf32_peak_tflops: " << formatReal(d.tf32PeakTflops) << "\n";
-  os << "  matmul_efficiency: " << formatReal(d.matmulEfficiency) << "\n";
-  os << "  mem_bandwidth_gbs: " << formatReal(d.memBandwidthGBs) << "\n";
-  os << "  mem_efficiency: " << formatReal(d.memEfficiency) << "\n";
-  if (!d.measured.empty()) {
-    os << "  measured:\n";
-    for (const MeasuredOp &m : d.measured)
-      os << "    - {op: " << yamlQuote(m.op) << ", shape: \"" << m.shape
-         << "\", seconds: " << formatReal(m.seconds) << "}\n";
-  }
-  if (!c.collectives.empty()) {
-    os << "collectives:\n";
-    for (const CollectiveLink &l : c.collectives)
-      os << "  - {nodes: " << l.nodes << ", gpus_per_node: " << l.gpusPerNode
-         << ", bus_gbs: " << formatReal(l.busGBs) << ", latency_us: " << formatReal(l.latencyUs)
-         << "}\n";
-  }
-  os << "p2p: {intra_gbs: " << formatReal(c.p2pIntraGBs)
-     << ", inter_gbs: " << formatReal(c.p2pInterGBs)
-     << ", latency_us: " << formatReal(c.p2pLatencyUs) << "}\n";
-  os << "host: {h2d_gbs: " << formatReal(c.h2dGBs) << ", d2h_gbs: " << formatReal(c.d2hGBs)
-     << ", latency_us: " << formatReal(c.hostLatencyUs);
-  if (c.hostMemoryGiB > 0)
-    os << ", memory_gib: " << formatReal(c.hostMemoryGiB);
-  os << "}\n";
-  if (!c.interference.empty()) {
-    os << "interference:\n";
-    for (const InterferenceEntry &e : c.interference) {
-      os << "  - {streams: [";
-      for (size_t i = 0; i < e.streams.size(); ++i)
-        os << (i ? ", " : "") << streamName(e.streams[i]);
-      os << "], factors: [";
-      for (size_t i = 0; i < e.factors.size(); ++i)
-        os << (i ? ", " : "") << formatReal(e.factors[i]);
-      os << "]}\n";
-    }
-  }
-}
-
 int run() {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::errs());
@@ -96,7 +47,9 @@ int run() {
     auto c = loadClusterByName(clusterArg, nodesArg, presetDirs, diag);
     if (!c)
       return 1;
-    writeCluster(*c, llvm::outs());
+    std::ostringstream text;
+    writeClusterYaml(*c, {}, text); // the one cluster writer (format/ClusterWriter)
+    llvm::outs() << text.str();
     return 0;
   }
   auto buf = llvm::MemoryBuffer::getFile(planArg);
