@@ -4,7 +4,9 @@
 /// 2.7B, 7B, 13B and 22B on 8, 16 and 32 GPUs of the L4 (sequence 2048) and
 /// A100-40GB (sequence 4096) presets, global batch 16 x GPUs. Each case is
 /// tuned in every --space; the table gives the predicted speedup of each
-/// space over `megatron` and the geometric means. Nothing here is tuned to
+/// space over `megatron` (what Megatron-LM can run: even layer splits, full
+/// recomputation or none) and the geometric means, with the `deepspeed`
+/// space (what DeepSpeed can run) beside the ladder. Nothing here is tuned to
 /// the table: it is whatever the model and tuner predict.
 /// Usage: mist-bench-ablation [out.json]
 //===----------------------------------------------------------------------===//
@@ -48,19 +50,21 @@ std::string source(bool llama, const Size &s) {
 
 int main(int argc, char **argv) {
   std::string out = argc > 1 ? argv[1] : "bench/results/ablation.json";
+  // The ablation ladder, then the deepspeed space beside it (not a step of it).
   const SpaceLevel levels[] = {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::Ckpt,
-                               SpaceLevel::Offload, SpaceLevel::Full};
+                               SpaceLevel::Offload,  SpaceLevel::Full, SpaceLevel::DeepSpeed};
+  constexpr int numLevels = 6, full = 4;
   struct ClusterCase {
     const char *preset;
     int seq;
   } clusters[] = {{"l4-24g", 2048}, {"a100-40g", 4096}};
   std::printf("%-9s %-6s %-5s %5s %11s", "cluster", "model", "size", "GPUs", "megatron s");
-  for (int l = 1; l < 5; ++l)
+  for (int l = 1; l < numLevels; ++l)
     std::printf(" %9s", spaceLevelName(levels[l]));
   std::printf(" %9s %8s\n", "full s", "tune s");
   std::string json =
       "{\n  \"benchmark\": \"predicted speedup over the megatron space\",\n  \"cases\": [\n";
-  double logSum[5] = {0};
+  double logSum[numLevels] = {0};
   int counted = 0, richerOnly = 0; // cases megatron cannot fit but the full space can
   bool firstCase = true;
   for (const ClusterCase &cc : clusters)
@@ -89,9 +93,9 @@ int main(int argc, char **argv) {
             std::fprintf(stderr, "%s", diagText.c_str());
             return 1;
           }
-          double seconds[5];
+          double seconds[numLevels];
           double tuneTime = 0;
-          for (int l = 0; l < 5; ++l) {
+          for (int l = 0; l < numLevels; ++l) {
             TunerOptions opts;
             opts.space.level = levels[l];
             auto start = std::chrono::steady_clock::now();
@@ -104,26 +108,26 @@ int main(int argc, char **argv) {
                       std::isfinite(seconds[0]) ? fmt::format("{:.3f}", seconds[0]).c_str()
                                                 : "no fit");
           // "-": no plan of that space (or of megatron) fits.
-          for (int l = 1; l < 5; ++l)
+          for (int l = 1; l < numLevels; ++l)
             if (std::isfinite(seconds[0]) && std::isfinite(seconds[l]))
               std::printf(" %9.3f", seconds[0] / seconds[l]);
             else
               std::printf(" %9s", "-");
-          std::printf(" %9.3f %8.1f\n", seconds[4], tuneTime);
+          std::printf(" %9.3f %8.1f\n", seconds[full], tuneTime);
           std::fflush(stdout);
           bool base = std::isfinite(seconds[0]);
-          richerOnly += !base && std::isfinite(seconds[4]);
+          richerOnly += !base && std::isfinite(seconds[full]);
           if (base) {
             ++counted;
-            for (int l = 0; l < 5; ++l)
-              logSum[l] += std::log(seconds[0] / seconds[l]);
+            for (int l = 0; l < numLevels; ++l)
+              logSum[l] += std::isfinite(seconds[l]) ? std::log(seconds[0] / seconds[l]) : NAN;
           }
           json +=
               fmt::format("{}    {{\"cluster\": \"{}\", \"model\": \"{}\", \"size\": \"{}\", "
                           "\"gpus\": {}, \"global_batch\": {}, \"seq\": {}, \"iteration_s\": {{",
                           firstCase ? "" : ",\n", cc.preset, llama ? "llama" : "gpt", sz.name, gpus,
                           batch, cc.seq);
-          for (int l = 0; l < 5; ++l)
+          for (int l = 0; l < numLevels; ++l)
             json +=
                 fmt::format("{}\"{}\": {}", l ? ", " : "", spaceLevelName(levels[l]),
                             std::isfinite(seconds[l]) ? fmt::format("{:.6g}", seconds[l]) : "null");
@@ -132,8 +136,8 @@ int main(int argc, char **argv) {
         }
   std::printf("geometric mean speedup over megatron (%d cases where megatron fits):", counted);
   json += "\n  ],\n  \"geomean_speedup_over_megatron\": {";
-  for (int l = 1; l < 5; ++l) {
-    double g = counted ? std::exp(logSum[l] / counted) : NAN;
+  for (int l = 1; l < numLevels; ++l) {
+    double g = counted ? std::exp(logSum[l] / counted) : NAN; // NaN if some case did not fit
     std::printf(" %s %.3f", spaceLevelName(levels[l]), g);
     json += fmt::format("{}\"{}\": {:.4f}", l > 1 ? ", " : "", spaceLevelName(levels[l]), g);
   }

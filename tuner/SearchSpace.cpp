@@ -7,7 +7,7 @@ using namespace mist;
 
 std::optional<SpaceLevel> mist::parseSpaceLevel(llvm::StringRef s) {
   for (SpaceLevel l : {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::Ckpt,
-                       SpaceLevel::Offload, SpaceLevel::Full})
+                       SpaceLevel::Offload, SpaceLevel::Full, SpaceLevel::DeepSpeed})
     if (s == spaceLevelName(l))
       return l;
   return std::nullopt;
@@ -25,6 +25,8 @@ const char *mist::spaceLevelName(SpaceLevel s) {
     return "+offload";
   case SpaceLevel::Full:
     return "full";
+  case SpaceLevel::DeepSpeed:
+    return "deepspeed";
   }
   return "?";
 }
@@ -39,6 +41,16 @@ std::vector<ZeroFlags> SearchSpace::zeroOptions(int dp) const {
 }
 
 std::vector<OffloadRatios> SearchSpace::offloadOptions() const {
+  if (level == SpaceLevel::DeepSpeed) {
+    // None; ZeRO-Offload (optimizer state and gradients); with ZeRO-3's
+    // parameter offload; each with the activation checkpoints offloaded.
+    std::vector<OffloadRatios> out;
+    for (double ao : {0.0, 1.0})
+      for (const OffloadRatios &o :
+           {OffloadRatios{0, 0, 0, ao}, OffloadRatios{0, 1, 1, ao}, OffloadRatios{1, 1, 1, ao}})
+        out.push_back(o);
+    return out;
+  }
   if (!offload())
     return {OffloadRatios{}};
   std::vector<OffloadRatios> out;
@@ -53,9 +65,24 @@ std::vector<OffloadRatios> SearchSpace::offloadOptions() const {
   return out;
 }
 
-std::vector<int> SearchSpace::ckptOptions(int layers) const {
-  if (!flexibleCkpt())
-    return {0, layers};
+bool SearchSpace::allows(const ZeroFlags &z, const OffloadRatios &o, int ckpt, int layers,
+                         int stages) const {
+  if (level != SpaceLevel::DeepSpeed)
+    return true;
+  if (stages > 1 && (z.grads || z.weights))
+    return false; // DeepSpeed's pipeline engine runs with ZeRO-1 at most
+  if (o.optimizer > 0 && !z.optimizer)
+    return false; // ZeRO-Offload partitions the optimizer state first
+  if (o.weights > 0 && !z.weights)
+    return false; // parameter offload is ZeRO-3's
+  if (o.activations > 0 && ckpt != layers)
+    return false; // cpu_checkpointing offloads the recomputation checkpoints
+  return true;
+}
+
+std::vector<int> SearchSpace::ckptOptions(int layers, bool recomputeAll) const {
+  if (uniformCkpt())
+    return {recomputeAll ? layers : 0};
   std::vector<int> out;
   for (int c = 0; c <= layers; ++c)
     out.push_back(c);
@@ -73,7 +100,9 @@ std::vector<int> SearchSpace::layerOptionsForShare(int total, int stages, int gp
   int64_t share = int64_t(total) * gpus;
   int lo = static_cast<int>(share / totalGpus),
       hi = static_cast<int>((share + totalGpus - 1) / totalGpus);
-  if (level >= SpaceLevel::Full) {
+  if (evenLayers() && lo != hi)
+    return {}; // the stages cannot split the layers evenly
+  if (level == SpaceLevel::Full) {
     lo -= layerSlack;
     hi += layerSlack;
   }
@@ -87,7 +116,7 @@ std::vector<int> SearchSpace::layerOptionsForShare(int total, int stages, int gp
 
 std::vector<int> SearchSpace::nonUniformMeshSizes(int stages, int totalGpus,
                                                   int gpusPerNode) const {
-  if (!nonUniformMeshes || level < SpaceLevel::Full || stages < 2)
+  if (!nonUniformMeshes || level != SpaceLevel::Full || stages < 2)
     return {};
   std::vector<int> sizes;
   for (int g = 1; g <= totalGpus; ++g) {

@@ -11,6 +11,18 @@
 ///   +offload  adds the offload-ratio grid
 ///   full      adds imbalance awareness, a tp per stage and uneven layer
 ///             splits (within `layerSlack` of the even split)
+/// The levels below `full` split the layers evenly and refuse a stage count
+/// that does not divide them (Megatron-LM's rule); megatron and +zero
+/// recompute all layers of every stage or none (Megatron-LM's full
+/// recomputation), +ckpt lets each stage choose how many.
+///   deepspeed what DeepSpeed with Megatron-LM's tensor parallelism runs:
+///             one tp, near-even layer splits (its partitioning by parameter
+///             counts), ZeRO 0-3 but at most ZeRO-1 with a pipeline, full
+///             recomputation or none, ZeRO-Offload (optimizer state with
+///             the gradients wholly on the host), ZeRO-3's parameter
+///             offload (all weights), activation checkpoints offloaded
+///             (all) only when recomputing; no partial ratios, objective
+///             blind to the imbalance
 /// G may be any divisor of the global batch, the micro-batch any divisor of
 /// the per-replica batch.
 //===----------------------------------------------------------------------===//
@@ -23,7 +35,7 @@
 
 namespace mist {
 
-enum class SpaceLevel { Megatron = 0, Zero = 1, Ckpt = 2, Offload = 3, Full = 4 };
+enum class SpaceLevel { Megatron = 0, Zero = 1, Ckpt = 2, Offload = 3, Full = 4, DeepSpeed = 5 };
 std::optional<SpaceLevel> parseSpaceLevel(llvm::StringRef s);
 const char *spaceLevelName(SpaceLevel s);
 
@@ -39,18 +51,31 @@ struct SearchSpace {
   /// a factor of 2 of the even share, never growing along the pipeline.
   bool nonUniformMeshes = false;
 
-  bool zeroLevels() const { return level >= SpaceLevel::Zero; }
-  bool flexibleCkpt() const { return level >= SpaceLevel::Ckpt; }
-  bool offload() const { return level >= SpaceLevel::Offload; }
-  bool imbalanceAware() const { return level >= SpaceLevel::Full; }
-  bool tpPerStage() const { return level >= SpaceLevel::Full; }
+  bool zeroLevels() const { return level != SpaceLevel::Megatron; }
+  bool flexibleCkpt() const {
+    return level == SpaceLevel::Ckpt || level == SpaceLevel::Offload || level == SpaceLevel::Full;
+  }
+  /// Every stage recomputes all its layers or none, alike (the tuner
+  /// searches each choice in turn).
+  bool uniformCkpt() const { return !flexibleCkpt(); }
+  bool offload() const { return level == SpaceLevel::Offload || level == SpaceLevel::Full; }
+  bool imbalanceAware() const { return level == SpaceLevel::Full; }
+  bool tpPerStage() const { return level == SpaceLevel::Full; }
+  /// Layer counts must split evenly: a stage count that does not divide
+  /// the layers is not in the space.
+  bool evenLayers() const { return level < SpaceLevel::Full; }
+
+  /// Whether a stage of a `stages`-stage pipeline may combine these knobs
+  /// (the deepspeed space's rules; every combination elsewhere).
+  bool allows(const ZeroFlags &z, const OffloadRatios &o, int ckpt, int layers, int stages) const;
 
   /// ZeRO settings to try with this dp.
   std::vector<ZeroFlags> zeroOptions(int dp) const;
   /// Offload settings (weights, grads, optimizer, activations).
   std::vector<OffloadRatios> offloadOptions() const;
-  /// Checkpointed-layer counts for a stage of `layers` layers.
-  std::vector<int> ckptOptions(int layers) const;
+  /// Checkpointed-layer counts for a stage of `layers` layers; in a
+  /// uniform-recomputation space, `recomputeAll` says which of none or all.
+  std::vector<int> ckptOptions(int layers, bool recomputeAll = false) const;
   /// Layer counts a stage may take when `stages` stages share `total` layers.
   std::vector<int> layerOptions(int total, int stages) const;
   /// The same for a stage holding `gpus` of `totalGpus` GPUs: around its

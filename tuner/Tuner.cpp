@@ -134,8 +134,10 @@ private:
                .first;
     return it->second;
   }
-  const StrategyBatch &strategies(int layers, int dp) {
-    auto key = std::make_pair(layers, dp > 1);
+  /// The strategies a stage of `layers` layers and this dp may take in an
+  /// S-stage pipeline (the space's rules may depend on both).
+  const StrategyBatch &strategies(int layers, int dp, int S) {
+    auto key = std::make_tuple(layers, dp > 1, S > 1, recomputeAll);
     auto it = batchCache.find(key);
     if (it != batchCache.end())
       return it->second;
@@ -143,8 +145,9 @@ private:
     // Checkpoint count innermost: the evaluator reuses layer times across it.
     for (const ZeroFlags &z : opts.space.zeroOptions(dp))
       for (const OffloadRatios &o : offloads)
-        for (int c : opts.space.ckptOptions(layers))
-          batch.add(z, o, c);
+        for (int c : opts.space.ckptOptions(layers, recomputeAll))
+          if (opts.space.allows(z, o, c, layers, S))
+            batch.add(z, o, c);
     return batchCache.emplace(key, std::move(batch)).first->second;
   }
 
@@ -190,7 +193,10 @@ private:
   std::vector<OffloadRatios> offloads;
   std::vector<int> validTp; ///< tp degrees the model allows
   std::map<std::pair<int, int>, StageNumbers> numberCache;
-  std::map<std::pair<int, bool>, StrategyBatch> batchCache;
+  std::map<std::tuple<int, bool, bool, bool>, StrategyBatch> batchCache;
+  /// In a space with uniform recomputation: whether this search recomputes
+  /// every layer of every stage (else none).
+  bool recomputeAll = false;
   std::vector<StageConfig> configs;
   TuneStats stats;
   double bestObjective = INFINITY;
@@ -267,7 +273,7 @@ void Tuner::scoreSlot(const StageSlot &slot, int onlyTp, std::vector<ScoredConte
     ctx.gradAccum = slot.G;
     const StageNumbers &n = numbers(b, tp);
     StageEvaluator eval(n, cluster, ctx);
-    const StrategyBatch &batch = strategies(slot.layers, dp);
+    const StrategyBatch &batch = strategies(slot.layers, dp, slot.S);
     ScoredContext &sc = scored.emplace_back();
     sc.tp = tp;
     sc.microBatch = b;
@@ -391,8 +397,14 @@ bool Tuner::searchStageCount(int S, bool uniform, const std::vector<int> &mixed)
         for (int tp : validTp) { // one tp for the whole model
           if ((gpus / S) % tp || B % (G * (gpus / S / tp)))
             continue;
-          buildTable(S, static_cast<int>(G), {gpus / S}, tp, table);
-          consider(S, static_cast<int>(G), table, 0);
+          // Recomputation alike on every stage: each choice is its own search.
+          for (bool all :
+               opts.space.uniformCkpt() ? std::vector{false, true} : std::vector{false}) {
+            recomputeAll = all;
+            buildTable(S, static_cast<int>(G), {gpus / S}, tp, table);
+            consider(S, static_cast<int>(G), table, 0);
+          }
+          recomputeAll = false;
         }
       }
     }

@@ -253,7 +253,7 @@ TEST(Tuner, EqualsTheBruteForceOptimum) {
     cl.device.memoryGiB = gib;
     std::map<SpaceLevel, double> best;
     for (SpaceLevel level : {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::Ckpt,
-                             SpaceLevel::Offload, SpaceLevel::Full}) {
+                             SpaceLevel::Offload, SpaceLevel::Full, SpaceLevel::DeepSpeed}) {
       TunerOptions opts;
       opts.space.level = level;
       opts.space.weightGradRatios = {0, 1};
@@ -275,6 +275,77 @@ TEST(Tuner, EqualsTheBruteForceOptimum) {
     for (auto &[level, seconds] : best) // every ablation space is a subset of the full one
       EXPECT_GE(seconds, best[SpaceLevel::Full] * (1 - 1e-12)) << spaceLevelName(level);
   }
+}
+
+TEST(SearchSpace, TheMegatronSpaceSplitsLayersEvenlyAndRecomputesAlike) {
+  SearchSpace megatron;
+  megatron.level = SpaceLevel::Megatron;
+  EXPECT_TRUE(megatron.layerOptions(44, 8).empty()); // 5/5/6/6/...: Megatron-LM refuses it
+  EXPECT_EQ(megatron.layerOptions(48, 8), std::vector<int>{6});
+  EXPECT_TRUE(megatron.uniformCkpt());
+  EXPECT_EQ(megatron.ckptOptions(6, /*recomputeAll=*/false), std::vector<int>{0});
+  EXPECT_EQ(megatron.ckptOptions(6, true), std::vector<int>{6});
+  SearchSpace full;
+  EXPECT_EQ(full.layerOptions(44, 8), (std::vector<int>{3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(full.ckptOptions(3).size(), 4u);
+}
+
+TEST(SearchSpace, TheDeepSpeedSpaceKeepsDeepSpeedsRules) {
+  SearchSpace ds;
+  ds.level = SpaceLevel::DeepSpeed;
+  EXPECT_EQ(ds.layerOptions(44, 8), (std::vector<int>{5, 6})); // partitioned by parameters
+  const ZeroFlags zero1{false, false, true}, zero2{false, true, true}, zero3{true, true, true};
+  const OffloadRatios none{}, optimizer{0, 1, 1, 0}, params{1, 1, 1, 0}, acts{0, 0, 0, 1};
+  EXPECT_TRUE(ds.allows(zero2, none, 0, 4, /*stages=*/1));
+  EXPECT_FALSE(ds.allows(zero2, none, 0, 4, 2)); // the pipeline engine takes ZeRO-1 at most
+  EXPECT_TRUE(ds.allows(zero1, optimizer, 0, 4, 2));
+  EXPECT_FALSE(ds.allows(ZeroFlags{}, optimizer, 0, 4, 1)); // ZeRO-Offload needs ZeRO
+  EXPECT_FALSE(ds.allows(zero2, params, 0, 4, 1));          // parameter offload is ZeRO-3's
+  EXPECT_TRUE(ds.allows(zero3, params, 0, 4, 1));
+  EXPECT_FALSE(ds.allows(zero1, acts, 2, 4, 1)); // checkpoints offloaded only when all recompute
+  EXPECT_TRUE(ds.allows(zero1, acts, 4, 4, 1));
+  for (const OffloadRatios &o : ds.offloadOptions())
+    for (double r : {o.weights, o.grads, o.optimizer, o.activations})
+      EXPECT_TRUE(r == 0 || r == 1); // no partial ratios
+}
+
+TEST(Tuner, AblationSpacesTuneOnlyPlansTheirSystemRuns) {
+  // Six layers on 4 GPUs with less and less memory, so that pipelines win:
+  // Megatron-LM cannot split 6 layers over 4 stages, DeepSpeed can (2/2/1/1).
+  auto c = compile("import \"gpt\"\n"
+                   "model g = gpt(vocab = 256, hidden = 128, layers = 6, heads = 4)\n"
+                   "train { seq_len = 128; global_batch = 8 }\n");
+  ASSERT_TRUE(c->module) << c->diagText;
+  auto mp = ModelProfile::build(*c->module, c->diag);
+  ASSERT_TRUE(mp) << c->diagText;
+  int pipelines = 0, recomputing = 0;
+  for (double gib : {0.012, 0.007, 0.005}) {
+    Cluster cl = fourGpus();
+    cl.device.memoryGiB = gib;
+    for (SpaceLevel level : {SpaceLevel::Megatron, SpaceLevel::Zero, SpaceLevel::DeepSpeed}) {
+      TunerOptions opts;
+      opts.space.level = level;
+      auto r = tune(*mp, cl, 8, opts, c->diag);
+      if (!r)
+        continue; // nothing of this space fits
+      const std::vector<StagePlan> &st = r->plan.stages;
+      const bool all = st.front().ckptLayers > 0;
+      pipelines += st.size() > 1;
+      recomputing += all;
+      for (const StagePlan &s : st) {
+        int layers = s.lastLayer - s.firstLayer + 1;
+        EXPECT_EQ(s.ckptLayers, all ? layers : 0) << spaceLevelName(level) << " " << gib;
+        EXPECT_EQ(s.tp, st.front().tp) << spaceLevelName(level);
+        if (level != SpaceLevel::DeepSpeed) {
+          EXPECT_EQ(layers * int(st.size()), 6) << spaceLevelName(level);
+        } else if (st.size() > 1) {
+          EXPECT_FALSE(s.zero.grads || s.zero.weights);
+        }
+      }
+    }
+  }
+  EXPECT_GT(pipelines, 0); // the rules above were exercised
+  EXPECT_GT(recomputing, 0);
 }
 
 TEST(Tuner, NonUniformMeshesEqualTheBruteForceOptimum) {

@@ -110,9 +110,9 @@ cl::opt<std::string> planOut("plan-out",
                              cl::desc("write the tuned plan here too (a trainer's default: "
                                       "beside it, train.cu -> train.plan.yaml)"),
                              cl::value_desc("plan.yaml"), cl::cat(category));
-cl::opt<std::string> space("space",
-                           cl::desc("search space: megatron, +zero, +ckpt, +offload, full"),
-                           cl::init("full"), cl::cat(category));
+cl::opt<std::string>
+    space("space", cl::desc("search space: megatron, +zero, +ckpt, +offload, full, deepspeed"),
+          cl::init("full"), cl::cat(category));
 cl::opt<unsigned> paretoK("pareto-k", cl::desc("Pareto points kept per stage context (0: all)"),
                           cl::init(0), cl::cat(category));
 cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many seconds"),
@@ -214,7 +214,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   auto level = parseSpaceLevel(space);
   if (!level) {
     diag.error({}, "unknown --space '" + space +
-                       "' (expected megatron, +zero, +ckpt, +offload or full)");
+                       "' (expected megatron, +zero, +ckpt, +offload, full or deepspeed)");
     return std::nullopt;
   }
   if (nodes < 0 || !(timeLimit >= 0) || !std::isfinite(timeLimit)) {
