@@ -100,8 +100,12 @@ std::optional<Expr> RegionSummary::get(llvm::StringRef key) const {
 
 std::string Module::uniqueName(const std::string &base) {
   std::string name = base;
-  for (unsigned n = 1; usedNames.count(name); ++n)
-    name = base + "." + std::to_string(n);
+  if (usedNames.count(name)) {
+    unsigned &n = nextSuffix.try_emplace(base, 1).first->second;
+    do
+      name = base + "." + std::to_string(n++);
+    while (usedNames.count(name));
+  }
   usedNames.insert(name);
   return name;
 }

@@ -160,7 +160,10 @@ public:
   void dropCosts();
 
 private:
-  std::set<std::string> usedNames;
+  std::set<std::string> usedNames; ///< never shrinks
+  /// Per base name, the suffix to try first: every smaller one is taken
+  /// (names are never released), so uniqueName stays linear overall.
+  std::map<std::string, unsigned> nextSuffix;
 };
 
 } // namespace mist

@@ -1,25 +1,65 @@
 //===- Diagnostics.cpp - Located error reporting --------------------------===//
 #include "support/Diagnostics.h"
 
+#include <algorithm>
+#include <vector>
+
 using namespace mist;
+
+namespace {
+
+const char *kindLabel(llvm::SourceMgr::DiagKind kind) {
+  return kind == llvm::SourceMgr::DK_Error     ? "error"
+         : kind == llvm::SourceMgr::DK_Warning ? "warning"
+                                               : "note";
+}
+
+/// Prints `d` as SourceMgr would, but with its source line cut to a window
+/// of `width` columns around the caret ("..." marking each cut) and its
+/// ranges clipped to it; the header keeps the real column.
+void printWindowed(const llvm::SMDiagnostic &d, size_t width, llvm::raw_ostream &os) {
+  llvm::StringRef line = d.getLineContents();
+  const size_t col = d.getColumnNo() < 0 ? 0 : static_cast<size_t>(d.getColumnNo());
+  const size_t begin = col > width / 2 ? col - width / 2 : 0;
+  const size_t end = std::min(line.size(), begin + width);
+  const std::string head = begin > 0 ? "..." : "", tail = end < line.size() ? "..." : "";
+  os << d.getFilename() << ":" << d.getLineNo() << ":" << col + 1 << ": " << kindLabel(d.getKind())
+     << ": " << d.getMessage() << "\n";
+  os << head << line.substr(begin, end - begin) << tail << "\n";
+  std::string marks(head.size() + (end - begin), ' ');
+  for (auto [from, to] : d.getRanges())
+    for (size_t c = std::max<size_t>(from, begin); c < std::min<size_t>(to, end); ++c)
+      marks[head.size() + c - begin] = '~';
+  const size_t caret = head.size() + col - begin;
+  if (marks.size() <= caret)
+    marks.resize(caret + 1, ' ');
+  marks[caret] = '^';
+  os << llvm::StringRef(marks).rtrim() << "\n";
+}
+
+} // namespace
 
 void DiagnosticEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
                              const llvm::Twine &msg, llvm::ArrayRef<llvm::SMRange> ranges) {
   if (loc.isValid()) {
-    srcMgr.PrintMessage(*os, loc, kind, msg, ranges);
+    llvm::SMDiagnostic d = srcMgr.GetMessage(loc, kind, msg, ranges);
+    if (d.getLineContents().size() > maxEchoedColumns)
+      printWindowed(d, maxEchoedColumns, *os);
+    else
+      srcMgr.PrintMessage(*os, d);
     return;
   }
   // Errors without a source position (command line, internal limits).
-  const char *label = kind == llvm::SourceMgr::DK_Error     ? "error"
-                      : kind == llvm::SourceMgr::DK_Warning ? "warning"
-                                                            : "note";
-  *os << "mistc: " << label << ": " << msg << "\n";
+  *os << "mistc: " << kindLabel(kind) << ": " << msg << "\n";
 }
 
 void DiagnosticEngine::error(llvm::SMLoc loc, const llvm::Twine &msg,
                              llvm::ArrayRef<llvm::SMRange> ranges) {
   ++numErrors;
-  print(loc, llvm::SourceMgr::DK_Error, msg, ranges);
+  if (errorLimit == 0 || numErrors <= errorLimit)
+    print(loc, llvm::SourceMgr::DK_Error, msg, ranges);
+  else if (numErrors == errorLimit + 1)
+    *os << "mistc: error: too many errors; the rest are not shown (--error-limit=0 shows all)\n";
 }
 
 void DiagnosticEngine::warning(llvm::SMLoc loc, const llvm::Twine &msg) {
@@ -27,5 +67,7 @@ void DiagnosticEngine::warning(llvm::SMLoc loc, const llvm::Twine &msg) {
 }
 
 void DiagnosticEngine::note(llvm::SMLoc loc, const llvm::Twine &msg) {
+  if (errorLimit != 0 && numErrors > errorLimit)
+    return; // the error it explains was not shown
   print(loc, llvm::SourceMgr::DK_Note, msg, {});
 }

@@ -3,6 +3,9 @@
 /// Every user-facing error goes through DiagnosticEngine, which prints it with
 /// llvm::SourceMgr: `file:line:col: error: msg`, the source line and a caret
 /// or range. Messages follow the LLVM style: lower-case, no final period.
+/// Like clang's -ferror-limit, only the first `errorLimit` errors print (a
+/// broken input must not flood the terminal), and a source line longer
+/// than `maxEchoedColumns` is echoed as a window around the caret.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -21,6 +24,11 @@ public:
   void warning(llvm::SMLoc loc, const llvm::Twine &msg);
   void note(llvm::SMLoc loc, const llvm::Twine &msg);
 
+  /// Errors printed before the rest are only counted; 0: no limit.
+  void setErrorLimit(unsigned limit) { errorLimit = limit; }
+  static constexpr unsigned defaultErrorLimit = 20;
+  static constexpr size_t maxEchoedColumns = 160;
+
   unsigned errorCount() const { return numErrors; }
   bool hasErrors() const { return numErrors != 0; }
   /// Redirects output, e.g. to llvm::nulls() in the fuzzer.
@@ -34,6 +42,7 @@ private:
   llvm::SourceMgr &srcMgr;
   llvm::raw_ostream *os;
   unsigned numErrors = 0;
+  unsigned errorLimit = defaultErrorLimit;
 };
 
 } // namespace mist

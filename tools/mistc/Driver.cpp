@@ -113,6 +113,10 @@ cl::opt<std::string> planOut("plan-out",
 cl::opt<std::string>
     space("space", cl::desc("search space: megatron, +zero, +ckpt, +offload, full, deepspeed"),
           cl::init("full"), cl::cat(category));
+cl::opt<unsigned> errorLimit("error-limit",
+                             cl::desc("errors printed before the rest are only counted "
+                                      "(0: no limit)"),
+                             cl::init(DiagnosticEngine::defaultErrorLimit), cl::cat(category));
 cl::opt<unsigned> paretoK("pareto-k", cl::desc("Pareto points kept per stage context (0: all)"),
                           cl::init(0), cl::cat(category));
 cl::opt<double> timeLimit("time-limit", cl::desc("stop tuning after this many seconds"),
@@ -254,6 +258,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
 int run() {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::errs());
+  diag.setErrorLimit(errorLimit);
   // A misspelled pass name would otherwise print nothing, silently.
   for (const std::string &p : printAfter)
     if (!p.empty() && !lookupPass(p)) {
