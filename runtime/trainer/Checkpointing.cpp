@@ -5,6 +5,7 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include <charconv>
 #include <cstdio>
+#include <iterator>
 #include <map>
 
 namespace mist::rt {
@@ -65,6 +66,18 @@ bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
 }
 
 } // namespace
+
+int64_t checkpointBytes(const TrainerSpec &spec) {
+  int64_t bytes = 0;
+  for (size_t s = 0; s < spec.stages.size(); ++s) {
+    const StageSpec &stage = spec.stages[s];
+    for (size_t p = 0; p < stage.params.size(); ++p)
+      if (savedBy(spec, s, stage.params[p]))
+        bytes += copiesOf(stage, p) * elementsOf(stage.params[p]) *
+                 int64_t(std::size(allTensors) * sizeof(float));
+  }
+  return bytes;
+}
 
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed) {

@@ -19,6 +19,10 @@ namespace mist::rt {
 /// rank of each stage sends them to world rank 0 over `hostWorld` (the MPI
 /// world: the tensors are host copies by then), which writes `path`.
 /// A write failure ends the job (abortJob) with the cause.
+/// Bytes of a checkpoint of the whole model: weights, masters and both Adam
+/// moments of every parameter, fp32, a tied weight once.
+int64_t checkpointBytes(const TrainerSpec &spec);
+
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed);
 

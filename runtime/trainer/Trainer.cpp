@@ -16,8 +16,10 @@
 #include "runtime/trainer/Checkpointing.h"
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/StageRunner.h"
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 
@@ -79,9 +81,34 @@ RankLayout placeRank(const TrainerSpec &spec, const Communicator &world) {
   return std::move(*layout);
 }
 
-/// Rank 0 creates the checkpoint folder of a new run and removes the
-/// partial files interrupted saves left (only it writes checkpoints).
-void prepareCheckpointFolder(const Options &o, int worldRank) {
+/// Fails the job now, not at its first save, when the checkpoint folder
+/// cannot take a file or has less room than one checkpoint needs.
+void checkCheckpointFolder(const std::string &dir, int64_t bytes) {
+  const std::string probe = dir + "/.mistrt-write-check";
+  {
+    std::FILE *f = std::fopen(probe.c_str(), "wb");
+    const bool wrote = f && std::fputc(0, f) != EOF;
+    const int err = errno;
+    if (f)
+      std::fclose(f);
+    if (!wrote)
+      abortJob("the checkpoint folder " + dir + " cannot take a file (" + std::strerror(err) +
+               "): the run would lose its training at its first save");
+    std::remove(probe.c_str());
+  }
+  std::error_code ec;
+  const std::filesystem::space_info room = std::filesystem::space(dir, ec);
+  if (!ec && int64_t(room.available) < bytes)
+    abortJob("the checkpoint folder " + dir + " has " + std::to_string(room.available >> 20) +
+             " MiB free; a checkpoint of this model "
+             "needs " +
+             std::to_string(bytes >> 20) + " MiB");
+}
+
+/// Rank 0 creates the checkpoint folder of a new run, checks that it can
+/// hold a checkpoint and removes the partial files interrupted saves left
+/// (only it writes checkpoints).
+void prepareCheckpointFolder(const Options &o, const TrainerSpec &spec, int worldRank) {
   if (o.ckptDir.empty() || worldRank != 0)
     return;
   if (!o.resume) {
@@ -90,6 +117,7 @@ void prepareCheckpointFolder(const Options &o, int worldRank) {
     if (ec)
       abortJob("cannot create the checkpoint folder " + o.ckptDir + ": " + ec.message());
   }
+  checkCheckpointFolder(o.ckptDir, checkpointBytes(spec));
   std::string why;
   for (const std::string &stale : removeInterruptedWrites(o.ckptDir + "/latest.safetensors", why))
     std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
@@ -310,7 +338,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   checkOrder(stage, spec.gradAccum, layout->stage);
   const TiedGroups tied = makeTiedGroups(*deviceWorld, *layout, stages);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
-  prepareCheckpointFolder(o, worldRank);
+  prepareCheckpointFolder(o, spec, worldRank);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
   std::optional<TokenFile> tokenFile;

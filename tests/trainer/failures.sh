@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Failures stop the whole job quickly with a message naming the rank and the
 # cause, never a hang: unreadable data, a token outside the vocabulary, a
-# non-finite loss, the wrong number of ranks, a bad flag.
+# non-finite loss, the wrong number of ranks, a bad flag, a checkpoint folder
+# that cannot be written.
 #   failures.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
 mistc=$1 model=$2 work=$3
@@ -42,6 +43,10 @@ expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.
 expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
 RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1' --steps 1
 expect bad-flag 'unknown flag --bogus' --bogus
+# A checkpoint folder that cannot take a file fails the job before training,
+# not at its first save (even root cannot create files in /proc/self).
+expect unwritable-checkpoints 'mistrt: rank 0: the checkpoint folder /proc/self cannot take a file' \
+  --steps 50 --synthetic --ckpt-dir /proc/self
 # In a pipeline the last stage sees the loss: the job still stops, naming it.
 cat >"$work/pp.yaml" <<'PLAN'
 mist_plan: 1
