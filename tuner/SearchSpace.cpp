@@ -84,8 +84,18 @@ std::vector<int> SearchSpace::ckptOptions(int layers, bool recomputeAll) const {
   if (uniformCkpt())
     return {recomputeAll ? layers : 0};
   std::vector<int> out;
-  for (int c = 0; c <= layers; ++c)
-    out.push_back(c);
+  if (layers + 1 <= maxCkptOptions) {
+    for (int c = 0; c <= layers; ++c)
+      out.push_back(c);
+    return out;
+  }
+  // A stage of very many layers: counts evenly spaced from none to all, so
+  // a stage's strategies (and the tuner's memory) stay bounded.
+  for (int i = 0; i < maxCkptOptions; ++i) {
+    int c = static_cast<int>(int64_t(layers) * i / (maxCkptOptions - 1));
+    if (out.empty() || c != out.back())
+      out.push_back(c);
+  }
   return out;
 }
 

@@ -46,6 +46,9 @@ struct SearchSpace {
   std::vector<double> weightGradRatios = {0, .25, .375, .5, .75, 1};
   std::vector<double> optActRatios = {0, .25, .375, .5, .625, .75, .875, 1};
   int layerSlack = 2; ///< layer counts within this of the even split (full space)
+  /// Checkpoint counts tried per stage: every count up to this many, else
+  /// this many evenly spaced from none to all (bounds a stage's strategies).
+  int maxCkptOptions = 129;
   /// Stages may differ in their number of GPUs (full space only): each
   /// stage's mesh is a whole number of nodes or a divisor of a node, within
   /// a factor of 2 of the even share, never growing along the pipeline.

@@ -183,6 +183,18 @@ private:
     return false;
   }
 
+  /// A progress line at most once a second while one stage count is
+  /// searched, so a long search is never silent.
+  void heartbeat(int S, int64_t G) {
+    if (!opts.progress || elapsed() < lastProgress + 1)
+      return;
+    lastProgress = elapsed();
+    llvm::errs() << fmt::format("mistc: tuning {} stage{}, G = {}: {} strategies scored, best "
+                                "{:.4g} s, {:.1f} s elapsed\n",
+                                S, S == 1 ? "" : "s", G, stats.evaluations, bestObjective,
+                                lastProgress);
+  }
+
   const ModelProfile &model;
   const Cluster &cluster;
   int64_t B;
@@ -200,6 +212,7 @@ private:
   std::vector<StageConfig> configs;
   TuneStats stats;
   double bestObjective = INFINITY;
+  double lastProgress = 0; ///< elapsed seconds at the last progress line
   std::optional<Plan> bestPlan;
   double smallestPeak = INFINITY; ///< over every strategy scored, for the infeasible message
   bool hostBound = false;         ///< some strategy fit the device but not the host memory
@@ -220,6 +233,9 @@ void Tuner::buildTable(int S, int G, const std::vector<int> &sizes, int onlyTp, 
     for (int l :
          opts.space.layerOptionsForShare(model.numLayers, S, uniform ? 1 : g, uniform ? S : gpus)) {
       for (const PositionClass &cls : classes) {
+        if (outOfTime())
+          return; // a partial table; the caller considers none after the limit
+        heartbeat(S, G);
         // Scored at the position holding the fewest micro-batches; the others
         // need perInflightBytes more per extra micro-batch.
         const StageSlot slot{S, G, g, *mesh, l, cls, std::min(S - cls.positions.back(), G)};
@@ -338,6 +354,8 @@ std::vector<StageCandidate> Tuner::positionCandidates(const StageSlot &slot,
 }
 
 void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
+  if (stats.timedOut)
+    return; // the table may be partial
   InterStageOptions io;
   io.totalLayers = model.numLayers;
   io.gradAccum = G;
@@ -387,6 +405,7 @@ bool Tuner::searchStageCount(int S, bool uniform, const std::vector<int> &mixed)
   for (int64_t G : divisorsOf(B)) {
     if (outOfTime())
       break;
+    heartbeat(S, G);
     StageTable table;
     if (uniform && splitsBatch(G, gpus / S)) {
       anyBatchSplit = true;
