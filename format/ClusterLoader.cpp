@@ -68,18 +68,18 @@ public:
       checkCollectiveCoverage(m, nodesOverride);
     if (auto p2p = m.get("p2p", Need::Required)) {
       YamlMap p(r, *p2p, "p2p", {"intra_gbs", "inter_gbs", "latency_us"}, m.valueLoc("p2p"));
-      p.getReal("intra_gbs", c.p2pIntraGBs, Need::Required, Range::Positive);
-      p.getReal("inter_gbs", c.p2pInterGBs, Need::Required, Range::Positive);
+      p.getReal("intra_gbs", c.p2pIntraGBs, Need::Required, Range::Figure);
+      p.getReal("inter_gbs", c.p2pInterGBs, Need::Required, Range::Figure);
       p.getReal("latency_us", c.p2pLatencyUs, Need::Optional, Range::NonNegative);
     }
     if (auto host = m.get("host", Need::Required)) {
       YamlMap h(r, *host, "host",
                 {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib", "gpus_per_link"},
                 m.valueLoc("host"));
-      h.getReal("h2d_gbs", c.h2dGBs, Need::Required, Range::Positive);
-      h.getReal("d2h_gbs", c.d2hGBs, Need::Required, Range::Positive);
+      h.getReal("h2d_gbs", c.h2dGBs, Need::Required, Range::Figure);
+      h.getReal("d2h_gbs", c.d2hGBs, Need::Required, Range::Figure);
       h.getReal("latency_us", c.hostLatencyUs, Need::Optional, Range::NonNegative);
-      h.getReal("memory_gib", c.hostMemoryGiB, Need::Optional, Range::Positive);
+      h.getReal("memory_gib", c.hostMemoryGiB, Need::Optional, Range::Figure);
       h.getInt("gpus_per_link", c.gpusPerHostLink, Need::Optional, Range::Count);
     }
     if (auto intf = m.get("interference", Need::Optional))
@@ -106,12 +106,12 @@ private:
                                            "measured"};
     YamlMap m(r, n, "device", keys, at);
     m.getString("name", d.name, Need::Required);
-    m.getReal("memory_gib", d.memoryGiB, Need::Required, Range::Positive);
+    m.getReal("memory_gib", d.memoryGiB, Need::Required, Range::Figure);
     m.getReal("usable_fraction", d.usableFraction, Need::Optional, Range::Fraction);
-    m.getReal("peak_tflops", d.peakTflops, Need::Required, Range::Positive);
-    m.getReal("tf32_peak_tflops", d.tf32PeakTflops, Need::Optional, Range::Positive);
+    m.getReal("peak_tflops", d.peakTflops, Need::Required, Range::Figure);
+    m.getReal("tf32_peak_tflops", d.tf32PeakTflops, Need::Optional, Range::Figure);
     m.getReal("matmul_efficiency", d.matmulEfficiency, Need::Optional, Range::Fraction);
-    m.getReal("mem_bandwidth_gbs", d.memBandwidthGBs, Need::Required, Range::Positive);
+    m.getReal("mem_bandwidth_gbs", d.memBandwidthGBs, Need::Required, Range::Figure);
     m.getReal("mem_efficiency", d.memEfficiency, Need::Optional, Range::Fraction);
     m.getInt("sms", d.sms, Need::Optional, Range::Count);
     if (auto tile = m.get("gemm_tile", Need::Optional))
@@ -144,10 +144,10 @@ private:
                                            "nic_gbs", "nic_efficiency"};
     YamlMap m(r, n, "network", keys, at);
     NetworkLinks &net = c.network;
-    m.getReal("nvlink_gbs", net.nvlinkGBs, Need::Required, Range::Positive);
+    m.getReal("nvlink_gbs", net.nvlinkGBs, Need::Required, Range::Figure);
     m.getReal("nvlink_efficiency", net.nvlinkEfficiency, Need::Optional, Range::Fraction);
     bool nics = m.getInt("nics_per_node", net.nicsPerNode, Need::Optional, Range::Count);
-    m.getReal("nic_gbs", net.nicGBs, Need::Optional, Range::Positive);
+    m.getReal("nic_gbs", net.nicGBs, Need::Optional, Range::Figure);
     m.getReal("nic_efficiency", net.nicEfficiency, Need::Optional, Range::Fraction);
     if (nics != (net.nicGBs > 0))
       r.error(m.loc(), "'network' needs both 'nics_per_node' and 'nic_gbs', or neither");
@@ -224,7 +224,7 @@ private:
       CollectiveLink l;
       bool ok = m.getInt("nodes", l.nodes, Need::Required, Range::AtLeastOne);
       ok &= m.getInt("gpus_per_node", l.gpusPerNode, Need::Required, Range::AtLeastOne);
-      ok &= m.getReal("bus_gbs", l.busGBs, Need::Required, Range::Positive);
+      ok &= m.getReal("bus_gbs", l.busGBs, Need::Required, Range::Figure);
       ok &= m.getReal("latency_us", l.latencyUs, Need::Optional, Range::NonNegative);
       if (!ok)
         continue;

@@ -104,6 +104,70 @@ size_t secondDocument(llvm::StringRef text) {
   return llvm::StringRef::npos;
 }
 
+/// Plan and cluster files nest a few levels; deeper input is refused before
+/// yaml-cpp sees it (it reports only "bad file" for deep flow nesting).
+constexpr unsigned maxNesting = 64;
+
+/// Where flow collections ([ and {) or block indentation first nest deeper
+/// than maxNesting, skipping quoted text and comments; npos if nowhere.
+size_t tooDeep(llvm::StringRef text) {
+  unsigned depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (quote) {
+      if (ch == '\\' && quote == '"')
+        ++i;
+      else if (ch == quote)
+        quote = 0;
+      continue;
+    }
+    if (ch == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n'))
+      i = std::min(text.find('\n', i), text.size()) - 1;
+    else if (ch == '"' || ch == '\'')
+      quote = ch;
+    else if ((ch == '[' || ch == '{') && ++depth > maxNesting)
+      return i;
+    else if ((ch == ']' || ch == '}') && depth > 0)
+      --depth;
+    else if (ch == '\n' &&
+             text.substr(i + 1).take_while([](char c) { return c == ' '; }).size() > 2 * maxNesting)
+      return i + 1;
+  }
+  return llvm::StringRef::npos;
+}
+
+/// Whether the quoted scalar opening at `at` closes on its own line.
+bool closesOnItsLine(llvm::StringRef text, size_t at) {
+  if (at >= text.size() || (text[at] != '"' && text[at] != '\''))
+    return true; // not where a quote opens: nothing to say
+  const char quote = text[at];
+  for (size_t i = at + 1; i < text.size() && text[i] != '\n'; ++i) {
+    if (quote == '"' && text[i] == '\\')
+      ++i;
+    else if (text[i] == quote)
+      return true;
+  }
+  return false;
+}
+
+/// The first quoted scalar that runs over a line end: in these files, a
+/// missing closing quote, which swallows the keys after it (YAML folds the
+/// line breaks of a quoted scalar into spaces).
+std::optional<YAML::Mark> quotedOverLines(const YAML::Node &n, llvm::StringRef text) {
+  if (n.IsScalar())
+    return n.Tag() == "!" && n.Mark().pos >= 0 && !closesOnItsLine(text, size_t(n.Mark().pos))
+               ? std::optional(n.Mark())
+               : std::nullopt;
+  if (n.IsSequence() || n.IsMap())
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const YAML::Node &v = n.IsMap() ? it->second : *it;
+      if (auto m = quotedOverLines(v, text))
+        return m;
+    }
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
@@ -114,11 +178,21 @@ std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
                "a " + what.str() + " file holds one YAML document, found a second");
     return std::nullopt;
   }
+  if (size_t deep = tooDeep(text); deep != llvm::StringRef::npos) {
+    diag.error(llvm::SMLoc::getFromPointer(text.data() + deep),
+               "the YAML nests more than " + std::to_string(maxNesting) + " levels deep here");
+    return std::nullopt;
+  }
   std::vector<YAML::Node> docs;
   try {
     YAML::Node doc = YAML::Load(text.str());
     if (doc.IsDefined() && !doc.IsNull())
       docs.push_back(doc);
+    if (auto open = quotedOverLines(doc, text)) {
+      diag.error(loc(*open), "this quoted value runs over several lines: a closing quote is "
+                             "probably missing");
+      return std::nullopt;
+    }
   } catch (const YAML::Exception &e) {
     diag.error(loc(e.mark), "invalid YAML: " + e.msg);
     return std::nullopt;
@@ -142,6 +216,9 @@ bool YamlReader::checkRange(double v, llvm::SMLoc at, const llvm::Twine &what, R
     break;
   case Range::Positive:
     need = v > 0 ? nullptr : "must be positive";
+    break;
+  case Range::Figure:
+    need = v >= 1e-6 && v <= 1e9 ? nullptr : "must be between 1e-06 and 1e+09";
     break;
   case Range::Fraction:
     need = v > 0 && v <= 1 ? nullptr : "must be in (0, 1]";

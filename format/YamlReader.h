@@ -24,6 +24,9 @@ enum class Range {
   Any,
   NonNegative, ///< >= 0
   Positive,    ///< > 0
+  /// [1e-6, 1e9]: a hardware figure (GB/s, TFLOP/s, GiB); a denormal or
+  /// astronomic value is a typo that would make every time inf or 0.
+  Figure,
   Fraction,    ///< (0, 1]
   Ratio,       ///< [0, 1]
   AtLeastOne,  ///< >= 1

@@ -223,9 +223,9 @@ TEST(ClusterLoader, RejectsBadFiles) {
               "missing key 'peak_tflops' in 'device'");
   expectError(
       replaced(baseCluster, "  peak_tflops: 100", "  peak_tflops: 100\n  tf32_peak_tflops: 0"),
-      "9:21", "'tf32_peak_tflops' must be positive");
+      "9:21", "'tf32_peak_tflops' must be between 1e-06 and 1e+09");
   expectError(replaced(baseCluster, "memory_gib: 16", "memory_gib: -16"), "7:15",
-              "'memory_gib' must be positive");
+              "'memory_gib' must be between 1e-06 and 1e+09");
   expectError(replaced(baseCluster, "memory_gib: 16", "memory_gib: lots"), "7:15",
               "expected a number for 'memory_gib', found 'lots'");
   expectError(replaced(baseCluster, "memory_gib: 16", "memory_gib: \"16\""), "7:15",
