@@ -27,11 +27,11 @@ enum class Range {
   /// [1e-6, 1e9]: a hardware figure (GB/s, TFLOP/s, GiB); a denormal or
   /// astronomic value is a typo that would make every time inf or 0.
   Figure,
-  Fraction,    ///< (0, 1]
-  Ratio,       ///< [0, 1]
-  AtLeastOne,  ///< >= 1
-  Count,       ///< [1, limits::maxCount]: GPUs, nodes, dp, tp, batches
-  LayerIndex,  ///< [0, limits::maxLayers)
+  Fraction,   ///< (0, 1]
+  Ratio,      ///< [0, 1]
+  AtLeastOne, ///< >= 1
+  Count,      ///< [1, limits::maxCount]: GPUs, nodes, dp, tp, batches
+  LayerIndex, ///< [0, limits::maxLayers)
 };
 
 enum class Need { Required, Optional };
