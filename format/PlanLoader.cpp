@@ -12,7 +12,8 @@ namespace {
 
 class PlanParser {
 public:
-  PlanParser(unsigned bufferId, DiagnosticEngine &diag) : r(bufferId, diag), diag(diag) {}
+  PlanParser(unsigned bufferId, DiagnosticEngine &diag, PlanLocations *locations)
+      : r(bufferId, diag), diag(diag), locations(locations) {}
 
   std::optional<Plan> parse() {
     unsigned before = diag.errorCount();
@@ -22,6 +23,12 @@ public:
     static const llvm::StringRef keys[] = {"mist_plan",  "model",  "cluster",  "global_batch",
                                            "grad_accum", "stages", "predicted"};
     YamlMap m(r, *top, "plan", keys);
+    if (locations) {
+      locations->top["plan"] = r.bufferStart();
+      for (llvm::StringRef k : keys)
+        if (m.has(k))
+          locations->top[k.str()] = m.valueLoc(k);
+    }
     if (m.getInt("mist_plan", p.version, Need::Required) && p.version != planFormatVersion) {
       r.error(m.valueLoc("mist_plan"), "unsupported plan version " + std::to_string(p.version) +
                                            " (this mistc reads " +
@@ -71,6 +78,14 @@ private:
     static const llvm::StringRef keys[] = {"layers", "mesh", "micro_batch", "dp",
                                            "tp",     "zero", "ckpt_layers", "offload"};
     YamlMap m(r, n, name, keys, at);
+    if (locations) {
+      auto &here = locations->stages.emplace_back();
+      here["stage"] = r.loc(n, at);
+      if (m.valid())
+        for (llvm::StringRef k : keys)
+          if (m.has(k))
+            here[k.str()] = m.valueLoc(k);
+    }
     if (!m.valid())
       return std::nullopt;
     StagePlan s;
@@ -218,14 +233,29 @@ private:
 
   YamlReader r;
   DiagnosticEngine &diag;
+  PlanLocations *locations;
   Plan p;
   bool batchOk = false;
 };
 
 } // namespace
 
-std::optional<Plan> mist::loadPlan(unsigned bufferId, DiagnosticEngine &diag) {
-  PlanParser parser(bufferId, diag);
+llvm::SMLoc PlanLocations::of(int stage, const std::string &key) const {
+  if (stage >= 0 && size_t(stage) < stages.size()) {
+    const auto &here = stages[size_t(stage)];
+    for (const std::string &k : {key, std::string("stage")})
+      if (auto it = here.find(k); it != here.end())
+        return it->second;
+  }
+  for (const std::string &k : {key, std::string("stages"), std::string("plan")})
+    if (auto it = top.find(k); it != top.end())
+      return it->second;
+  return {};
+}
+
+std::optional<Plan> mist::loadPlan(unsigned bufferId, DiagnosticEngine &diag,
+                                   PlanLocations *locations) {
+  PlanParser parser(bufferId, diag, locations);
   try {
     return parser.parse();
   } catch (const YAML::Exception &e) {

@@ -12,12 +12,26 @@
 
 #include "format/Plan.h"
 #include "support/Diagnostics.h"
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mist {
 
+/// Where a loaded plan file says what: its top-level keys and each stage's
+/// keys, so that checks against a model can point at the plan.
+struct PlanLocations {
+  std::map<std::string, llvm::SMLoc> top;                 ///< "grad_accum", "stages", ...
+  std::vector<std::map<std::string, llvm::SMLoc>> stages; ///< per stage: "layers", "tp", ...
+  /// The value of `key` of stage `stage` (-1: top level), else the
+  /// stage's entry, else the stages list, else nowhere.
+  llvm::SMLoc of(int stage, const std::string &key) const;
+};
+
 /// Parses buffer `bufferId` of diag.sourceMgr(); nullopt after reporting
-/// errors.
-std::optional<Plan> loadPlan(unsigned bufferId, DiagnosticEngine &diag);
+/// errors. `locations`, when given, receives where each key is.
+std::optional<Plan> loadPlan(unsigned bufferId, DiagnosticEngine &diag,
+                             PlanLocations *locations = nullptr);
 
 } // namespace mist

@@ -613,6 +613,7 @@ std::unique_ptr<Module> IRGen::run() {
   }
   m = std::make_unique<Module>();
   m->name = inst->name;
+  m->loc = inst->nameRange.Start;
   Env base;
   if (!evalTrain() || !bindParams(*it->second, *inst, base) || !genModel(*it->second, base))
     return nullptr;

@@ -140,6 +140,7 @@ struct ModuleState {
 class Module {
 public:
   std::string name;
+  llvm::SMLoc loc; ///< where the .mist file declares the model instance (none for IR input)
   SymbolTable symbols;
   std::vector<Assumption> assumptions;
   TrainConfig train;

@@ -416,52 +416,6 @@ double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<dou
 
 namespace {
 
-/// What makes the plan impossible for this model and cluster (stages that
-/// do not tile the layers, meshes that do not match dp x tp or the
-/// cluster, batches that do not split), or nullopt; `gpus` is the plan's
-/// GPU count.
-std::optional<std::string> planProblem(const Plan &plan, const ModelProfile &model,
-                                       const Cluster &cluster, int &gpus) {
-  const int S = static_cast<int>(plan.stages.size());
-  if (S == 0)
-    return "it has no stages";
-  if (plan.gradAccum < 1)
-    return "grad_accum must be at least 1";
-  int expectFirst = 0;
-  gpus = 0;
-  for (int i = 0; i < S; ++i) {
-    const StagePlan &st = plan.stages[i];
-    std::string where = "stage " + std::to_string(i) + ": ";
-    if (st.firstLayer != expectFirst || st.lastLayer < st.firstLayer)
-      return where + "layers must continue at " + std::to_string(expectFirst);
-    expectFirst = st.lastLayer + 1;
-    if (st.ckptLayers < 0 || st.ckptLayers > st.layers())
-      return where + "ckpt_layers must be between 0 and the stage's layer count";
-    if (st.dp * st.tp != st.gpus())
-      return where + "dp x tp = " + std::to_string(st.dp * st.tp) + " but the mesh has " +
-             std::to_string(st.gpus()) + " GPUs";
-    if (int64_t(st.microBatch) * st.dp * plan.gradAccum != plan.globalBatch)
-      return where + "micro_batch x dp x grad_accum = " +
-             std::to_string(int64_t(st.microBatch) * st.dp * plan.gradAccum) +
-             " but the global batch is " + std::to_string(plan.globalBatch);
-    if (st.meshGpusPerNode > cluster.gpusPerNode || st.meshNodes > cluster.nodes)
-      return where + "its mesh does not fit the cluster's nodes";
-    if (st.tp > st.meshGpusPerNode && !cluster.tpAcrossNodes)
-      return where + "tp = " + std::to_string(st.tp) +
-             " spans nodes, which the cluster does not allow";
-    if (auto bad = model.violatedAssumption(st.tp))
-      return where + "tp = " + std::to_string(st.tp) + " breaks the model's assumption " + *bad;
-    gpus += st.gpus();
-  }
-  if (expectFirst != model.numLayers)
-    return "the stages cover " + std::to_string(expectFirst) + " layers but the model has " +
-           std::to_string(model.numLayers);
-  if (gpus > cluster.totalGpus())
-    return "it uses " + std::to_string(gpus) + " GPUs but the cluster has " +
-           std::to_string(cluster.totalGpus());
-  return std::nullopt;
-}
-
 /// Stage i of the plan, its p2p included; `firstGpu[i]` is where stage i's
 /// GPUs start (stages sit on consecutive GPUs).
 StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &model,
@@ -497,11 +451,60 @@ StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &
 
 } // namespace
 
+std::optional<PlanProblem> mist::planProblem(const Plan &plan, const ModelProfile &model,
+                                             const Cluster &cluster) {
+  const int S = static_cast<int>(plan.stages.size());
+  if (S == 0)
+    return PlanProblem{-1, "stages", "it has no stages"};
+  if (plan.gradAccum < 1)
+    return PlanProblem{-1, "grad_accum", "grad_accum must be at least 1"};
+  int expectFirst = 0, gpus = 0;
+  for (int i = 0; i < S; ++i) {
+    const StagePlan &st = plan.stages[i];
+    auto bad = [&](const char *key, const std::string &what) {
+      return PlanProblem{i, key, "stage " + std::to_string(i) + ": " + what};
+    };
+    if (st.firstLayer != expectFirst || st.lastLayer < st.firstLayer)
+      return bad("layers", "layers must continue at " + std::to_string(expectFirst));
+    expectFirst = st.lastLayer + 1;
+    if (st.ckptLayers < 0 || st.ckptLayers > st.layers())
+      return bad("ckpt_layers", "ckpt_layers must be between 0 and the stage's layer count");
+    if (st.dp * st.tp != st.gpus())
+      return bad("mesh", "dp x tp = " + std::to_string(st.dp * st.tp) + " but the mesh has " +
+                             std::to_string(st.gpus()) + " GPUs");
+    if (int64_t(st.microBatch) * st.dp * plan.gradAccum != plan.globalBatch)
+      return bad("micro_batch",
+                 "micro_batch x dp x grad_accum = " +
+                     std::to_string(int64_t(st.microBatch) * st.dp * plan.gradAccum) +
+                     " but the global batch is " + std::to_string(plan.globalBatch));
+    if (st.meshGpusPerNode > cluster.gpusPerNode || st.meshNodes > cluster.nodes)
+      return bad("mesh", "its mesh does not fit the cluster's nodes");
+    if (st.tp > st.meshGpusPerNode && !cluster.tpAcrossNodes)
+      return bad("tp", "tp = " + std::to_string(st.tp) +
+                           " spans nodes, which the cluster does not allow");
+    if (auto broken = model.violatedAssumption(st.tp))
+      return bad("tp",
+                 "tp = " + std::to_string(st.tp) + " breaks the model's assumption " + *broken);
+    gpus += st.gpus();
+  }
+  if (expectFirst != model.numLayers) {
+    PlanProblem p{S - 1, "layers",
+                  "the stages cover " + std::to_string(expectFirst) + " layers but the model has " +
+                      std::to_string(model.numLayers)};
+    p.aboutModelLayers = true;
+    return p;
+  }
+  if (gpus > cluster.totalGpus())
+    return PlanProblem{-1, "stages",
+                       "it uses " + std::to_string(gpus) + " GPUs but the cluster has " +
+                           std::to_string(cluster.totalGpus())};
+  return std::nullopt;
+}
+
 std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const ModelProfile &model,
                                                    const Cluster &cluster, DiagnosticEngine &diag) {
-  int gpus = 0;
-  if (std::optional<std::string> bad = planProblem(plan, model, cluster, gpus)) {
-    diag.error({}, "plan: " + *bad);
+  if (std::optional<PlanProblem> bad = planProblem(plan, model, cluster)) {
+    diag.error({}, "plan: " + bad->message);
     return std::nullopt;
   }
   const int S = static_cast<int>(plan.stages.size());
@@ -509,6 +512,7 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
   std::vector<int> firstGpu(S + 1, 0); // stages sit on consecutive GPUs
   for (int i = 0; i < S; ++i)
     firstGpu[i + 1] = firstGpu[i] + plan.stages[i].gpus();
+  const int gpus = firstGpu[S];
   PipelineEstimate pe;
   std::vector<double> t, d;
   pe.fits = true;

@@ -152,6 +152,18 @@ struct PipelineEstimate {
 
 double pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G);
 
+/// What makes a plan impossible for a model and cluster: the stage (-1 for
+/// the plan as a whole) and the plan key at fault, so a caller that knows
+/// where the plan file says it can point there.
+struct PlanProblem {
+  int stage = -1;
+  std::string key; ///< "layers", "mesh", "tp", "micro_batch", ...; "stages" for the whole list
+  std::string message;
+  bool aboutModelLayers = false; ///< the stages do not cover the model's layers
+};
+std::optional<PlanProblem> planProblem(const Plan &plan, const ModelProfile &model,
+                                       const Cluster &cluster);
+
 /// Checks the plan against the model and cluster (divisibility, GPU count,
 /// layer ranges) and predicts every stage and the whole iteration.
 std::optional<PipelineEstimate> estimatePlan(const Plan &plan, const ModelProfile &model,

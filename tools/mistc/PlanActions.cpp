@@ -68,18 +68,32 @@ bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estim
   return true;
 }
 
-/// Reads the plan file of --plan.
-std::optional<Plan> readPlan(const Module &m, const std::string &path, DiagnosticEngine &diag) {
+/// Reads the plan file of --plan; `locations` receives where it says what.
+std::optional<Plan> readPlan(const Module &m, const std::string &path, DiagnosticEngine &diag,
+                             PlanLocations *locations = nullptr) {
   auto buf = llvm::MemoryBuffer::getFile(path);
   if (!buf) {
     diag.error({}, "cannot read plan '" + path + "': " + buf.getError().message());
     return std::nullopt;
   }
   unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
-  auto plan = loadPlan(id, diag);
+  auto plan = loadPlan(id, diag, locations);
   if (plan && !plan->model.empty() && plan->model != m.name)
     diag.warning({}, "the plan was made for model '" + plan->model + "', not '" + m.name + "'");
   return plan;
+}
+
+/// Whether the plan fits the model and cluster; if not, says why at the
+/// plan key at fault (and, for a layer count, at the model's declaration).
+bool planFitsModel(const Plan &plan, const PlanLocations &where, const Module &m,
+                   const ModelProfile &model, const Cluster &cluster, DiagnosticEngine &diag) {
+  std::optional<PlanProblem> bad = planProblem(plan, model, cluster);
+  if (!bad)
+    return true;
+  diag.error(where.of(bad->stage, bad->key), "plan: " + bad->message);
+  if (bad->aboutModelLayers && m.loc.isValid())
+    diag.note(m.loc, fmt::format("model '{}' has {} layers", m.name, model.numLayers));
+  return false;
 }
 
 /// The cluster to tune for or price a plan on: --cluster, else the train
@@ -157,10 +171,11 @@ int emitProfileShapes(const Module &m, const PlanActionOptions &opts, Diagnostic
   std::vector<std::pair<int, int>> shapes;
   std::vector<std::string> comments;
   if (!opts.planPath.empty()) {
-    auto plan = readPlan(m, opts.planPath, diag);
+    PlanLocations where;
+    auto plan = readPlan(m, opts.planPath, diag, &where);
     if (!plan)
       return 1;
-    if (cluster && !estimatePlan(*plan, *model, *cluster, diag))
+    if (cluster && !planFitsModel(*plan, where, m, *model, *cluster, diag))
       return 1;
     for (size_t i = 0; i < plan->stages.size(); ++i) {
       const StagePlan &st = plan->stages[i];
@@ -220,7 +235,8 @@ struct PricedPlan {
 std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts,
                                   DiagnosticEngine &diag) {
   std::optional<Plan> given;
-  if (!opts.planPath.empty() && !(given = readPlan(m, opts.planPath, diag)))
+  PlanLocations where;
+  if (!opts.planPath.empty() && !(given = readPlan(m, opts.planPath, diag, &where)))
     return std::nullopt;
   auto clusterArg = chooseCluster(m, opts, given ? &*given : nullptr, /*required=*/true, diag);
   if (!clusterArg)
@@ -230,6 +246,8 @@ std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts
   if (!model)
     return std::nullopt;
   if (given) {
+    if (!planFitsModel(*given, where, m, *model, *cluster, diag))
+      return std::nullopt;
     auto estimate = estimatePlan(*given, *model, *cluster, diag);
     if (!estimate)
       return std::nullopt;
