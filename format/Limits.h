@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace mist::limits {
@@ -17,5 +18,8 @@ constexpr int64_t maxLayers = 1'000'000;
 /// global batch and sequence length: 2^24 each. The product of any three
 /// fits in 64 bits' 2^63 only with a check, which the loaders do.
 constexpr int64_t maxCount = int64_t(1) << 24;
+/// Axes of a tensor: the .mist parser and the IR reader refuse more, so
+/// every IR dump reads back.
+constexpr size_t maxTensorAxes = 8;
 
 } // namespace mist::limits

@@ -1,6 +1,8 @@
 //===- Parser.cpp - Recursive-descent parser for .mist --------------------===//
 #include "frontend/Parser.h"
 
+#include "format/Limits.h"
+
 #include <algorithm>
 
 using namespace mist;
@@ -281,6 +283,12 @@ bool Parser::parseInput(ModelDecl &m) {
     ExprPtr d = parseExpr();
     if (!d)
       return false;
+    if (in.dims.size() == limits::maxTensorAxes) { // the IR reader's limit too
+      diag.error(d->loc(),
+                 "tensors have at most " + std::to_string(limits::maxTensorAxes) + " axes",
+                 d->range);
+      return false;
+    }
     in.dims.push_back(std::move(d));
     if (!tok.is(Tok::Comma))
       break;

@@ -1,6 +1,8 @@
 //===- IRParser.cpp - Reads the textual IR back ----------------------------===//
 #include "ir/IRParser.h"
 
+#include "format/Limits.h"
+
 #include "support/Lexer.h"
 #include <cerrno>
 #include <cmath>
@@ -341,8 +343,9 @@ bool IRParser::parseType(Value &v) {
     if (!parseExpr(d))
       return false;
     t.shape.push_back(d);
-    if (t.shape.size() > 8)
-      return errorAt(axisTok, "tensors have at most 8 axes");
+    if (t.shape.size() > limits::maxTensorAxes)
+      return errorAt(axisTok,
+                     "tensors have at most " + std::to_string(limits::maxTensorAxes) + " axes");
     if (!tok.is(Tok::Comma))
       break;
     advance();
