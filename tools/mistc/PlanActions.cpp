@@ -77,9 +77,16 @@ std::optional<Plan> readPlan(const Module &m, const std::string &path, Diagnosti
     return std::nullopt;
   }
   unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
-  auto plan = loadPlan(id, diag, locations);
+  PlanLocations own;
+  PlanLocations &where = locations ? *locations : own;
+  auto plan = loadPlan(id, diag, &where);
   if (plan && !plan->model.empty() && plan->model != m.name)
     diag.warning({}, "the plan was made for model '" + plan->model + "', not '" + m.name + "'");
+  // The plan's batch is the one that runs; say so when the model says another.
+  if (plan && m.train.globalBatch > 0 && plan->globalBatch != m.train.globalBatch)
+    diag.warning(where.of(-1, "global_batch"),
+                 fmt::format("the plan's global batch ({}) replaces the model's ({})",
+                             plan->globalBatch, m.train.globalBatch));
   return plan;
 }
 
