@@ -108,25 +108,35 @@ size_t secondDocument(llvm::StringRef text) {
 /// yaml-cpp sees it (it reports only "bad file" for deep flow nesting).
 constexpr unsigned maxNesting = 64;
 
+/// The closing quote of the quoted text opening at `at` (a `"` string
+/// knows backslash escapes, a `'` string does not), or npos; `sameLine`
+/// stops the search at the line's end.
+size_t closingQuote(llvm::StringRef text, size_t at, bool sameLine) {
+  const char quote = text[at];
+  for (size_t i = at + 1; i < text.size(); ++i) {
+    if (sameLine && text[i] == '\n')
+      break;
+    if (quote == '"' && text[i] == '\\')
+      ++i;
+    else if (text[i] == quote)
+      return i;
+  }
+  return llvm::StringRef::npos;
+}
+
 /// Where flow collections ([ and {) or block indentation first nest deeper
 /// than maxNesting, skipping quoted text and comments; npos if nowhere.
 size_t tooDeep(llvm::StringRef text) {
   unsigned depth = 0;
-  char quote = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char ch = text[i];
-    if (quote) {
-      if (ch == '\\' && quote == '"')
-        ++i;
-      else if (ch == quote)
-        quote = 0;
-      continue;
-    }
     if (ch == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n'))
       i = std::min(text.find('\n', i), text.size()) - 1;
-    else if (ch == '"' || ch == '\'')
-      quote = ch;
-    else if ((ch == '[' || ch == '{') && ++depth > maxNesting)
+    else if (ch == '"' || ch == '\'') {
+      i = closingQuote(text, i, /*sameLine=*/false);
+      if (i == llvm::StringRef::npos)
+        break;
+    } else if ((ch == '[' || ch == '{') && ++depth > maxNesting)
       return i;
     else if ((ch == ']' || ch == '}') && depth > 0)
       --depth;
@@ -141,14 +151,7 @@ size_t tooDeep(llvm::StringRef text) {
 bool closesOnItsLine(llvm::StringRef text, size_t at) {
   if (at >= text.size() || (text[at] != '"' && text[at] != '\''))
     return true; // not where a quote opens: nothing to say
-  const char quote = text[at];
-  for (size_t i = at + 1; i < text.size() && text[i] != '\n'; ++i) {
-    if (quote == '"' && text[i] == '\\')
-      ++i;
-    else if (text[i] == quote)
-      return true;
-  }
-  return false;
+  return closingQuote(text, at, /*sameLine=*/true) != llvm::StringRef::npos;
 }
 
 /// The first quoted scalar that runs over a line end: in these files, a
