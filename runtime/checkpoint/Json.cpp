@@ -223,14 +223,14 @@ private:
         out += '\t';
         break;
       case 'u': {
-        uint32_t unit;
+        uint32_t unit = 0;
         if (!hex4(unit))
           return false;
         if (unit >= 0xDC00 && unit <= 0xDFFF)
           return fail(escape, "lone low surrogate in a \\u escape");
         if (unit >= 0xD800 && unit <= 0xDBFF) {
           // A high surrogate must be followed by an escaped low one.
-          uint32_t low;
+          uint32_t low = 0;
           if (text.substr(pos, 2) != "\\u")
             return fail(escape, "high surrogate not followed by a \\u low surrogate");
           pos += 2;

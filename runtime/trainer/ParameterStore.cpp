@@ -119,8 +119,7 @@ void ParameterStore::initialize(uint64_t seed) {
       State &s = state[p][l];
       const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
       std::vector<float> values(s.local);
-      for (size_t i = 0; i < s.local; ++i)
-        values[i] = initialValue(ps.name, layer, fullIndexOf(ps, tpRank, tp, int64_t(i)), seed);
+      fillInitialValues(values, ps, tpRank, tp, layer, seed);
       DeviceArray<float> &w = weights(p, int(l));
       w.upload(values);
       if (!s.masterIsWeights)

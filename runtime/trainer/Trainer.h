@@ -169,5 +169,18 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv);
 /// a pure function of (seed, name, layer, index), so every plan, and every
 /// rank holding any part of the tensor, starts from the same model.
 float initialValue(const std::string &name, int layer, int64_t index, uint64_t seed);
+/// What initialValue decides once per tensor: a constant (biases 0, norm
+/// weights 1) or the key of the tensor's random stream.
+struct InitialStream {
+  bool constant;
+  float value;
+  uint64_t key;
+};
+InitialStream initialStream(const std::string &name, int layer, uint64_t seed);
+float initialValue(const InitialStream &stream, int64_t index);
+/// values[i] = initialValue of local element i of tp rank `tpRank`'s shard
+/// of `p`, computed on all of the host's cores (the same values as one).
+void fillInitialValues(std::vector<float> &values, const ParamSpec &p, int tpRank, int tp,
+                       int layer, uint64_t seed);
 
 } // namespace mist::rt

@@ -147,9 +147,12 @@ void checkLmHead(Index rows, Index channels, Index vocab, unsigned seed) {
   ops::lmHead(dLogits.ptr, dX.ptr, dTable.ptr, N, C, V);
   ops::lmHeadGrad(dDx.ptr, dDtable.ptr, dDlogits.ptr, dX.ptr, dTable.ptr, N, C, V);
   sync();
-  expectClose(what + " logits", dLogits.download(), logits, 1e-4f, sumTolerance(1e-5f, C));
-  expectClose(what + " dx", dDx.download(), dx, 1e-4f, sumTolerance(1e-5f, V));
-  expectClose(what + " dtable (+=)", dDtable.download(), dtable, 1e-4f, sumTolerance(1e-5f, N));
+  // The ops run their GEMMs on tf32 tensor cores (StreamState in CudaOps.cu):
+  // the tolerances of LinearKernelsTest's tf32 checks, not fp32's (seen on an
+  // H200: fp32 tolerances fail by about 1e-3 relative, as tf32 rounding does).
+  expectClose(what + " logits", dLogits.download(), logits, 1e-2f, sumTolerance(5e-3f, C));
+  expectClose(what + " dx", dDx.download(), dx, 1e-2f, sumTolerance(5e-3f, V));
+  expectClose(what + " dtable (+=)", dDtable.download(), dtable, 1e-2f, sumTolerance(5e-3f, N));
 }
 
 void checkMaxOverBlocks(int count, Index n, unsigned seed) {
