@@ -5,17 +5,16 @@
 # check, and the single-GPU GPT-3 trainers with their predictions
 # (bench/h100/make-trainers.sh). All under bench/gpu/work/ (ignored by git):
 # carry that folder with the device call.
-#   prepare.sh MISTC
+#   prepare.sh MISTC        (env: WORK, another folder to write)
 set -euo pipefail
 [[ $# -eq 1 ]] || { echo "usage: prepare.sh MISTC" >&2; exit 2; }
 mistc=$1
 root=$(cd "$(dirname "$0")/../.." && pwd)
-work=$root/bench/gpu/work
+work=${WORK:-$root/bench/gpu/work}
 rm -rf "$work" && mkdir -p "$work"
 # One head of 64 dims: the CUDA attention kernels exist for head dims 64 and 128.
-sed 's/heads = 4/heads = 1/' "$root/examples/tiny-gpt.mist" > "$work/tiny-gpt.mist"
-"$mistc" "$work/tiny-gpt.mist" --cluster a100-40g \
+"$mistc" "$root/tests/trainer/tiny-gpt-1head.mist" --cluster a100-40g \
   --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" --emit=trainer -o "$work/tiny-gpt.train.cu"
 "$root/bench/h100/make-trainers.sh" "$mistc" "$work/trainers"
-git -C "$root" rev-parse HEAD > "$work/commit"
-echo "prepare.sh: wrote $work (carry bench/gpu/work with the device call)"
+git -C "$root" rev-parse HEAD > "$work/commit" 2>/dev/null || echo "not a git checkout" > "$work/commit"
+echo "prepare.sh: wrote $work (carry it with the device call)"

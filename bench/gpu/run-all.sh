@@ -7,36 +7,64 @@
 #   gpu-tests   ctest -L gpu: every CUDA kernel against its CPU reference
 #   tiny-match  the tiny GPT's trainer on the GPU against the same train.cu on a
 #               CPU rank, 20 steps, loss by loss (tests/trainer/gpu-matches-cpu.sh)
-#   trainers    GPT-3 single-GPU trainers (PLANS, default gpt13-b4 gpt13-b4-ck24):
-#               measured iteration time and peak memory against mistc's prediction
-#   torch-ref   the PyTorch reference step on the same card (bench/h100/pytorch_gpt.py)
+#   torch-ref   the PyTorch reference step on the same card (bench/h100/pytorch_gpt.py,
+#               GPT-3 1.3B micro-batch 4, TORCH_MODES, default "eager compile")
+#   trainers    GPT-3 single-GPU trainers (PLANS): measured iteration time and peak
+#               memory against mistc's prediction, and the speedup over torch.compile
 #   profile     the cluster profiler (bench/h100/profile-h100.sh), when PROFILE=1
 # Logs go to $OUT/logs.tgz (refreshed after every step), the one-line-per-step
-# summary to $OUT/summary.txt, JSON results to $OUT/*.json.
-#   bash bench/gpu/run-all.sh  (env: OUT, JOBS, PLANS, STEPS, PLAN_LIMIT, TORCH_REF, PROFILE,
-#                               PROFILE_LIMIT, and profile-h100.sh's REPEATS)
+# summary to $OUT/summary.txt, JSON results to $OUT/*.json (gpu-summary.json:
+# speedup_vs_torch_compile, max_time_error, max_memory_error).
+#   bash bench/gpu/run-all.sh  (env: OUT, WORK, JOBS, PLANS, STEPS, PLAN_LIMIT, TORCH_MODES,
+#                               PROFILE, PROFILE_LIMIT, profile-h100.sh's REPEATS)
+# DRY_RUN=1 runs here without a GPU (CI: ctest gpu-run-all-dry-run): it checks
+# that every file and tool a step needs is there, prints the commands instead
+# of running them, and runs the trainer summary on the committed logs of the
+# last GPU run, so a change to the trainer's log lines breaks CI, not a lease.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+dry=${DRY_RUN:-0}
 out=${OUT:-/tmp/gpu-out}
+work=${WORK:-$root/bench/gpu/work}
 logs=/tmp/gpu-logs
 build=$root/build-gpu
 jobs=${JOBS:-$(nproc)}
-plans=${PLANS:-gpt13-b4 gpt13-b4-ck24}
+plans=${PLANS:-gpt13-b4 gpt13-b4-ck24 gpt27-b4 gpt67-tuned gpt67-offload-all}
 steps=${STEPS:-5}
+torchModes=${TORCH_MODES:-eager compile}
 mkdir -p "$out" "$logs"
+: > "$out/summary.txt"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
-nvidia-smi -L >/dev/null 2>&1 || { echo "run-all.sh: no GPU here: skipped"; exit 77; }
-[[ -f bench/gpu/work/tiny-gpt.train.cu ]] || {
-  echo "run-all.sh: bench/gpu/work is missing: run bench/gpu/prepare.sh where mistc builds and carry it" >&2; exit 1; }
+if [[ $dry != 1 ]] && ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "run-all.sh: no GPU here: skipped (DRY_RUN=1 checks the plumbing)"; exit 77
+fi
+
+missing=0
+need() { # need FILE...: every input a step reads must be there before the lease is spent
+  for f in "$@"; do
+    [[ -e $f ]] || { echo "run-all.sh: missing $f" >&2; missing=1; }
+  done
+}
+need "$work/tiny-gpt.train.cu" "$work/trainers/predicted.json" tests/trainer/gpu-matches-cpu.sh \
+  scripts/compile-trainer.sh bench/h100/pytorch_gpt.py bench/h100/summarize-trainers.py \
+  bench/h100/profile-h100.sh bench/h100/gpt3-shapes.tsv
+for p in $plans; do need "$work/trainers/$p.train.cu"; done
+[[ $missing == 0 ]] || {
+  echo "run-all.sh: run bench/gpu/prepare.sh where mistc builds and carry bench/gpu/work" >&2; exit 1; }
 
 failed=0
 step() { # step NAME LIMIT_S COMMAND...: runs it, logs it, records rc and seconds
   local name=$1 limit=$2 start rc; shift 2
   start=$(date +%s)
   echo "== $name (limit ${limit}s)"
-  timeout --kill-after=10 "$limit" "$@" > "$logs/$name.log" 2>&1
-  rc=$?
+  if [[ $dry == 1 ]]; then
+    printf 'would run:' > "$logs/$name.log"; printf ' %q' "$@" >> "$logs/$name.log"; echo >> "$logs/$name.log"
+    rc=0
+  else
+    timeout --kill-after=10 "$limit" "$@" > "$logs/$name.log" 2>&1
+    rc=$?
+  fi
   [[ $rc -eq 0 ]] || failed=1
   printf '%-12s rc %-3s %4ss\n' "$name" "$rc" "$(( $(date +%s) - start ))" | tee -a "$out/summary.txt"
   tail -n 25 "$logs/$name.log"
@@ -46,37 +74,62 @@ step() { # step NAME LIMIT_S COMMAND...: runs it, logs it, records rc and second
 step env 60 bash -c 'nvidia-smi; nvcc --version; cmake --version | head -1; mpirun --version | head -1;
   ls /usr/include/nccl.h /usr/lib/x86_64-linux-gnu/libnccl.so* 2>&1; nproc; free -g;
   python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())";
-  cat bench/gpu/work/commit'
+  cat "$0"' "$work/commit"
 step build 300 bash -c "cmake -S . -B '$build' -G Ninja -DMIST_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DMIST_WERROR=OFF &&
   cmake --build '$build' -j$jobs"
 step gpu-tests 180 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j4
-step tiny-match 120 tests/trainer/gpu-matches-cpu.sh bench/gpu/work/tiny-gpt.train.cu "$build" /tmp/tiny-match 20
+step tiny-match 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-gpt.train.cu" "$build" /tmp/tiny-match 20
+
+for mode in $torchModes; do
+  step "torch-$mode" 200 python3 bench/h100/pytorch_gpt.py --model gpt3-1.3b --micro-batch 4 \
+    --mode "$mode" --steps 10 --warmup 3 --json "$logs/torch-gpt13-b4-$mode.json"
+done
+# The summary's reference: a list of pytorch_gpt.py's objects, as run-reference.sh writes.
+python3 - "$out/pytorch-reference.json" "$logs"/torch-*.json <<'PY'
+import json, os, sys
+json.dump([json.load(open(p)) for p in sys.argv[2:] if os.path.exists(p)], open(sys.argv[1], "w"), indent=1)
+PY
+
 trainers() { # each plan compiled and trained with its own time limit, logs as they run
   local t=/tmp/gpu-trainers p
   mkdir -p "$t/logs"
-  python3 - bench/gpu/work/trainers/predicted.json "$t/predicted.json" $plans <<'PY'
+  python3 - "$work/trainers/predicted.json" "$t/predicted.json" $plans <<'PY'
 import json, sys
 keep = set(sys.argv[3:])
 json.dump([p for p in json.load(open(sys.argv[1])) if p["plan"] in keep], open(sys.argv[2], "w"), indent=1)
 PY
   for p in $plans; do
-    scripts/compile-trainer.sh gpu "bench/gpu/work/trainers/$p.train.cu" "$build" "$t/$p" || continue
+    scripts/compile-trainer.sh gpu "$work/trainers/$p.train.cu" "$build" "$t/$p" || continue
     echo "== $p"
     timeout --kill-after=5 "${PLAN_LIMIT:-60}" mpirun -np 1 "$t/$p" --steps "$steps" --log-every 1 \
       > "$logs/trainer-$p.log" 2>&1 || echo "   $p failed (rc $?)"
     cp "$logs/trainer-$p.log" "$t/logs/$p.log"
   done
   python3 bench/h100/summarize-trainers.py "$t/predicted.json" "$t/logs" "$out/gpu-trainer.json" \
-    /nonexistent "$t/summary.json"
+    "$out/pytorch-reference.json" "$out/gpu-summary.json"
 }
-export -f trainers; export plans steps build out logs
-step trainers 200 bash -c trainers
-if [[ ${TORCH_REF:-1} == 1 ]]; then
-  step torch-ref 150 python3 bench/h100/pytorch_gpt.py --model gpt3-1.3b --micro-batch 4 --mode eager \
-    --steps 10 --warmup 3 --json "$out/torch-gpt13-b4-eager.json"
-fi
+export -f trainers; export plans steps build out logs work
+step trainers 300 bash -c trainers
 if [[ ${PROFILE:-0} == 1 ]]; then
-  step profile "${PROFILE_LIMIT:-300}" env BUILD="$build" OUT="$out/h100-80g-measured.yaml" bash bench/h100/profile-h100.sh
+  step profile "${PROFILE_LIMIT:-300}" env BUILD="$build" OUT="$out/gpu-profile.yaml" \
+    bash bench/h100/profile-h100.sh
+fi
+if [[ $dry == 1 ]]; then
+  # The summary's parser on the last GPU run's logs: it must read them and
+  # find the figures that run recorded (its gpt3-trainer.json).
+  last=$(ls -d bench/results/gpu-*/ | sort | tail -1)
+  python3 bench/h100/summarize-trainers.py "$last/gpt3-trainer.json" "$last" \
+    "$out/gpu-trainer.json" "$last/pytorch-reference.json" "$out/gpu-summary.json" || failed=1
+  python3 - "$last/gpt3-trainer.json" "$out/gpu-trainer.json" <<'PY' || failed=1
+import json, sys
+recorded, parsed = (json.load(open(p)) for p in sys.argv[1:])
+assert [r["plan"] for r in recorded] == [r["plan"] for r in parsed], parsed
+for r, p in zip(recorded, parsed):
+    assert "error" not in p, p
+    for key in ("iteration_s_median", "peak_memory_gib", "tflops"):
+        assert abs(r[key] - p[key]) <= 1e-9 * abs(r[key]), (p["plan"], key, r[key], p[key])
+print(f"dry run: the trainer summary reads the last GPU run's logs ({len(parsed)} plans, figures as recorded)")
+PY
 fi
 echo
 cat "$out/summary.txt"
