@@ -1,14 +1,38 @@
 //===- DeepSpeedExport.cpp - A DeepSpeed JSON config for a plan -----------===//
 /// \file
-/// JSON has no comments: what the projection changed goes to stderr (the
-/// driver prints it), and the pipeline, which DeepSpeed sets up in code, is
-/// described in the "mistc" note the driver prints too.
+/// Targets DeepSpeed 0.19 (checked with its DeepSpeedConfig and the engine's
+/// optimizer check: bench/exports/check-exports.py). JSON has no comments:
+/// what the projection changed, its predicted cost and what DeepSpeed takes
+/// from model code (the pipeline, which layers recompute) go to stderr and
+/// to a "mistc" object, which DeepSpeed's parser ignores.
 //===----------------------------------------------------------------------===//
 #include "backend/ExportProjection.h"
 
 #include <fmt/format.h>
 
 using namespace mist;
+
+namespace {
+
+/// A JSON string literal.
+std::string quoted(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void writeLines(const char *key, const std::vector<std::string> &lines, llvm::raw_ostream &os) {
+  os << fmt::format("    \"{}\": [", key);
+  for (size_t i = 0; i < lines.size(); ++i)
+    os << (i ? ",\n      " : "\n      ") << quoted(lines[i]);
+  os << (lines.empty() ? "]" : "\n    ]");
+}
+
+} // namespace
 
 void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportModel &model,
                                 llvm::raw_ostream &os) {
@@ -42,12 +66,19 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   if (s0.offload.weights > 0)
     os << ",\n    \"offload_param\": {\"device\": \"cpu\", \"pin_memory\": true}";
   os << "\n  },\n";
+  // Which layers recompute is model code's choice (deepspeed.checkpointing.
+  // checkpoint around them: the remarks say which); these settings only
+  // shape how the checkpointed activations are kept.
   os << "  \"activation_checkpointing\": {\n";
   os << fmt::format("    \"partition_activations\": {},\n", s0.tp > 1 ? "true" : "false");
-  os << "    \"cpu_checkpointing\": false,\n";
-  os << fmt::format("    \"number_checkpoints\": {}\n", s0.ckptLayers);
-  os << "  }";
+  os << "    \"cpu_checkpointing\": false\n";
+  os << "  },\n";
   if (s0.tp > 1)
-    os << fmt::format(",\n  \"tensor_parallel\": {{\"autotp_size\": {}}}", s0.tp);
-  os << "\n}\n";
+    os << fmt::format("  \"tensor_parallel\": {{\"autotp_size\": {}}},\n", s0.tp);
+  os << "  \"mistc\": {\n";
+  os << fmt::format("    \"model\": {},\n", quoted(model.name));
+  writeLines("projection", projected.notes, os);
+  os << ",\n";
+  writeLines("remarks", projected.remarks, os);
+  os << "\n  }\n}\n";
 }

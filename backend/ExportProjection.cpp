@@ -138,6 +138,12 @@ ZeroFlags projectZero(const Plan &plan, ExportTarget target, int dp,
                                 zeroName(zero)));
     zero = {false, false, true};
   }
+  if (target == ExportTarget::TorchTitan && !zero.weights && dp > 1 &&
+      (S > 1 || plan.stages.front().tp > 1) && !zero.optimizer) {
+    notes.push_back("TorchTitan applies mixed precision through FSDP once tp or pp is used: no "
+                    "ZeRO becomes ZeRO-3");
+    zero = {true, true, true};
+  }
   if (target == ExportTarget::TorchTitan && (zero.optimizer || zero.grads) && !zero.weights) {
     notes.push_back(fmt::format("TorchTitan shards with FSDP: {} becomes ZeRO-3 (parameters "
                                 "kept gathered between forward and backward)",
@@ -211,7 +217,7 @@ std::vector<int> projectLayerSplit(const Plan &plan, ExportTarget target,
 /// Recomputation: the checkpointed layers of each stage of `split`, one
 /// setting for all stages.
 std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
-                                      const std::vector<int> &split,
+                                      const std::vector<int> &split, int &everyNth,
                                       std::vector<std::string> &notes) {
   const int S = static_cast<int>(plan.stages.size());
   int ckptMax = 0;
@@ -228,10 +234,10 @@ std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
         ckpt[i] = 0;
       else if (full)
         ckpt[i] = l;
-      else { // every N-th layer
-        int n =
-            std::max(1, static_cast<int>(std::lround(double(plan.stages[i].layers()) / ckptMax)));
-        ckpt[i] = l / n;
+      else { // every N-th layer, one N for all stages (TorchTitan counts from each stage's first)
+        int layersMax = *std::max_element(split.begin(), split.end());
+        everyNth = std::max(1, static_cast<int>(std::lround(double(layersMax) / ckptMax)));
+        ckpt[i] = l / everyNth;
       }
     }
   } else {
@@ -250,18 +256,51 @@ std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
   return ckpt;
 }
 
+/// What DeepSpeed and Megatron-LM require of ZeRO and offload together, and
+/// DeepSpeed of ZeRO and the precision mix (each found by the framework's own
+/// validators: bench/exports/check-exports.py).
+void projectFrameworkRules(ExportTarget target, const TrainConfig &train, int dp, ZeroFlags &zero,
+                           OffloadRatios &off, std::vector<std::string> &notes) {
+  const char *name = exportTargetName(target);
+  if (target == ExportTarget::DeepSpeed && off.optimizer > 0 && off.optimizer < 1 &&
+      !zero.weights) {
+    notes.push_back(fmt::format("DeepSpeed offloads part of the optimizer state only under "
+                                "ZeRO-3: all of it offloaded instead of {:g}",
+                                off.optimizer));
+    off.optimizer = 1;
+  }
+  auto needZero1 = [&](const std::string &why) {
+    if (zero.optimizer)
+      return;
+    zero.optimizer = true;
+    notes.push_back(fmt::format("{} {}: no ZeRO becomes ZeRO-1{}", name, why,
+                                dp > 1 ? "" : " (with one data-parallel rank it shards nothing)"));
+  };
+  if (off.optimizer > 0 && target == ExportTarget::DeepSpeed)
+    needZero1("offloads optimizer state only under ZeRO");
+  if (off.optimizer > 0 && target == ExportTarget::Megatron)
+    needZero1("offloads optimizer state only with its distributed optimizer");
+  if (target == ExportTarget::DeepSpeed && train.dtype != DType::F32 &&
+      train.gradientDtype() != train.dtype)
+    needZero1(fmt::format("accumulates {} gradients of {} training only in its ZeRO optimizers",
+                          torchDtypeShortName(train.gradientDtype()),
+                          torchDtypeShortName(train.dtype)));
+}
+
 } // namespace
 
-ExportProjection mist::projectForExport(const Plan &plan, ExportTarget target, int gpusPerNode) {
+ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &train,
+                                        ExportTarget target, int gpusPerNode) {
   ExportProjection out;
   out.plan = plan;
   out.gpusPerNode = gpusPerNode;
   std::vector<std::string> &notes = out.notes;
   const UniformShape shape = projectShape(plan, exportTargetName(target), notes);
-  const ZeroFlags zero = projectZero(plan, target, shape.dp, notes);
-  const OffloadRatios off = projectOffload(plan, target, zero, notes);
+  ZeroFlags zero = projectZero(plan, target, shape.dp, notes);
+  OffloadRatios off = projectOffload(plan, target, zero, notes);
+  projectFrameworkRules(target, train, shape.dp, zero, off, notes);
   const std::vector<int> split = projectLayerSplit(plan, target, notes);
-  const std::vector<int> ckpt = projectCheckpointing(plan, target, split, notes);
+  const std::vector<int> ckpt = projectCheckpointing(plan, target, split, out.acEveryNth, notes);
 
   Plan &p = out.plan;
   p.gradAccum = shape.gradAccum;
@@ -307,6 +346,14 @@ ExportModel mist::exportModelOf(const Module &m) {
       e.rope |= op->kind == OpKind::Rope;
       e.swiglu |= op->kind == OpKind::Silu;
       e.learnedPositions |= op->kind == OpKind::PositionEmbedding;
+      e.linearBias |= op->kind == OpKind::Linear && op->boolAttr("bias", true);
+      e.tiedHead |= op->kind == OpKind::LMHead && op->boolAttr("tied", false);
+      if (op->kind == OpKind::Dropout)
+        e.dropout = std::max(e.dropout, op->realAttr("p").value_or(0));
+      if (op->kind == OpKind::Attention)
+        e.attentionDropout = std::max(e.attentionDropout, op->realAttr("dropout").value_or(0));
+      if (op->kind == OpKind::Rope)
+        e.ropeTheta = op->realAttr("theta").value_or(e.ropeTheta);
     }
   e.train = m.train;
   return e;

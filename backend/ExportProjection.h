@@ -25,16 +25,31 @@ struct ExportProjection {
   Plan plan;                      ///< what the target will run
   std::vector<std::string> notes; ///< every change from the original, one line each
   int gpusPerNode = 1;            ///< of the cluster, for launch lines
+  /// TorchTitan's selective recomputation: every N-th layer of each stage
+  /// (0: none or all, as ckpt_layers say).
+  int acEveryNth = 0;
+  /// What the driver adds once it priced both plans (the projection's
+  /// predicted cost, whether it fits, what the target sets up in code):
+  /// written into the file's header, so the file says what stderr said.
+  std::vector<std::string> remarks;
   bool exact() const { return notes.empty(); }
 };
 
-ExportProjection projectForExport(const Plan &plan, ExportTarget target, int gpusPerNode);
+/// `train` decides what precision mixes a target can run (DeepSpeed keeps
+/// fp32 gradients of bf16 training only in its ZeRO optimizers).
+ExportProjection projectForExport(const Plan &plan, const TrainConfig &train, ExportTarget target,
+                                  int gpusPerNode);
 
 /// What the exporters need to know of the model and its training setup.
 struct ExportModel {
   std::string name;
   int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, seqLen = 0;
   bool rmsnorm = false, rope = false, swiglu = false, learnedPositions = false;
+  bool linearBias = false;     ///< any linear layer has a bias
+  bool tiedHead = false;       ///< the LM head reuses the token embedding
+  double dropout = 0;          ///< the largest dropout probability of the layers
+  double attentionDropout = 0; ///< on the attention probabilities
+  double ropeTheta = 10000;    ///< the rotary base
   TrainConfig train;
 };
 ExportModel exportModelOf(const Module &m);

@@ -1,4 +1,8 @@
 //===- MegatronExport.cpp - A Megatron-LM command line for a plan ---------===//
+/// \file
+/// Targets Megatron-LM's main branch (2026-08, megatron-core 0.16): checked
+/// with its own parse_args and validate_args (bench/exports/check-exports.py).
+//===----------------------------------------------------------------------===//
 #include "backend/ExportProjection.h"
 
 #include <algorithm>
@@ -11,12 +15,14 @@ namespace {
 void comments(const ExportProjection &p, llvm::raw_ostream &os) {
   if (p.exact()) {
     os << "# The plan is uniform: Megatron-LM runs it as tuned.\n";
-    return;
+  } else {
+    os << "# Megatron-LM cannot express every per-stage choice of the plan; this is the\n"
+          "# closest plan it can run:\n";
+    for (const std::string &n : p.notes)
+      os << "#   - " << n << "\n";
   }
-  os << "# Megatron-LM cannot express every per-stage choice of the plan; this is the\n"
-        "# closest uniform plan (mistc printed the predicted cost of both):\n";
-  for (const std::string &n : p.notes)
-    os << "#   - " << n << "\n";
+  for (const std::string &r : p.remarks)
+    os << "# " << r << "\n";
 }
 
 /// Writes one argument line of the pretrain_gpt.py command.
@@ -39,9 +45,6 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
       "# and MASTER_ADDR set; extra arguments (data, tokenizer, ...) are passed on.\n",
       model.name, S, S == 1 ? "" : "s", s0.tp, s0.dp, gpus, nodes, nodes == 1 ? "" : "s", perNode);
   comments(projected, os);
-  if (model.train.dtype == DType::BF16 && model.train.gradientDtype() != DType::F32)
-    os << "# The plan keeps bf16 gradients; Megatron-LM keeps fp32 ones for bf16 training\n"
-          "# (2 more bytes per parameter, twice the data-parallel gradient traffic).\n";
 }
 
 void modelArgs(const ExportModel &model, const ArgWriter &arg) {
@@ -60,6 +63,15 @@ void modelArgs(const ExportModel &model, const ArgWriter &arg) {
     arg("--position-embedding-type rope");
   if (model.swiglu)
     arg("--swiglu");
+  if (model.rope)
+    arg(fmt::format("--rotary-base {:g}", model.ropeTheta));
+  // Megatron-LM's defaults are GPT's: biases, a tied head, dropout 0.1.
+  if (!model.linearBias)
+    arg("--disable-bias-linear");
+  if (!model.tiedHead)
+    arg("--untie-embeddings-and-output-weights");
+  arg(fmt::format("--hidden-dropout {:g} --attention-dropout {:g}", model.dropout,
+                  model.attentionDropout));
 }
 
 /// Batch and parallelism, with uneven first and last stages where the
@@ -82,34 +94,46 @@ void parallelismArgs(const Plan &p, const ArgWriter &arg) {
 }
 
 /// Data-parallel sharding, recomputation and optimizer offload.
-void memoryArgs(const StagePlan &s0, const ArgWriter &arg) {
+void memoryArgs(const Plan &p, const ArgWriter &arg) {
+  const StagePlan &s0 = p.stages.front();
+  // Megatron FSDP saves only in its own checkpoint format.
   if (s0.zero.weights)
-    arg("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params");
+    arg("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params "
+        "--ckpt-format fsdp_dtensor");
   else if (s0.zero.grads)
-    arg("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads");
+    arg("--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads "
+        "--ckpt-format fsdp_dtensor");
   else if (s0.zero.optimizer)
     arg("--use-distributed-optimizer");
   if (s0.dp > 1)
     arg(s0.zero.optimizer && !s0.zero.grads ? "--overlap-grad-reduce --overlap-param-gather"
                                             : "--overlap-grad-reduce");
-  // Recomputation: the plan recomputes the same number of layers on every stage.
-  if (s0.ckptLayers > 0)
+  // Recomputation: one count k for every stage, each recomputing min(k, its
+  // layers) (the projection made every stage's count so).
+  int ckpt = 0;
+  for (const StagePlan &s : p.stages)
+    ckpt = std::max(ckpt, s.ckptLayers);
+  if (ckpt > 0)
     arg(fmt::format(
-        "--recompute-granularity full --recompute-method block --recompute-num-layers {}",
-        s0.ckptLayers));
+        "--recompute-granularity full --recompute-method block --recompute-num-layers {}", ckpt));
+  // The hybrid CPU/GPU optimizer runs on the precision-aware optimizer's path
+  // (and the projection made the optimizer distributed).
   if (s0.offload.optimizer > 0)
-    arg(fmt::format("--optimizer-cpu-offload --optimizer-offload-fraction {:g}",
+    arg(fmt::format("--optimizer-cpu-offload --optimizer-offload-fraction {:g} "
+                    "--use-precision-aware-optimizer",
                     s0.offload.optimizer));
 }
 
-/// Precision and optimizer, from the train section. Megatron-LM always
-/// accumulates and reduces bf16 training's gradients in fp32; fp16's only
-/// with the flag.
+/// Precision and optimizer, from the train section: gradients accumulated
+/// and reduced in fp32, or in bf16 (--grad-reduce-in-bf16 keeps the
+/// gradient buffers in the parameters' dtype).
 void trainingArgs(const TrainConfig &t, const ArgWriter &arg) {
   if (t.dtype != DType::F32) {
     arg(t.dtype == DType::BF16 ? "--bf16" : "--fp16");
     if (t.gradientDtype() == DType::F32)
       arg("--accumulate-allreduce-grads-in-fp32");
+    else if (t.gradientDtype() == DType::BF16)
+      arg("--grad-reduce-in-bf16");
   }
   arg(fmt::format(
       "--lr {:g} --adam-beta1 {:g} --adam-beta2 {:g} --adam-eps {:g} --weight-decay {:g}", t.lr,
@@ -129,13 +153,17 @@ void mist::writeMegatronArgs(const ExportProjection &projected, const ExportMode
   const int gpus = S * s0.gpus(), perNode = std::min(projected.gpusPerNode, gpus);
   const int nodes = (gpus + perNode - 1) / perNode;
   header(projected, model, gpus, nodes, perNode, os);
+  // Megatron-LM asserts it for tp > 1 before Blackwell (tp collectives must
+  // be issued in order); FSDP asserts the opposite.
+  if (s0.tp > 1 && !s0.zero.grads && !s0.zero.weights)
+    os << "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   os << fmt::format("torchrun --nproc-per-node {} --nnodes {} --node-rank \"${{NODE_RANK:-0}}\" "
                     "--master-addr \"${{MASTER_ADDR:-localhost}}\" \\\n  pretrain_gpt.py \\\n",
                     perNode, nodes);
   const ArgWriter arg{os};
   modelArgs(model, arg);
   parallelismArgs(p, arg);
-  memoryArgs(s0, arg);
+  memoryArgs(p, arg);
   trainingArgs(model.train, arg);
   os << "  \"$@\"\n";
 }

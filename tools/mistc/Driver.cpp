@@ -113,6 +113,15 @@ cl::opt<std::string> planOut("plan-out",
 cl::opt<std::string>
     space("space", cl::desc("search space: megatron, +zero, +ckpt, +offload, full, deepspeed"),
           cl::init("full"), cl::cat(category));
+cl::opt<bool> force("force",
+                    cl::desc("--emit=megatron|deepspeed|torchtitan: write the export even when "
+                             "its plan does not fit in device memory"),
+                    cl::cat(category));
+cl::opt<std::string> projectedPlan(
+    "projected-plan",
+    cl::desc("--emit=megatron|deepspeed|torchtitan: also write the plan the export runs (the "
+             "projection), to price or train it"),
+    cl::value_desc("plan.yaml"), cl::cat(category));
 cl::opt<unsigned> errorLimit("error-limit",
                              cl::desc("errors printed before the rest are only counted "
                                       "(0: no limit)"),
@@ -248,6 +257,8 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.tuner.dumpMilpDir = dumpMilp;
   pa.tuner.progress = !quiet;
   pa.output = what;
+  pa.forceExport = force;
+  pa.projectedPlanOut = projectedPlan;
   pa.summaryToStdout = outputPath != "-";
   pa.trainer.modelFile = inputPath;
   pa.trainer.sourceRoot = MIST_SOURCE_DIR;

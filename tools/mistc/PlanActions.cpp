@@ -21,38 +21,114 @@ using namespace mist;
 
 namespace {
 
+bool writePlanFile(const Plan &plan, const std::string &path, DiagnosticEngine &diag,
+                   const char *what = "tuned plan");
+
+/// A projection that does not fit cannot run: every framework can recompute
+/// every layer, so try that before giving up (the price says what it costs).
+void recomputeToFit(ExportProjection &projected, PipelineEstimate &cost, const ModelProfile &model,
+                    const Cluster &cluster, DiagnosticEngine &diag) {
+  Plan full = projected.plan;
+  bool changed = false;
+  for (StagePlan &s : full.stages) {
+    changed |= s.ckptLayers != s.layers();
+    s.ckptLayers = s.layers();
+  }
+  if (!changed)
+    return;
+  auto fullCost = estimatePlan(full, model, cluster, diag);
+  if (!fullCost || !fullCost->fits)
+    return;
+  double worst = 0;
+  for (const StageEstimate &s : cost.stages)
+    worst = std::max(worst, s.mem.peak());
+  projected.notes.push_back(fmt::format("every layer recomputed: without it the projection's "
+                                        "predicted peak is {:.2f} GiB of {:.2f} GiB usable",
+                                        worst / (1ull << 30),
+                                        cluster.usableBytes() / (1ull << 30)));
+  projected.plan = std::move(full);
+  cost = std::move(*fullCost);
+}
+
 /// Projects the plan onto what the target framework can run, prices the
 /// projection with the same model, says what changed on stderr and writes
 /// the target's configuration.
 bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estimate,
-                const Cluster &cluster, const ModelProfile &model, Emit output,
+                const Cluster &cluster, const ModelProfile &model, const PlanActionOptions &opts,
                 DiagnosticEngine &diag, llvm::raw_ostream &out) {
+  const Emit output = opts.output;
+  const bool force = opts.forceExport;
   ExportTarget target = output == Emit::Megatron    ? ExportTarget::Megatron
                         : output == Emit::DeepSpeed ? ExportTarget::DeepSpeed
                                                     : ExportTarget::TorchTitan;
-  ExportProjection projected = projectForExport(plan, target, cluster.gpusPerNode);
+  ExportProjection projected = projectForExport(plan, m.train, target, cluster.gpusPerNode);
   auto cost = estimatePlan(projected.plan, model, cluster, diag);
   if (!cost)
     return false;
+  if (!cost->fits)
+    recomputeToFit(projected, *cost, model, cluster, diag);
   llvm::raw_ostream &err = llvm::errs();
+  const char *name = exportTargetName(target);
   if (projected.exact()) {
-    err << fmt::format("mistc: {} runs the plan as tuned: {:.4f} s per iteration predicted\n",
-                       exportTargetName(target), estimate.iterationSeconds);
+    projected.remarks.push_back(fmt::format("{} runs the plan as tuned: {:.4f} s per iteration "
+                                            "predicted",
+                                            name, estimate.iterationSeconds));
+    err << "mistc: " << projected.remarks.back() << "\n";
   } else {
     err << fmt::format("mistc: {} cannot express the plan; writing the closest plan it can run:\n",
-                       exportTargetName(target));
+                       name);
     for (const std::string &n : projected.notes)
       err << "mistc:   - " << n << "\n";
-    err << fmt::format("mistc: predicted iteration: the plan {:.4f} s, the {} projection {:.4f} s "
-                       "({:+.1f}%){}\n",
-                       estimate.iterationSeconds, exportTargetName(target), cost->iterationSeconds,
-                       100 * (cost->iterationSeconds / estimate.iterationSeconds - 1),
-                       cost->fits ? "" : "; the projection does NOT fit in device memory");
+    projected.remarks.push_back(
+        fmt::format("predicted iteration: the plan {:.4f} s, the {} projection {:.4f} s ({:+.1f}%)",
+                    estimate.iterationSeconds, name, cost->iterationSeconds,
+                    100 * (cost->iterationSeconds / estimate.iterationSeconds - 1)));
+    err << "mistc: " << projected.remarks.back() << "\n";
   }
-  if (target == ExportTarget::DeepSpeed && projected.plan.stages.size() > 1)
-    err << fmt::format("mistc: DeepSpeed builds the pipeline in code: "
-                       "PipelineModule(layers, num_stages={}, partition_method=\"uniform\")\n",
-                       projected.plan.stages.size());
+  if (!cost->fits) {
+    double worst = 0;
+    for (const StageEstimate &s : cost->stages)
+      worst = std::max(worst, s.mem.peak());
+    std::string what = fmt::format(
+        "the {} does NOT fit in device memory: predicted peak {:.2f} GiB of {:.2f} GiB usable",
+        projected.exact() ? "plan" : "projection", worst / (1ull << 30),
+        cluster.usableBytes() / (1ull << 30));
+    if (!force) {
+      diag.error({},
+                 fmt::format("{} export not written: {} (--force writes it anyway)", name, what));
+      return false;
+    }
+    projected.remarks.push_back("written with --force although " + what);
+    err << "mistc: warning: " << projected.remarks.back() << "\n";
+  }
+  if (target == ExportTarget::DeepSpeed) {
+    // A JSON config cannot say these; DeepSpeed takes them from model code.
+    const Plan &p = projected.plan;
+    auto remark = [&](std::string line) {
+      err << "mistc: " << line << "\n";
+      projected.remarks.push_back(std::move(line));
+    };
+    if (p.stages.size() > 1)
+      remark(fmt::format("DeepSpeed builds the pipeline in code: PipelineModule(layers, "
+                         "num_stages={}, partition_method=\"type:<the transformer layer "
+                         "class>\") gives stages {} layers",
+                         p.stages.size(), [&] {
+                           std::string split;
+                           for (const StagePlan &s : p.stages)
+                             split += (split.empty() ? "" : "/") + std::to_string(s.layers());
+                           return split;
+                         }()));
+    if (p.stages.front().ckptLayers > 0)
+      remark(fmt::format("DeepSpeed recomputes what model code wraps in "
+                         "deepspeed.checkpointing.checkpoint: the last {} layers of each stage",
+                         p.stages.front().ckptLayers));
+  }
+  if (!opts.projectedPlanOut.empty()) {
+    projected.plan.cluster = plan.cluster;
+    projected.plan.model = plan.model;
+    if (!writePlanFile(projected.plan, opts.projectedPlanOut, diag, "projected plan"))
+      return false;
+  }
   ExportModel em = exportModelOf(m);
   switch (target) {
   case ExportTarget::Megatron:
@@ -138,8 +214,10 @@ std::optional<std::string> chooseCluster(const Module &m, const PlanActionOption
   return std::nullopt;
 }
 
-/// Writes the tuned plan to `path` (--plan-out, or beside a trainer).
-bool writePlanFile(const Plan &plan, const std::string &path, DiagnosticEngine &diag) {
+/// Writes the tuned plan to `path` (--plan-out, or beside a trainer), or an
+/// export's projection (--projected-plan).
+bool writePlanFile(const Plan &plan, const std::string &path, DiagnosticEngine &diag,
+                   const char *what) {
   std::error_code ec;
   llvm::ToolOutputFile file(path, ec, llvm::sys::fs::OF_Text);
   if (ec) {
@@ -148,7 +226,7 @@ bool writePlanFile(const Plan &plan, const std::string &path, DiagnosticEngine &
   }
   writePlan(plan, file.os());
   file.keep();
-  llvm::errs() << "mistc: tuned plan written to " << path << "\n";
+  llvm::errs() << "mistc: " << what << " written to " << path << "\n";
   return true;
 }
 
@@ -336,7 +414,7 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
   case Emit::Megatron:
   case Emit::DeepSpeed:
   case Emit::TorchTitan:
-    return exportPlan(m, p.plan, p.estimate, p.cluster, p.model, opts.output, diag, out);
+    return exportPlan(m, p.plan, p.estimate, p.cluster, p.model, opts, diag, out);
   case Emit::ProfileShapes: // runPlanActions writes it without a plan
   case Emit::AST:           // the driver writes these itself
   case Emit::IR:

@@ -30,6 +30,10 @@ struct PlanActionOptions {
   Emit output = Emit::Report;   ///< one that actsOnPlan
   bool summaryToStdout = false; ///< the plan goes to a file: print the summary on stdout
   TrainerSource trainer;        ///< for --emit=trainer
+  /// --force: write an export whose plan or projection does not fit (else an error).
+  bool forceExport = false;
+  /// --projected-plan: where an export writes the plan it runs (empty: nowhere).
+  std::string projectedPlanOut;
 };
 
 /// Returns the process exit status.
