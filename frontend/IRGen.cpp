@@ -611,6 +611,7 @@ std::unique_ptr<Module> IRGen::run() {
     error(inst->call->calleeRange.Start, "unknown model template '" + inst->call->callee + "'");
     return nullptr;
   }
+  instance = inst;
   m = std::make_unique<Module>();
   m->name = inst->name;
   m->loc = inst->nameRange.Start;

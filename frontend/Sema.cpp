@@ -3,6 +3,7 @@
 
 #include "frontend/Builtins.h"
 #include "frontend/Parser.h"
+#include "support/Suggest.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -102,9 +103,25 @@ private:
 };
 
 /// Walks statements checking names and calls.
+/// The names of a parameter list, for "did you mean".
+template <typename Params> std::vector<std::string> namesOf(const Params &params) {
+  std::vector<std::string> out;
+  for (const auto &p : params)
+    out.push_back(p.name);
+  return out;
+}
+
+template <typename Map> std::vector<std::string> keysOf(const Map &map) {
+  std::vector<std::string> out;
+  for (const auto &[name, _] : map)
+    out.push_back(name);
+  return out;
+}
+
 class Checker {
 public:
-  Checker(Program &p, DiagnosticEngine &diag) : program(p), diag(diag) {}
+  Checker(Program &p, const LoadOptions &opts, DiagnosticEngine &diag)
+      : program(p), opts(opts), diag(diag) {}
 
   bool ok = true;
 
@@ -139,36 +156,70 @@ public:
   void checkInstance(const InstanceDecl &inst) {
     auto it = program.models.find(inst.call->callee);
     if (it == program.models.end()) {
-      fail(inst.call->calleeRange.Start, "unknown model template '" + inst.call->callee + "'",
+      fail(inst.call->calleeRange.Start,
+           "unknown model template '" + inst.call->callee + "'" +
+               didYouMean(inst.call->callee, keysOf(program.models)),
            inst.call->calleeRange);
+      importHint(inst.call->callee, inst.call->calleeRange.Start);
       return;
     }
     const ModelDecl &m = *it->second;
-    std::set<std::string> given;
+    std::set<std::string> given, guessed; // guessed: what a misspelled name meant
+    auto misspelling = [&](const std::string &name) {
+      std::string hint = didYouMean(name, namesOf(m.params));
+      if (auto best = closestName(name, namesOf(m.params)))
+        guessed.insert(*best);
+      return hint;
+    };
+    size_t position = 0;
     for (const CallArg &a : inst.call->args) {
       if (a.name.empty()) {
-        fail(a.value->loc(), "model arguments must be named (name = value)");
+        // The parameter at its position is what it most likely gives.
+        std::string hint;
+        if (position < m.params.size()) {
+          hint = "; did you mean '" + m.params[position].name + " = ...'?";
+          guessed.insert(m.params[position].name);
+        }
+        ++position;
+        fail(a.value->loc(), "model arguments must be named (name = value)" + hint);
         continue;
       }
+      ++position;
       bool known = false;
       for (const ParamAST &p : m.params)
         known |= p.name == a.name;
       if (!known)
-        fail(a.nameRange.Start, "model '" + m.name + "' has no parameter '" + a.name + "'",
+        fail(a.nameRange.Start,
+             "model '" + m.name + "' has no parameter '" + a.name + "'" + misspelling(a.name),
              a.nameRange);
       else if (!given.insert(a.name).second)
         fail(a.nameRange.Start, "parameter '" + a.name + "' is given twice", a.nameRange);
       std::set<std::string> empty;
       checkExpr(*a.value, empty);
     }
+    // A parameter the misspelling meant is not missing too: one error, not two.
     for (const ParamAST &p : m.params)
-      if (!p.defaultValue && !given.count(p.name))
+      if (!p.defaultValue && !given.count(p.name) && !guessed.count(p.name))
         fail(inst.call->range.Start,
              "missing value for parameter '" + p.name + "' of model '" + m.name + "'",
              inst.call->range);
   }
 
 private:
+  /// A template named like a file of the import path is most likely defined
+  /// there: say which import brings it.
+  void importHint(const std::string &name, llvm::SMLoc loc) {
+    for (const std::string &dir : opts.importDirs) {
+      llvm::SmallString<256> path(dir);
+      llvm::sys::path::append(path, name + ".mist");
+      if (llvm::sys::fs::exists(path)) {
+        diag.note(loc, "'" + name + "' is defined in " + std::string(path) + ": add `import \"" +
+                           name + "\"` at the top of the file");
+        return;
+      }
+    }
+  }
+
   void fail(llvm::SMLoc loc, const llvm::Twine &msg, llvm::ArrayRef<llvm::SMRange> r = {}) {
     diag.error(loc, msg, r);
     ok = false;
@@ -210,7 +261,10 @@ private:
   void checkExpr(const ExprAST &e, const std::set<std::string> &scope) {
     if (auto *id = llvm::dyn_cast<IdentExpr>(&e)) {
       if (!scope.count(id->name))
-        fail(id->loc(), "use of undefined name '" + id->name + "'", id->range);
+        fail(id->loc(),
+             "use of undefined name '" + id->name + "'" +
+                 didYouMean(id->name, std::vector<std::string>(scope.begin(), scope.end())),
+             id->range);
     } else if (auto *u = llvm::dyn_cast<UnaryExpr>(&e)) {
       checkExpr(*u->operand, scope);
     } else if (auto *b = llvm::dyn_cast<BinaryExpr>(&e)) {
@@ -231,7 +285,12 @@ private:
     }
     auto it = program.blocks.find(c.callee);
     if (it == program.blocks.end()) {
-      fail(c.calleeRange.Start, "unknown block or operation '" + c.callee + "'", c.calleeRange);
+      std::vector<std::string> known = keysOf(program.blocks);
+      for (const Builtin &b : allBuiltins())
+        known.push_back(b.name);
+      fail(c.calleeRange.Start,
+           "unknown block or operation '" + c.callee + "'" + didYouMean(c.callee, known),
+           c.calleeRange);
       return;
     }
     const BlockDecl &blk = *it->second;
@@ -252,7 +311,9 @@ private:
           if (blk.params[i].name == a.name)
             idx = i;
         if (idx == blk.params.size()) {
-          fail(a.nameRange.Start, "block '" + blk.name + "' has no parameter '" + a.name + "'",
+          fail(a.nameRange.Start,
+               "block '" + blk.name + "' has no parameter '" + a.name + "'" +
+                   didYouMean(a.name, namesOf(blk.params)),
                a.nameRange);
           continue;
         }
@@ -286,7 +347,12 @@ private:
       } else {
         idx = b.paramIndex(a.name);
         if (idx < 0) {
-          fail(a.nameRange.Start, std::string(b.name) + " has no parameter '" + a.name + "'",
+          std::vector<std::string> known;
+          for (const BuiltinParam &p : b.params)
+            known.push_back(p.name);
+          fail(a.nameRange.Start,
+               std::string(b.name) + " has no parameter '" + a.name + "'" +
+                   didYouMean(a.name, known),
                a.nameRange);
           continue;
         }
@@ -318,6 +384,7 @@ private:
   }
 
   Program &program;
+  const LoadOptions &opts;
   DiagnosticEngine &diag;
 };
 
@@ -333,7 +400,8 @@ std::unique_ptr<Program> mist::loadProgram(unsigned mainBuffer, const LoadOption
   return program;
 }
 
-LogicalResult mist::checkProgram(Program &program, DiagnosticEngine &diag) {
+LogicalResult mist::checkProgram(Program &program, const LoadOptions &opts,
+                                 DiagnosticEngine &diag) {
   unsigned errorsBefore = diag.errorCount();
   std::map<std::string, llvm::SMRange> declared;
   auto declare = [&](const std::string &name, llvm::SMRange range, const char *what) {
@@ -371,7 +439,7 @@ LogicalResult mist::checkProgram(Program &program, DiagnosticEngine &diag) {
   if (!mainFile.trains.empty())
     program.train = &mainFile.trains[0];
 
-  Checker checker(program, diag);
+  Checker checker(program, opts, diag);
   for (auto &f : program.files) {
     for (const BlockDecl &b : f->blocks)
       checker.checkBlock(b);

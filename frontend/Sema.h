@@ -32,7 +32,8 @@ struct LoadOptions {
 std::unique_ptr<Program> loadProgram(unsigned mainBuffer, const LoadOptions &opts,
                                      DiagnosticEngine &diag);
 
-/// Declaration-level checks over the whole program.
-LogicalResult checkProgram(Program &program, DiagnosticEngine &diag);
+/// Declaration-level checks over the whole program; `opts` says where an
+/// import would find an unknown template (for the hint).
+LogicalResult checkProgram(Program &program, const LoadOptions &opts, DiagnosticEngine &diag);
 
 } // namespace mist

@@ -66,8 +66,9 @@ void DiagnosticEngine::warning(llvm::SMLoc loc, const llvm::Twine &msg) {
   print(loc, llvm::SourceMgr::DK_Warning, msg, {});
 }
 
-void DiagnosticEngine::note(llvm::SMLoc loc, const llvm::Twine &msg) {
+void DiagnosticEngine::note(llvm::SMLoc loc, const llvm::Twine &msg,
+                            llvm::ArrayRef<llvm::SMRange> ranges) {
   if (errorLimit != 0 && numErrors > errorLimit)
     return; // the error it explains was not shown
-  print(loc, llvm::SourceMgr::DK_Note, msg, {});
+  print(loc, llvm::SourceMgr::DK_Note, msg, ranges);
 }

@@ -22,7 +22,7 @@ public:
 
   void error(llvm::SMLoc loc, const llvm::Twine &msg, llvm::ArrayRef<llvm::SMRange> ranges = {});
   void warning(llvm::SMLoc loc, const llvm::Twine &msg);
-  void note(llvm::SMLoc loc, const llvm::Twine &msg);
+  void note(llvm::SMLoc loc, const llvm::Twine &msg, llvm::ArrayRef<llvm::SMRange> ranges = {});
 
   /// Errors printed before the rest are only counted; 0: no limit.
   void setErrorLimit(unsigned limit) { errorLimit = limit; }
