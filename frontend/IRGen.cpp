@@ -611,10 +611,13 @@ std::unique_ptr<Module> IRGen::run() {
     error(inst->call->calleeRange.Start, "unknown model template '" + inst->call->callee + "'");
     return nullptr;
   }
-  instance = inst;
+  // Errors inside the template (an import's file) are this instance's.
+  DiagnosticEngine::InstanceScope scope(diag, {inst->call->range.Start, inst->call->range,
+                                               inst->name});
   m = std::make_unique<Module>();
   m->name = inst->name;
   m->loc = inst->nameRange.Start;
+  m->instanceRange = inst->call->range;
   Env base;
   if (!evalTrain() || !bindParams(*it->second, *inst, base) || !genModel(*it->second, base))
     return nullptr;

@@ -71,25 +71,11 @@ public:
   std::unique_ptr<Module> run();
 
 private:
-  /// An error inside a template another file defines (the stdlib's gpt,
-  /// llama, ...) is the instantiation's fault: reported at the user's
-  /// instance, with a note where the template checks it.
   bool error(llvm::SMLoc loc, const llvm::Twine &msg, llvm::ArrayRef<llvm::SMRange> r = {}) {
-    llvm::SourceMgr &sm = diag.sourceMgr();
-    if (instance && loc.isValid() &&
-        sm.FindBufferContainingLoc(loc) !=
-            sm.FindBufferContainingLoc(instance->call->range.Start)) {
-      diag.error(instance->call->calleeRange.Start,
-                 "in model template '" + instance->call->callee + "': " + msg,
-                 instance->call->range);
-      diag.note(loc, "the template checks it here", r);
-      return false;
-    }
     diag.error(loc, msg, r);
     return false;
   }
   std::string str(const Expr &e) { return printExpr(e, m->symbols); }
-  const InstanceDecl *instance = nullptr; ///< the instance being generated
 
   const InstanceDecl *pickInstance();
   bool evalTrain();

@@ -141,6 +141,7 @@ class Module {
 public:
   std::string name;
   llvm::SMLoc loc; ///< where the .mist file declares the model instance (none for IR input)
+  llvm::SMRange instanceRange; ///< the instance's template call (none for IR input)
   SymbolTable symbols;
   std::vector<Assumption> assumptions;
   TrainConfig train;

@@ -26,6 +26,9 @@ const PassInfo *mist::lookupPass(llvm::StringRef argument) {
 }
 
 LogicalResult PassManager::run(Module &m, DiagnosticEngine &diag) {
+  // A pass's error inside a template (shape checks of the stdlib's ops) is
+  // reported at the model instance that instantiated it.
+  DiagnosticEngine::InstanceScope scope(diag, {m.instanceRange.Start, m.instanceRange, m.name});
   struct Timing {
     std::string name;
     double ms;

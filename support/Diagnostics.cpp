@@ -56,7 +56,14 @@ void DiagnosticEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
 void DiagnosticEngine::error(llvm::SMLoc loc, const llvm::Twine &msg,
                              llvm::ArrayRef<llvm::SMRange> ranges) {
   ++numErrors;
-  if (errorLimit == 0 || numErrors <= errorLimit)
+  const bool inTemplate = instance && loc.isValid() && instance->at.isValid() &&
+                          srcMgr.FindBufferContainingLoc(loc) !=
+                              srcMgr.FindBufferContainingLoc(instance->at);
+  if ((errorLimit == 0 || numErrors <= errorLimit) && inTemplate) {
+    print(instance->at, llvm::SourceMgr::DK_Error, "in model '" + instance->name + "': " + msg,
+          instance->range);
+    print(loc, llvm::SourceMgr::DK_Note, "the template checks it here", ranges);
+  } else if (errorLimit == 0 || numErrors <= errorLimit)
     print(loc, llvm::SourceMgr::DK_Error, msg, ranges);
   else if (numErrors == errorLimit + 1)
     *os << "mistc: error: too many errors; the rest are not shown (--error-limit=0 shows all)\n";

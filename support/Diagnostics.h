@@ -12,6 +12,7 @@
 #include "llvm/Support/SMLoc.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
+#include <optional>
 #include <string>
 
 namespace mist {
@@ -35,6 +36,30 @@ public:
   void setStream(llvm::raw_ostream &stream) { os = &stream; }
   llvm::SourceMgr &sourceMgr() { return srcMgr; }
 
+  /// The model instance being compiled: while one is set, an error located
+  /// in another file (inside a template an import defines, such as the
+  /// stdlib's llama) is the instance's fault, so it is reported at the
+  /// instance ("in model 'm': ...") with a note where the template checks it.
+  struct Instance {
+    llvm::SMLoc at;
+    llvm::SMRange range;
+    std::string name;
+  };
+  /// Sets the instance for its lifetime (and restores the previous one).
+  class InstanceScope {
+  public:
+    InstanceScope(DiagnosticEngine &d, Instance instance) : diag(d), saved(d.instance) {
+      d.instance = std::move(instance);
+    }
+    ~InstanceScope() { diag.instance = std::move(saved); }
+    InstanceScope(const InstanceScope &) = delete;
+    InstanceScope &operator=(const InstanceScope &) = delete;
+
+  private:
+    DiagnosticEngine &diag;
+    std::optional<Instance> saved;
+  };
+
 private:
   void print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind, const llvm::Twine &msg,
              llvm::ArrayRef<llvm::SMRange> ranges);
@@ -43,6 +68,7 @@ private:
   llvm::raw_ostream *os;
   unsigned numErrors = 0;
   unsigned errorLimit = defaultErrorLimit;
+  std::optional<Instance> instance;
 };
 
 } // namespace mist
