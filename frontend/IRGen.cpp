@@ -612,8 +612,8 @@ std::unique_ptr<Module> IRGen::run() {
     return nullptr;
   }
   // Errors inside the template (an import's file) are this instance's.
-  DiagnosticEngine::InstanceScope scope(diag, {inst->call->range.Start, inst->call->range,
-                                               inst->name});
+  DiagnosticEngine::InstanceScope scope(diag,
+                                        {inst->call->range.Start, inst->call->range, inst->name});
   m = std::make_unique<Module>();
   m->name = inst->name;
   m->loc = inst->nameRange.Start;

@@ -56,9 +56,9 @@ void DiagnosticEngine::print(llvm::SMLoc loc, llvm::SourceMgr::DiagKind kind,
 void DiagnosticEngine::error(llvm::SMLoc loc, const llvm::Twine &msg,
                              llvm::ArrayRef<llvm::SMRange> ranges) {
   ++numErrors;
-  const bool inTemplate = instance && loc.isValid() && instance->at.isValid() &&
-                          srcMgr.FindBufferContainingLoc(loc) !=
-                              srcMgr.FindBufferContainingLoc(instance->at);
+  const bool inTemplate =
+      instance && loc.isValid() && instance->at.isValid() &&
+      srcMgr.FindBufferContainingLoc(loc) != srcMgr.FindBufferContainingLoc(instance->at);
   if ((errorLimit == 0 || numErrors <= errorLimit) && inTemplate) {
     print(instance->at, llvm::SourceMgr::DK_Error, "in model '" + instance->name + "': " + msg,
           instance->range);
