@@ -167,9 +167,12 @@ std::optional<std::string> attentionFamilyCall(const OpCallArgs &a) {
     const auto &s = a.dims(a.o0);
     auto hdAttr = a.op.sizes.find("head_dim");
     const Expr hd = hdAttr == a.op.sizes.end() ? Expr(1) : hdAttr->second;
-    return fmt::format("{}({}, {}, {}, {}, {}, {}, float({}));",
+    auto rotaryAttr = a.op.sizes.find("rotary_dim");
+    const Expr rotary = rotaryAttr == a.op.sizes.end() ? hd : rotaryAttr->second;
+    return fmt::format("{}({}, {}, {}, {}, {}, {}, float({}), {});",
                        a.op.kind == OpKind::Rope ? "rope" : "ropeGrad", a.res(0), a.in(0),
-                       a.sz(s[0]), a.sz(s[1]), a.sz(s[2] / hd), a.sz(hd), a.num("theta", 10000.0));
+                       a.sz(s[0]), a.sz(s[1]), a.sz(s[2] / hd), a.sz(hd), a.num("theta", 10000.0),
+                       a.sz(rotary));
   }
   default:
     return std::nullopt;

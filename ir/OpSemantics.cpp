@@ -338,6 +338,13 @@ LogicalResult inferRope(RuleContext &c) {
   if (!exprEqual(x.shape.back(), h * *headDim))
     return c.error("rope input has last axis " + c.str(x.shape.back()) +
                    " but heads and head_dim need " + c.str(h * *headDim));
+  // Partial rotary: an even number of leading dims, at most the head's.
+  if (auto rotary = c.op.dimAttr("rotary_dim")) {
+    auto r = exprToInt(c.m.symbols.bindAll(*rotary)), d = exprToInt(c.m.symbols.bindAll(*headDim));
+    if (r && (*r <= 0 || *r % 2 != 0 || (d && *r > *d)))
+      return c.error("rope's rotary_dim must be an even number from 2 to head_dim (" +
+                     (d ? std::to_string(*d) : c.str(*headDim)) + "), not " + std::to_string(*r));
+  }
   return c.setResult(0, x);
 }
 

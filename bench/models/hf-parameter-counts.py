@@ -29,7 +29,7 @@ MODELS = [
         vocab_size=65024, hidden_size=8192, num_hidden_layers=60, num_attention_heads=128,
         num_kv_heads=8, new_decoder_architecture=True, parallel_attn=True, bias=False,
         alibi=False)),
-    ("gpt-neox-20b (no mistc example yet: partial rotary)", GPTNeoXForCausalLM, GPTNeoXConfig(
+    ("gpt-neox-20b", GPTNeoXForCausalLM, GPTNeoXConfig(
         vocab_size=50432, hidden_size=6144, intermediate_size=24576, num_hidden_layers=44,
         num_attention_heads=64, rotary_pct=0.25, use_parallel_residual=True,
         tie_word_embeddings=False)),

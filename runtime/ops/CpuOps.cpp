@@ -115,13 +115,13 @@ void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const flo
 }
 
 void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
-          float theta) {
-  k::ropeRef({out, x, batch, seq, heads, headDim, theta, false});
+          float theta, Index rotaryDim) {
+  k::ropeRef({out, x, batch, seq, heads, headDim, theta, false, rotaryDim});
 }
 
 void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
-              float theta) {
-  k::ropeRef({dx, dout, batch, seq, heads, headDim, theta, true});
+              float theta, Index rotaryDim) {
+  k::ropeRef({dx, dout, batch, seq, heads, headDim, theta, true, rotaryDim});
 }
 
 void gelu(float *out, const float *x, Index n) {

@@ -370,14 +370,16 @@ void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const flo
 }
 
 void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
-          float theta) {
-  check(k::ropeCuda({out, x, batch, seq, heads, headDim, theta, false}, currentStream()), "rope");
+          float theta, Index rotaryDim) {
+  check(k::ropeCuda({out, x, batch, seq, heads, headDim, theta, false, rotaryDim}, currentStream()),
+        "rope");
 }
 
 void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
-              float theta) {
-  check(k::ropeCuda({dx, dout, batch, seq, heads, headDim, theta, true}, currentStream()),
-        "ropeGrad");
+              float theta, Index rotaryDim) {
+  check(
+      k::ropeCuda({dx, dout, batch, seq, heads, headDim, theta, true, rotaryDim}, currentStream()),
+      "ropeGrad");
 }
 
 //===----------------------------------------------------------------------===//

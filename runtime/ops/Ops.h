@@ -68,10 +68,11 @@ void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const flo
                    const float *k, const float *v, const float *out, const float *lse,
                    Index qStride, Index kvStride, const AttentionShape &s);
 
+/// rotaryDim: the leading dims of each head that rotate (partial rotary).
 void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
-          float theta);
+          float theta, Index rotaryDim);
 void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
-              float theta);
+              float theta, Index rotaryDim);
 
 void gelu(float *out, const float *x, Index n);
 void geluGrad(float *dx, const float *dout, const float *x, Index n);

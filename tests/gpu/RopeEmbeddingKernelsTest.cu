@@ -12,30 +12,36 @@ namespace {
 /// Forward and inverse rotation, out of place and in place. An odd head
 /// dimension leaves each head's last element alone: the prefilled outputs
 /// must keep it on both sides.
-void checkRope(Index batch, Index seq, Index heads, Index headDim, float theta, unsigned seed) {
+void checkRope(Index batch, Index seq, Index heads, Index headDim, float theta, unsigned seed,
+               Index rotaryDim = 0) {
   size_t n = size_t(batch * seq * heads * headDim);
   std::string shape = std::to_string(batch) + "x" + std::to_string(seq) + "x" +
-                      std::to_string(heads) + "x" + std::to_string(headDim);
+                      std::to_string(heads) + "x" + std::to_string(headDim) +
+                      (rotaryDim ? " rotary " + std::to_string(rotaryDim) : "");
   std::vector<float> inp = randomVector(n, seed);
   for (bool inverse : {false, true}) {
     std::string what = std::string(inverse ? "rope bwd " : "rope fwd ") + shape;
     std::vector<float> out = randomVector(n, seed + 1);
     DeviceBuffer<float> dInp(inp), dOut(out), dInPlace(inp);
-    ropeRef({out.data(), inp.data(), batch, seq, heads, headDim, theta, inverse});
-    CHECK_CUDA(ropeCuda({dOut.ptr, dInp.ptr, batch, seq, heads, headDim, theta, inverse}, nullptr));
-    CHECK_CUDA(ropeCuda({dInPlace.ptr, dInPlace.ptr, batch, seq, heads, headDim, theta, inverse},
+    ropeRef({out.data(), inp.data(), batch, seq, heads, headDim, theta, inverse, rotaryDim});
+    CHECK_CUDA(ropeCuda({dOut.ptr, dInp.ptr, batch, seq, heads, headDim, theta, inverse, rotaryDim},
                         nullptr));
+    CHECK_CUDA(ropeCuda(
+        {dInPlace.ptr, dInPlace.ptr, batch, seq, heads, headDim, theta, inverse, rotaryDim},
+        nullptr));
     CHECK_CUDA(cudaDeviceSynchronize());
     expectClose(what, dOut.download(), out, 1e-4f, 1e-5f);
     // In place: the reference's output with the odd tail still the input.
     std::vector<float> inPlace = inp;
-    ropeRef({inPlace.data(), inPlace.data(), batch, seq, heads, headDim, theta, inverse});
+    ropeRef(
+        {inPlace.data(), inPlace.data(), batch, seq, heads, headDim, theta, inverse, rotaryDim});
     expectClose(what + " in place", dInPlace.download(), inPlace, 1e-4f, 1e-5f);
   }
   // The inverse undoes the rotation.
   DeviceBuffer<float> x(inp);
-  CHECK_CUDA(ropeCuda({x.ptr, x.ptr, batch, seq, heads, headDim, theta, false}, nullptr));
-  CHECK_CUDA(ropeCuda({x.ptr, x.ptr, batch, seq, heads, headDim, theta, true}, nullptr));
+  CHECK_CUDA(
+      ropeCuda({x.ptr, x.ptr, batch, seq, heads, headDim, theta, false, rotaryDim}, nullptr));
+  CHECK_CUDA(ropeCuda({x.ptr, x.ptr, batch, seq, heads, headDim, theta, true, rotaryDim}, nullptr));
   CHECK_CUDA(cudaDeviceSynchronize());
   expectClose("rope bwd(fwd(x)) = x " + shape, x.download(), inp, 1e-4f, 1e-5f);
 }
@@ -106,6 +112,8 @@ int main() {
   checkRope(1, 4, 2, 7, 10000.f, 31);     // odd head dimension
   checkRope(1, 4096, 1, 96, 10000.f, 41); // long sequence: large angles
   checkRope(2, 5, 4, 2, 10000.f, 51);
+  checkRope(2, 9, 3, 64, 10000.f, 61, 16); // partial rotary (GPT-NeoX: a quarter of the head)
+  checkRope(1, 6, 2, 10, 10000.f, 71, 4);
 
   checkEmbedding(1, 1, 1, 101);
   checkEmbedding(37, 33, 5, 111);

@@ -184,6 +184,37 @@ TEST(KernelGrad, Rope) {
   EXPECT_FLOAT_EQ(y[0], x[0]);
 }
 
+// Partial rotary (GPT-NeoX): the first R dims of a head rotate, with the
+// angles of an R-dim head; the rest pass through unchanged.
+TEST(KernelGrad, RopePartial) {
+  const Index B = 1, T = 5, H = 2, D = 8, R = 4;
+  auto x = random(B * T * H * D, 30), r = random(B * T * H * D, 31);
+  std::vector<float> y(x.size()), dx(x.size()), full(x.size());
+  auto loss = [&] {
+    ropeRef({y.data(), x.data(), B, T, H, D, 10000.f, false, R});
+    return dot(y, r);
+  };
+  ropeRef({dx.data(), r.data(), B, T, H, D, 10000.f, true, R});
+  expectGradient("dx", x, dx, loss);
+  loss();
+  // A head of R dims rotated alone gives the same leading dims.
+  std::vector<float> head(static_cast<size_t>(R));
+  for (Index t = 0; t < T; ++t)
+    for (Index h = 0; h < H; ++h) {
+      const Index base = (t * H + h) * D;
+      for (Index d = 0; d < R; ++d)
+        head[size_t(d)] = x[size_t(base + d)];
+      // Position t of a one-token sequence: rotate at t by running t + 1 tokens.
+      std::vector<float> seqIn(size_t((t + 1) * R)), seqOut(seqIn.size());
+      std::copy(head.begin(), head.end(), seqIn.begin() + t * R);
+      ropeRef({seqOut.data(), seqIn.data(), 1, t + 1, 1, R, 10000.f, false});
+      for (Index d = 0; d < R; ++d)
+        EXPECT_FLOAT_EQ(y[size_t(base + d)], seqOut[size_t(t * R + d)]) << "t " << t << " d " << d;
+      for (Index d = R; d < D; ++d)
+        EXPECT_EQ(y[size_t(base + d)], x[size_t(base + d)]) << "pass-through t " << t << " d " << d;
+    }
+}
+
 TEST(KernelGrad, Elementwise) {
   const Index n = 40;
   auto x = random(n, 22), z = random(n, 23), r = random(n, 24);

@@ -258,10 +258,11 @@ private:
       auto s = shape(o0);
       int64_t hd = static_cast<int64_t>(num("head_dim"));
       auto theta = op.numbers.count("theta") ? float(num("theta")) : 10000.f;
+      int64_t rotary = op.numbers.count("rotary_dim") ? int64_t(num("rotary_dim")) : hd;
       if (op.kind == OpKind::Rope)
-        rope(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta);
+        rope(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta, rotary);
       else
-        ropeGrad(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta);
+        ropeGrad(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta, rotary);
       break;
     }
     case OpKind::Gelu:

@@ -185,8 +185,8 @@ private:
     const float theta = static_cast<float>(e.number("theta", 10000));
     float *x = mem.floats(elements(ops[0])), *y = mem.floats(elements(ops[0]));
     if (grad)
-      return [=] { ops::ropeGrad(y, x, B, T, width / D, D, theta); };
-    return [=] { ops::rope(y, x, B, T, width / D, D, theta); };
+      return [=] { ops::ropeGrad(y, x, B, T, width / D, D, theta, D); };
+    return [=] { ops::rope(y, x, B, T, width / D, D, theta, D); };
   }
 
   Call elementwise(const std::string &op) override {

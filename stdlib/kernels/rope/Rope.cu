@@ -1,10 +1,11 @@
 //===- Rope.cu - CUDA rotary position embedding ---------------------------===//
 /// \file
-/// One thread per (token, pair) computes the angle t * theta^(-2i/D) in
+/// One thread per (token, pair) computes the angle t * theta^(-2i/R) in
 /// double, as the reference does (in fp32, t * theta^(...) loses about 1e-4
 /// radian at t ~ 4096), rounds its cosine and sine to fp32, and rotates that
-/// pair in every head. An odd last element of a head is left untouched, as
-/// in the reference.
+/// pair in every head; with partial rotary (R < D) it also copies its share
+/// of the dims past R. An odd last rotated element is left untouched, as in
+/// the reference.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/rope/RopeCuda.h"
 
@@ -19,11 +20,17 @@ constexpr int threads = 256;
 constexpr Index maxBlocks = 4096; // the grid-stride loop covers the rest
 
 __global__ void ropeKernel(RopeArgs a) {
-  Index pairs = a.headDim / 2, total = a.batch * a.seq * pairs;
+  const Index R = a.rotaryDim > 0 ? a.rotaryDim : a.headDim; // RopeArgs::rotated(), on the device
+  const Index pairs = R / 2, total = a.batch * a.seq * pairs;
   Index stride = Index(gridDim.x) * blockDim.x;
+  const Index rest = a.headDim - R, copies = a.batch * a.seq * a.heads * rest;
+  for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < copies; k += stride) {
+    Index at = (k / rest) * a.headDim + R + k % rest;
+    a.out[at] = a.inp[at];
+  }
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     Index token = k / pairs, i = 2 * (k % pairs), t = token % a.seq;
-    double angle = double(t) * pow(double(a.theta), -double(i) / double(a.headDim));
+    double angle = double(t) * pow(double(a.theta), -double(i) / double(R));
     double sd, cd;
     sincos(angle, &sd, &cd);
     float c = float(cd), s = float(sd) * (a.inverse ? -1.f : 1.f);
@@ -39,9 +46,10 @@ __global__ void ropeKernel(RopeArgs a) {
 } // namespace
 
 cudaError_t ropeCuda(const RopeArgs &a, cudaStream_t stream) {
-  if (a.batch < 0 || a.seq < 0 || a.heads < 0 || a.headDim < 0)
+  if (a.batch < 0 || a.seq < 0 || a.heads < 0 || a.headDim < 0 || a.rotaryDim < 0 ||
+      a.rotaryDim > a.headDim)
     return cudaErrorInvalidValue;
-  Index total = a.batch * a.seq * (a.headDim / 2);
+  Index total = a.batch * a.seq * std::max(a.rotated() / 2, a.headDim - a.rotated());
   if (total == 0 || a.heads == 0)
     return cudaSuccess;
   Index blocks = std::min((total + threads - 1) / threads, maxBlocks);

@@ -5,15 +5,19 @@
 
 namespace mist::kernels {
 
-/// Rotates each pair (2i, 2i+1) of every head of x [B, T, H, D] by the
-/// angle t * theta^(-2i / D). Backward applies the inverse rotation, so
-/// `out`/`inp` may be dinp/dout.
+/// Rotates each pair (2i, 2i+1) of the first R = rotaryDim dims of every
+/// head of x [B, T, H, D] by the angle t * theta^(-2i / R) and copies the
+/// other D - R dims (partial rotary, as GPT-NeoX's rotary_pct; R = D when
+/// rotaryDim is 0). Backward applies the inverse rotation, so `out`/`inp`
+/// may be dinp/dout.
 struct RopeArgs {
   float *out;
   const float *inp;
   Index batch, seq, heads, headDim;
   float theta = 10000.f;
   bool inverse = false; ///< backward
+  Index rotaryDim = 0;  ///< leading dims of a head that rotate (0: all)
+  Index rotated() const { return rotaryDim > 0 ? rotaryDim : headDim; }
 };
 void ropeRef(const RopeArgs &a);
 
