@@ -277,11 +277,11 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
         "-DMIST_RUNTIME_ONLY=ON):\n";
   os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by "
         "-I above)\n";
-  os << fmt::format(
-      "// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
-      "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume]] [--trace "
-      "timeline.json]\n",
-      ranks);
+  os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
+                    "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume "
+                    "[--reschedule]]] [--trace "
+                    "timeline.json]\n",
+                    ranks);
   os << "// Editing: the training hyper-parameters (lr, betas, eps, weight decay, gradient "
         "clipping,\n"
         "// warmup) are the spec.* lines at the end of main(); change one and rebuild with the "

@@ -3,7 +3,9 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
+#include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <map>
@@ -65,7 +67,55 @@ bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
   return !(ps.tiedAcrossStages && s + 1 == spec.stages.size() && spec.stages.size() > 1);
 }
 
+/// Shortest text that reads back as the same float.
+std::string floatText(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  return buf;
+}
+
+/// The schedule a checkpoint records (none in older ones).
+std::optional<LrSchedule> recordedSchedule(const SafetensorsFile &ckpt, const std::string &path) {
+  auto lr = ckpt.metadata.find("lr"), warmup = ckpt.metadata.find("warmup_steps"),
+       total = ckpt.metadata.find("schedule_steps");
+  if (lr == ckpt.metadata.end() || warmup == ckpt.metadata.end() || total == ckpt.metadata.end())
+    return std::nullopt;
+  LrSchedule s;
+  char *end = nullptr;
+  s.lr = std::strtof(lr->second.c_str(), &end);
+  auto whole = [&](const std::string &text, int &out) {
+    auto [e, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+    return ec == std::errc() && e == text.data() + text.size() && out >= 0;
+  };
+  if (!end || *end || !(s.lr >= 0) || !whole(warmup->second, s.warmupSteps) ||
+      !whole(total->second, s.totalSteps))
+    abortJob(path + ": its learning-rate schedule (lr '" + lr->second + "', warmup_steps '" +
+             warmup->second + "', schedule_steps '" + total->second + "') does not read back");
+  if (s.totalSteps == 0) // a checkpoint of the initial weights (--steps 0) schedules nothing
+    return std::nullopt;
+  return s;
+}
+
 } // namespace
+
+float LrSchedule::at(int step) const {
+  if (warmupSteps > 0 && step <= warmupSteps)
+    return lr * float(step) / float(warmupSteps);
+  if (totalSteps <= warmupSteps)
+    return lr;
+  // Past the schedule's end (a resumed run trained longer) the lr stays at
+  // its floor. (The operations in this order give the values of the runs
+  // before schedules were recorded, bit for bit.)
+  const int span = totalSteps - warmupSteps, into = std::min(step - warmupSteps, span);
+  return lr * float(0.1 + 0.45 * (1 + std::cos(3.141592653589793 * into / span)));
+}
+
+std::string LrSchedule::str() const {
+  char peak[32];
+  std::snprintf(peak, sizeof peak, "%g", double(lr));
+  return "lr " + std::string(peak) + ", warmup " + std::to_string(warmupSteps) + ", " +
+         std::to_string(totalSteps) + " steps";
+}
 
 int64_t checkpointBytes(const TrainerSpec &spec) {
   int64_t bytes = 0;
@@ -80,7 +130,8 @@ int64_t checkpointBytes(const TrainerSpec &spec) {
 }
 
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
-                    Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed) {
+                    Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,
+                    const LrSchedule &schedule) {
   const RankLayout &layout = groups.layout();
   Communicator &world = hostWorld;
   const int me = layout.myWorldRank;
@@ -118,14 +169,17 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
   std::map<std::string, std::string> meta{{"format", formatName},
                                           {"model", spec.model},
                                           {"step", std::to_string(step)},
-                                          {"seed", std::to_string(seed)}};
+                                          {"seed", std::to_string(seed)},
+                                          {"lr", floatText(schedule.lr)},
+                                          {"warmup_steps", std::to_string(schedule.warmupSteps)},
+                                          {"schedule_steps", std::to_string(schedule.totalSteps)}};
   if (auto error = writeSafetensors(path, tensors, meta))
     abortJob("cannot write the checkpoint: " + *error);
   std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
 }
 
-int loadCheckpoint(const std::string &path, const TrainerSpec &spec, const StageSpec &stage,
-                   ParameterStore &store) {
+CheckpointState loadCheckpoint(const std::string &path, const TrainerSpec &spec,
+                               const StageSpec &stage, ParameterStore &store) {
   std::string error;
   auto ckpt = readSafetensors(path, error);
   if (!ckpt)
@@ -164,7 +218,7 @@ int loadCheckpoint(const std::string &path, const TrainerSpec &spec, const Stage
                    " or has another size than the model's F32 " + shapeText(stage.params[p].shape));
         store.load(p, l, what, *values);
       }
-  return step;
+  return {step, recordedSchedule(*ckpt, path)};
 }
 
 } // namespace mist::rt

@@ -8,12 +8,12 @@
 namespace mist::rt {
 
 void usage(const std::string &why) {
-  std::fprintf(
-      stderr,
-      "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
-      "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume]] "
-      "[--stop-after N] [--trace FILE]\n",
-      why.c_str());
+  std::fprintf(stderr,
+               "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
+               "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
+               "[--reschedule]]] "
+               "[--stop-after N] [--trace FILE]\n",
+               why.c_str());
   std::exit(2);
 }
 
@@ -59,6 +59,8 @@ Options parseOptions(int argc, char **argv) {
       o.ckptEvery = static_cast<int>(integer(value()));
     else if (a == "--resume")
       o.resume = true;
+    else if (a == "--reschedule")
+      o.reschedule = true;
     else if (a == "--stop-after")
       o.stopAfter = static_cast<int>(integer(value()));
     else
@@ -66,6 +68,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (o.resume && o.ckptDir.empty())
     usage("--resume needs --ckpt-dir");
+  if (o.reschedule && !o.resume)
+    usage("--reschedule needs --resume (it replaces a checkpoint's learning-rate schedule)");
   if (o.shuffle && o.data.empty())
     usage("--shuffle needs --data (synthetic data has no order to shuffle)");
   return o;

@@ -16,13 +16,14 @@ struct Options {
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;
-  int stopAfter = 0; ///< > 0: leave after this step as if killed (tests of --resume)
+  int stopAfter = 0;       ///< > 0: leave after this step as if killed (tests of --resume)
+  bool reschedule = false; ///< --resume with this run's lr schedule, not the checkpoint's
 };
 
 /// Parses --steps N, --lr X, --seed N, --log-every N, --data FILE (an
 /// llm.c-style token file; --shuffle reads its windows in an order drawn
 /// from --seed) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
-/// --resume, --stop-after N and --trace FILE. A bad flag prints the usage
+/// --resume [--reschedule], --stop-after N and --trace FILE. A bad flag prints the usage
 /// and exits with status 2.
 Options parseOptions(int argc, char **argv);
 

@@ -27,17 +27,6 @@ namespace mist::rt {
 
 namespace {
 
-/// The learning rate of `step`: linear warmup, then cosine decay to 10%
-/// over the rest of the run.
-float learningRate(float lr, int step, int warmup, int steps) {
-  if (warmup > 0 && step <= warmup)
-    return lr * float(step) / float(warmup);
-  if (steps <= warmup)
-    return lr;
-  return lr * float(0.1 + 0.45 * (1 + std::cos(3.141592653589793 * (step - warmup) /
-                                               std::max(1, steps - warmup))));
-}
-
 /// Aborts unless every micro-batch runs its forward once and then its
 /// backward once (train.cu may have been edited by hand).
 void checkOrder(const StageSpec &stage, int gradAccum, int stageIndex) {
@@ -238,17 +227,35 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
 }
 
 /// --resume: loads the checkpoint into `store` and returns the step after it.
+/// Loads the checkpoint and returns the first step to train. The run goes on
+/// with the checkpoint's learning-rate schedule, not one sized to this run's
+/// --steps, unless --reschedule says otherwise: both are logged.
 int resumeFromCheckpoint(const std::string &ckptPath, const TrainerSpec &spec,
-                         const StageSpec &stage, ParameterStore &store, int worldRank, int steps) {
-  const int firstStep = loadCheckpoint(ckptPath, spec, stage, store) + 1;
-  if (worldRank == 0) {
-    std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
-    if (firstStep > steps)
-      std::fprintf(stderr,
-                   "mistrt: warning: the checkpoint is at step %d and --steps is %d: no step "
-                   "left to train (pass a larger --steps to go on)\n",
-                   firstStep - 1, steps);
-  }
+                         const StageSpec &stage, ParameterStore &store, int worldRank,
+                         const Options &o, LrSchedule &schedule) {
+  const CheckpointState state = loadCheckpoint(ckptPath, spec, stage, store);
+  const int firstStep = state.step + 1;
+  const LrSchedule asked = schedule;
+  if (state.schedule && !o.reschedule)
+    schedule = *state.schedule;
+  if (worldRank != 0)
+    return firstStep;
+  std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
+  if (!state.schedule)
+    std::printf("mistrt: the checkpoint records no learning-rate schedule (written before the "
+                "first step, or by an older trainer): this run's (%s) applies\n",
+                asked.str().c_str());
+  else if (!(*state.schedule == asked))
+    std::printf(o.reschedule ? "mistrt: --reschedule: this run's schedule (%s) replaces the "
+                               "checkpoint's (%s)\n"
+                             : "mistrt: continuing the checkpoint's schedule (%2$s), not this "
+                               "run's (%1$s); --reschedule uses this run's\n",
+                asked.str().c_str(), state.schedule->str().c_str());
+  if (firstStep > o.steps)
+    std::fprintf(stderr,
+                 "mistrt: warning: the checkpoint is at step %d and --steps is %d: no step "
+                 "left to train (pass a larger --steps to go on)\n",
+                 firstStep - 1, o.steps);
   return firstStep;
 }
 
@@ -355,8 +362,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       offload, streams);
   store.initialize(o.seed);
   const std::string ckptPath = o.ckptDir + "/latest.safetensors";
+  LrSchedule schedule{lr, spec.warmupSteps, o.steps};
   const int firstStep =
-      o.resume ? resumeFromCheckpoint(ckptPath, spec, stage, store, worldRank, o.steps) : 1;
+      o.resume ? resumeFromCheckpoint(ckptPath, spec, stage, store, worldRank, o, schedule) : 1;
   store.settle();
   ActivationStash stash(stage, memory, offload, streams);
   streams.synchronize();
@@ -379,15 +387,18 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     describeUtilization(spec, deviceName);
   }
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};
+  // --steps 0 --ckpt-dir D: the initial weights, e.g. to load into another framework.
+  if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
+    saveCheckpoint(ckptPath, spec, groups, *world, store, 0, o.seed, schedule);
   for (int step = firstStep; step <= o.steps; ++step) {
-    const float stepLr = learningRate(lr, step, spec.warmupSteps, o.steps);
+    const float stepLr = schedule.at(step);
     const StepFigures f = trainStep(training, step, stepLr);
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
       logStep(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
               samplesPerStep, ranks, f.seconds, offload);
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
-      saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed);
+      saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed, schedule);
     if (o.stopAfter > 0 && step == o.stopAfter) {
       if (worldRank == 0)
         std::printf("stopping after step %d (--stop-after)\n", step);
