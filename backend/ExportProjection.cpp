@@ -347,6 +347,7 @@ ExportModel mist::exportModelOf(const Module &m) {
       e.swiglu |= op->kind == OpKind::Silu;
       e.learnedPositions |= op->kind == OpKind::PositionEmbedding;
       e.linearBias |= op->kind == OpKind::Linear && op->boolAttr("bias", true);
+      e.gelu |= op->kind == OpKind::Gelu;
       e.tiedHead |= op->kind == OpKind::LMHead && op->boolAttr("tied", false);
       if (op->kind == OpKind::Dropout)
         e.dropout = std::max(e.dropout, op->realAttr("p").value_or(0));

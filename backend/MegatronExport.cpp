@@ -45,6 +45,11 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
       "# and MASTER_ADDR set; extra arguments (data, tokenizer, ...) are passed on.\n",
       model.name, S, S == 1 ? "" : "s", s0.tp, s0.dp, gpus, nodes, nodes == 1 ? "" : "s", perNode);
   comments(projected, os);
+  // Megatron-LM's GPT computes the exact GELU (its --openai-gelu flag is
+  // parsed but not used); mistc's is the tanh approximation.
+  if (model.gelu && !model.swiglu)
+    os << "# Not priced: Megatron-LM's GELU is the exact form, mistc's the tanh approximation\n"
+          "# (the same cost; activations differ by at most 4.8e-4).\n";
 }
 
 void modelArgs(const ExportModel &model, const ArgWriter &arg) {
