@@ -30,7 +30,8 @@ work=${WORK:-$root/bench/gpu/work}
 logs=/tmp/gpu-logs
 build=$root/build-gpu
 jobs=${JOBS:-$(nproc)}
-plans=${PLANS:-gpt13-b4 gpt13-b4-ck24 gpt27-b4 gpt67-tuned gpt67-offload-all}
+# GPT-3 2.7B (head dim 80) is left out until the attention kernels have that head dim.
+plans=${PLANS:-gpt13-b4 gpt13-b4-ck24 gpt67-tuned gpt67-offload-all}
 steps=${STEPS:-5}
 torchModes=${TORCH_MODES:-eager compile}
 mkdir -p "$out" "$logs"

@@ -26,6 +26,12 @@ SHAPES="${SHAPES:-$here/gpt3-shapes.tsv}"
 BASE="${BASE:-$root/stdlib/clusters/h100-80g.yaml}"
 OUT="${OUT:-$root/stdlib/clusters/h100-80g-measured.yaml}"
 PEAK_TFLOPS="${PEAK_TFLOPS:-989}"
+# The H200 has the H100's compute but 4.8 TB/s of HBM3e: its datasheet figure
+# when the driver names one (the first GPU run here, 2026-11-26, capped
+# mem_efficiency at 1 for want of it).
+if [[ -z ${PEAK_MEM_GBS:-} ]] && nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200; then
+  PEAK_MEM_GBS=4800
+fi
 PEAK_MEM_GBS="${PEAK_MEM_GBS:-3350}"
 REPEATS="${REPEATS:-20}"
 RANKS="${RANKS:-1}"
