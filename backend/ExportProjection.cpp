@@ -324,6 +324,21 @@ ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &tra
   return out;
 }
 
+void mist::writeProjectionComment(const ExportProjection &projected, ExportTarget target,
+                                  const char *exactLine, llvm::raw_ostream &os) {
+  if (projected.exact()) {
+    os << "# " << exactLine << "\n";
+  } else {
+    os << "# " << exportTargetName(target)
+       << " cannot express every per-stage choice of the plan; this is the\n"
+          "# closest plan it can run:\n";
+    for (const std::string &n : projected.notes)
+      os << "#   - " << n << "\n";
+  }
+  for (const std::string &r : projected.remarks)
+    os << "# " << r << "\n";
+}
+
 ExportModel mist::exportModelOf(const Module &m) {
   ExportModel e;
   e.name = m.name;

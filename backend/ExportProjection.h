@@ -40,6 +40,11 @@ struct ExportProjection {
 ExportProjection projectForExport(const Plan &plan, const TrainConfig &train, ExportTarget target,
                                   int gpusPerNode);
 
+/// The comment lines a text export starts with: `exactLine` when the
+/// projection changed nothing, else what it changed; then the remarks.
+void writeProjectionComment(const ExportProjection &projected, ExportTarget target,
+                            const char *exactLine, llvm::raw_ostream &os);
+
 /// What the exporters need to know of the model and its training setup.
 struct ExportModel {
   std::string name;

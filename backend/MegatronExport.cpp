@@ -12,19 +12,6 @@ using namespace mist;
 
 namespace {
 
-void comments(const ExportProjection &p, llvm::raw_ostream &os) {
-  if (p.exact()) {
-    os << "# The plan is uniform: Megatron-LM runs it as tuned.\n";
-  } else {
-    os << "# Megatron-LM cannot express every per-stage choice of the plan; this is the\n"
-          "# closest plan it can run:\n";
-    for (const std::string &n : p.notes)
-      os << "#   - " << n << "\n";
-  }
-  for (const std::string &r : p.remarks)
-    os << "# " << r << "\n";
-}
-
 /// Writes one argument line of the pretrain_gpt.py command.
 struct ArgWriter {
   llvm::raw_ostream &os;
@@ -44,7 +31,8 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
       "# ({} node{} x {}). Run it on every node from Megatron-LM's folder with NODE_RANK\n"
       "# and MASTER_ADDR set; extra arguments (data, tokenizer, ...) are passed on.\n",
       model.name, S, S == 1 ? "" : "s", s0.tp, s0.dp, gpus, nodes, nodes == 1 ? "" : "s", perNode);
-  comments(projected, os);
+  writeProjectionComment(projected, ExportTarget::Megatron,
+                         "The plan is uniform: Megatron-LM runs it as tuned.", os);
   // Megatron-LM's GPT computes the exact GELU (its --openai-gelu flag is
   // parsed but not used); mistc's is the tanh approximation.
   if (model.gelu && !model.swiglu)
