@@ -267,7 +267,7 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
   os << "// Build for CPU ranks:\n";
   os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
-                    "{1}/runtime/device/libmistrtDeviceHost.a "
+                    "{1}/runtime/device/libmistrtTensor.a {1}/runtime/device/libmistrtDeviceHost.a "
                     "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
                     "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
                     "{1}/stdlib/kernels/libmistKernelsRef.a {1}/schedule/libmistSchedule.a "

@@ -18,10 +18,11 @@ common=(runtime/data/libmistrtData.a runtime/checkpoint/libmistrtCheckpoint.a
         runtime/comm/libmistrtComm.a schedule/libmistSchedule.a format/libmistFormat.a)
 if [[ $kind == cpu ]]; then
   libs=(runtime/trainer/libmistrtTrainer.a runtime/ops/libmistrtOps.a
-        runtime/device/libmistrtDeviceHost.a "${common[@]}" stdlib/kernels/libmistKernelsRef.a)
+        runtime/device/libmistrtTensor.a runtime/device/libmistrtDeviceHost.a "${common[@]}" stdlib/kernels/libmistKernelsRef.a)
 else
   libs=(runtime/trainer/libmistrtTrainerCuda.a runtime/ops/libmistrtOpsCuda.a
-        stdlib/kernels/libmistKernelsCuda.a runtime/device/libmistrtDeviceCuda.a)
+        stdlib/kernels/libmistKernelsCuda.a runtime/device/libmistrtTensor.a
+        runtime/device/libmistrtDeviceCuda.a)
   # Built where NCCL was found; without it the GPU trainer runs one GPU.
   [[ -f $build/runtime/comm/libmistrtCommNccl.a ]] && libs+=(runtime/comm/libmistrtCommNccl.a)
   libs+=("${common[@]}")

@@ -1,7 +1,8 @@
 //===- Communicator.h - Collectives and p2p for one process group ---------===//
 /// \file
 /// The one interface the trainer talks to for every process group (world,
-/// a stage's tp group, its dp group): collectives over fp32 buffers,
+/// a stage's tp group, its dp group): collectives over fp32 or bf16 buffers
+/// (a bf16 sum adds in fp32 and rounds at every step, as NCCL's does),
 /// point-to-point over bytes, a few scalar reductions, and `split` to make
 /// sub-groups. MpiCommunicator implements it over MPI (CPU ranks, and the
 /// bootstrap on GPUs); NcclCommunicator implements it on GPUs.
@@ -23,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/device/DType.h"
 #include <cstddef>
 #include <memory>
 
@@ -37,15 +39,25 @@ public:
   virtual int size() const = 0;
 
   /// Element-wise sum over the group, in place.
-  virtual void allReduceSum(float *data, size_t n) = 0;
-  /// `out` (size() * nPerRank floats) receives every member's `in`, in rank
-  /// order. `in` must not overlap `out`.
-  virtual void allGather(const float *in, float *out, size_t nPerRank) = 0;
-  /// `in` holds size() * nPerRank floats; member r receives in `out` the sum
-  /// over the group of the r-th block of nPerRank. `in` must not overlap `out`.
-  virtual void reduceScatterSum(const float *in, float *out, size_t nPerRank) = 0;
+  virtual void allReduceSum(void *data, size_t n, DType type) = 0;
+  /// `out` (size() * nPerRank elements) receives every member's `in`, in
+  /// rank order. `in` must not overlap `out`.
+  virtual void allGather(const void *in, void *out, size_t nPerRank, DType type) = 0;
+  /// `in` holds size() * nPerRank elements; member r receives in `out` the
+  /// sum over the group of the r-th block of nPerRank. `in` must not overlap `out`.
+  virtual void reduceScatterSum(const void *in, void *out, size_t nPerRank, DType type) = 0;
   /// Every member's `data` becomes the root's.
-  virtual void broadcast(float *data, size_t n, int root) = 0;
+  virtual void broadcast(void *data, size_t n, int root, DType type) = 0;
+
+  // The same over fp32 buffers.
+  void allReduceSum(float *data, size_t n) { allReduceSum(data, n, DType::F32); }
+  void allGather(const float *in, float *out, size_t nPerRank) {
+    allGather(in, out, nPerRank, DType::F32);
+  }
+  void reduceScatterSum(const float *in, float *out, size_t nPerRank) {
+    reduceScatterSum(in, out, nPerRank, DType::F32);
+  }
+  void broadcast(float *data, size_t n, int root) { broadcast(data, n, root, DType::F32); }
 
   /// Blocking point-to-point; `peer` is a rank in this group. Messages
   /// between two ranks with the same tag arrive in the order they were sent.

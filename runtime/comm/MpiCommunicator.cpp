@@ -140,43 +140,83 @@ void MpiCommunicator::setMaxElementsPerCall(size_t n) {
   maxPerCall = std::clamp<size_t>(n, 1, INT_MAX);
 }
 
-void MpiCommunicator::allReduceSum(float *data, size_t n) {
+namespace {
+
+/// bf16 as MPI moves it: 2-byte elements, summed by bf16Sum.
+MPI_Datatype mpiType(DType t) { return t == DType::BF16 ? MPI_UINT16_T : MPI_FLOAT; }
+
+/// inout[i] = round(in[i] + inout[i]): one bf16 addition in fp32, rounded,
+/// as every step of NCCL's bf16 sums. Exactly commutative, so the members of
+/// an all-reduce, whatever its algorithm pairs, end with the same bits.
+void bf16Sum(void *in, void *inout, int *count, MPI_Datatype *) {
+  const uint16_t *a = static_cast<const uint16_t *>(in);
+  uint16_t *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *count; ++i)
+    b[i] = toBf16(fromBf16(a[i]) + fromBf16(b[i]));
+}
+
+/// MPI_SUM for fp32; the bf16 sum above for bf16 (created once, freed by MPI_Finalize).
+MPI_Op sumOp(DType t) {
+  if (t == DType::F32)
+    return MPI_SUM;
+  static MPI_Op op = [] {
+    MPI_Op created;
+    check(MPI_Op_create(bf16Sum, /*commute=*/1, &created), "MPI_Op_create");
+    return created;
+  }();
+  return op;
+}
+
+} // namespace
+
+void MpiCommunicator::allReduceSum(void *data, size_t n, DType type) {
+  std::byte *at = static_cast<std::byte *>(data);
+  const size_t width = bytesOf(type);
   // Element-wise, so each chunk is an independent all-reduce.
   inChunks(n, maxPerCall, [&](size_t offset, int count) {
-    check(MPI_Allreduce(MPI_IN_PLACE, data + offset, count, MPI_FLOAT, MPI_SUM, comm),
+    check(MPI_Allreduce(MPI_IN_PLACE, at + offset * width, count, mpiType(type), sumOp(type), comm),
           "MPI_Allreduce");
   });
 }
 
-void MpiCommunicator::allGather(const float *in, float *out, size_t nPerRank) {
+void MpiCommunicator::allGather(const void *inData, void *outData, size_t nPerRank, DType type) {
+  const std::byte *in = static_cast<const std::byte *>(inData);
+  std::byte *out = static_cast<std::byte *>(outData);
+  const size_t width = bytesOf(type);
+  const MPI_Datatype element = mpiType(type);
   size_t ranks = static_cast<size_t>(groupSize);
   if (nPerRank <= maxPerCall / ranks) {
     int count = static_cast<int>(nPerRank);
-    check(MPI_Allgather(in, count, MPI_FLOAT, out, count, MPI_FLOAT, comm), "MPI_Allgather");
+    check(MPI_Allgather(in, count, element, out, count, element, comm), "MPI_Allgather");
     return;
   }
   // Gather the same slice of every member's block per call: a receive type of
-  // `count` floats whose extent is a whole block drops member r's slice at
+  // `count` elements whose extent is a whole block drops member r's slice at
   // out + r * nPerRank + offset, with no staging copy.
   size_t chunk = std::max<size_t>(1, maxPerCall / ranks);
   inChunks(nPerRank, chunk, [&](size_t offset, int count) {
     MPI_Datatype slice, strided;
-    check(MPI_Type_contiguous(count, MPI_FLOAT, &slice), "MPI_Type_contiguous");
-    check(MPI_Type_create_resized(slice, 0, static_cast<MPI_Aint>(nPerRank * sizeof(float)),
-                                  &strided),
+    check(MPI_Type_contiguous(count, element, &slice), "MPI_Type_contiguous");
+    check(MPI_Type_create_resized(slice, 0, static_cast<MPI_Aint>(nPerRank * width), &strided),
           "MPI_Type_create_resized");
     check(MPI_Type_commit(&strided), "MPI_Type_commit");
-    check(MPI_Allgather(in + offset, count, MPI_FLOAT, out + offset, 1, strided, comm),
-          "MPI_Allgather");
+    check(
+        MPI_Allgather(in + offset * width, count, element, out + offset * width, 1, strided, comm),
+        "MPI_Allgather");
     check(MPI_Type_free(&strided), "MPI_Type_free");
     check(MPI_Type_free(&slice), "MPI_Type_free");
   });
 }
 
-void MpiCommunicator::reduceScatterSum(const float *in, float *out, size_t nPerRank) {
+void MpiCommunicator::reduceScatterSum(const void *inData, void *outData, size_t nPerRank,
+                                       DType type) {
+  const std::byte *in = static_cast<const std::byte *>(inData);
+  std::byte *out = static_cast<std::byte *>(outData);
+  const size_t width = bytesOf(type);
   size_t ranks = static_cast<size_t>(groupSize);
   if (nPerRank <= maxPerCall / ranks) {
-    check(MPI_Reduce_scatter_block(in, out, static_cast<int>(nPerRank), MPI_FLOAT, MPI_SUM, comm),
+    check(MPI_Reduce_scatter_block(in, out, static_cast<int>(nPerRank), mpiType(type), sumOp(type),
+                                   comm),
           "MPI_Reduce_scatter_block");
     return;
   }
@@ -186,15 +226,17 @@ void MpiCommunicator::reduceScatterSum(const float *in, float *out, size_t nPerR
   // maxElementsPerCall in all come here, where the extra latency is noise.
   inChunks(nPerRank, maxPerCall, [&](size_t offset, int count) {
     for (int root = 0; root < groupSize; ++root)
-      check(MPI_Reduce(in + root * nPerRank + offset, root == myRank ? out + offset : nullptr,
-                       count, MPI_FLOAT, MPI_SUM, root, comm),
+      check(MPI_Reduce(in + (root * nPerRank + offset) * width,
+                       root == myRank ? out + offset * width : nullptr, count, mpiType(type),
+                       sumOp(type), root, comm),
             "MPI_Reduce");
   });
 }
 
-void MpiCommunicator::broadcast(float *data, size_t n, int root) {
+void MpiCommunicator::broadcast(void *data, size_t n, int root, DType type) {
+  std::byte *at = static_cast<std::byte *>(data);
   inChunks(n, maxPerCall, [&](size_t offset, int count) {
-    check(MPI_Bcast(data + offset, count, MPI_FLOAT, root, comm), "MPI_Bcast");
+    check(MPI_Bcast(at + offset * bytesOf(type), count, mpiType(type), root, comm), "MPI_Bcast");
   });
 }
 

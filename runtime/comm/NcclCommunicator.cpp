@@ -189,27 +189,37 @@ size_t NcclCommunicator::maxBytesPerCall() const {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-void NcclCommunicator::allReduceSum(float *data, size_t n) {
+namespace {
+ncclDataType_t ncclType(DType t) { return t == DType::BF16 ? ncclBfloat16 : ncclFloat; }
+} // namespace
+
+void NcclCommunicator::allReduceSum(void *buffer, size_t n, DType type) {
+  std::byte *data = static_cast<std::byte *>(buffer);
+  const size_t width = bytesOf(type);
   OnDevice on(*this);
-  checkDeviceBuffer(data, n * sizeof(float), "allReduceSum");
+  checkDeviceBuffer(data, n * width, "allReduceSum");
   flushQueuedSends();
   inChunks(n, maxPerCall, [&](size_t offset, size_t count) {
-    checkNccl(
-        ncclAllReduce(data + offset, data + offset, count, ncclFloat, ncclSum, comm, workStream),
-        "ncclAllReduce");
+    checkNccl(ncclAllReduce(data + offset * width, data + offset * width, count, ncclType(type),
+                            ncclSum, comm, workStream),
+              "ncclAllReduce");
   });
   synchronize();
 }
 
-void NcclCommunicator::allGather(const float *in, float *out, size_t nPerRank) {
+void NcclCommunicator::allGather(const void *inData, void *outData, size_t nPerRank, DType type) {
+  const std::byte *in = static_cast<const std::byte *>(inData);
+  std::byte *out = static_cast<std::byte *>(outData);
+  const size_t width = bytesOf(type);
   OnDevice on(*this);
-  checkDeviceBuffer(in, nPerRank * sizeof(float), "allGather");
-  checkDeviceBuffer(out, nPerRank * sizeof(float), "allGather");
+  checkDeviceBuffer(in, nPerRank * width, "allGather");
+  checkDeviceBuffer(out, nPerRank * width, "allGather");
   flushQueuedSends();
   size_t ranks = static_cast<size_t>(groupSize);
   if (nPerRank <= maxPerCall / ranks) {
     if (nPerRank > 0)
-      checkNccl(ncclAllGather(in, out, nPerRank, ncclFloat, comm, workStream), "ncclAllGather");
+      checkNccl(ncclAllGather(in, out, nPerRank, ncclType(type), comm, workStream),
+                "ncclAllGather");
     synchronize();
     return;
   }
@@ -220,23 +230,27 @@ void NcclCommunicator::allGather(const float *in, float *out, size_t nPerRank) {
   inChunks(nPerRank, chunk, [&](size_t offset, size_t count) {
     checkNccl(ncclGroupStart(), "ncclGroupStart");
     for (int root = 0; root < groupSize; ++root)
-      checkNccl(ncclBroadcast(in + offset, out + root * nPerRank + offset, count, ncclFloat, root,
-                              comm, workStream),
+      checkNccl(ncclBroadcast(in + offset * width, out + (root * nPerRank + offset) * width, count,
+                              ncclType(type), root, comm, workStream),
                 "ncclBroadcast");
     checkNccl(ncclGroupEnd(), "ncclGroupEnd (all-gather)");
   });
   synchronize();
 }
 
-void NcclCommunicator::reduceScatterSum(const float *in, float *out, size_t nPerRank) {
+void NcclCommunicator::reduceScatterSum(const void *inData, void *outData, size_t nPerRank,
+                                        DType type) {
+  const std::byte *in = static_cast<const std::byte *>(inData);
+  std::byte *out = static_cast<std::byte *>(outData);
+  const size_t width = bytesOf(type);
   OnDevice on(*this);
-  checkDeviceBuffer(in, nPerRank * sizeof(float), "reduceScatterSum");
-  checkDeviceBuffer(out, nPerRank * sizeof(float), "reduceScatterSum");
+  checkDeviceBuffer(in, nPerRank * width, "reduceScatterSum");
+  checkDeviceBuffer(out, nPerRank * width, "reduceScatterSum");
   flushQueuedSends();
   size_t ranks = static_cast<size_t>(groupSize);
   if (nPerRank <= maxPerCall / ranks) {
     if (nPerRank > 0)
-      checkNccl(ncclReduceScatter(in, out, nPerRank, ncclFloat, ncclSum, comm, workStream),
+      checkNccl(ncclReduceScatter(in, out, nPerRank, ncclType(type), ncclSum, comm, workStream),
                 "ncclReduceScatter");
     synchronize();
     return;
@@ -248,20 +262,23 @@ void NcclCommunicator::reduceScatterSum(const float *in, float *out, size_t nPer
   inChunks(nPerRank, chunk, [&](size_t offset, size_t count) {
     checkNccl(ncclGroupStart(), "ncclGroupStart");
     for (int root = 0; root < groupSize; ++root)
-      checkNccl(ncclReduce(in + root * nPerRank + offset, out + offset, count, ncclFloat, ncclSum,
-                           root, comm, workStream),
+      checkNccl(ncclReduce(in + (root * nPerRank + offset) * width, out + offset * width, count,
+                           ncclType(type), ncclSum, root, comm, workStream),
                 "ncclReduce");
     checkNccl(ncclGroupEnd(), "ncclGroupEnd (reduce-scatter)");
   });
   synchronize();
 }
 
-void NcclCommunicator::broadcast(float *data, size_t n, int root) {
+void NcclCommunicator::broadcast(void *buffer, size_t n, int root, DType type) {
+  std::byte *data = static_cast<std::byte *>(buffer);
+  const size_t width = bytesOf(type);
   OnDevice on(*this);
-  checkDeviceBuffer(data, n * sizeof(float), "broadcast");
+  checkDeviceBuffer(data, n * width, "broadcast");
   flushQueuedSends();
   inChunks(n, maxPerCall, [&](size_t offset, size_t count) {
-    checkNccl(ncclBroadcast(data + offset, data + offset, count, ncclFloat, root, comm, workStream),
+    checkNccl(ncclBroadcast(data + offset * width, data + offset * width, count, ncclType(type),
+                            root, comm, workStream),
               "ncclBroadcast");
   });
   synchronize();

@@ -102,10 +102,14 @@ public:
 
   int rank() const override { return myRank; }
   int size() const override { return groupSize; }
-  void allReduceSum(float *data, size_t n) override;
-  void allGather(const float *in, float *out, size_t nPerRank) override;
-  void reduceScatterSum(const float *in, float *out, size_t nPerRank) override;
-  void broadcast(float *data, size_t n, int root) override;
+  using Communicator::allGather;
+  using Communicator::allReduceSum;
+  using Communicator::broadcast;
+  using Communicator::reduceScatterSum;
+  void allReduceSum(void *data, size_t n, DType type) override;
+  void allGather(const void *in, void *out, size_t nPerRank, DType type) override;
+  void reduceScatterSum(const void *in, void *out, size_t nPerRank, DType type) override;
+  void broadcast(void *data, size_t n, int root, DType type) override;
   void send(const void *data, size_t bytes, int peer, int tag) override;
   void recv(void *data, size_t bytes, int peer, int tag) override;
   void postSend(const void *data, size_t bytes, int peer, int tag) override;

@@ -17,6 +17,7 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/device/CudaDeviceKernels.h"
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cuda_runtime_api.h>
 #include <map>
@@ -334,14 +335,61 @@ void fillIds(int32_t *dst, size_t n, int32_t value) {
         "device::fillIds (kernel launch)");
 }
 
-void accumulate(float *dst, const float *src, size_t n) {
+void fillZero(void *dst, size_t bytes) {
+  if (bytes)
+    check(cudaMemsetAsync(dst, 0, bytes, cudaStreamOf(current)), "cudaMemsetAsync");
+}
+
+void accumulate(Tensor dst, ConstTensor src, size_t n) {
   check(cuda::launchAccumulate(dst, src, n, cudaStreamOf(current)),
         "device::accumulate (kernel launch)");
 }
 
-void accumulateSquares(double *sum, const float *x, size_t n) {
+void accumulateSquares(double *sum, ConstTensor x, size_t n) {
   check(cuda::launchAccumulateSquares(sum, x, n, cudaStreamOf(current)),
         "device::accumulateSquares (kernel launch)");
 }
+
+void convert(Tensor dst, ConstTensor src, size_t n) {
+  if (dst.dtype == src.dtype) {
+    copy(dst.data, src.data, n * bytesOf(dst.dtype));
+    return;
+  }
+  check(cuda::launchConvert(dst, src, n, cudaStreamOf(current)), "device::convert (kernel launch)");
+}
+
+namespace {
+std::atomic<size_t> stagingInUse{0}, stagingPeak{0};
+std::mutex stagingLock;
+std::unordered_map<void *, size_t> stagingSizes;
+} // namespace
+
+// Stream-ordered, so the staging of one op is reused by the next op on the
+// same stream without a host synchronization.
+void *allocateStaging(size_t bytes) {
+  if (bytes == 0)
+    return nullptr;
+  void *p = nullptr;
+  check(cudaMallocAsync(&p, bytes, cudaStreamOf(current)), "cudaMallocAsync (op staging)");
+  std::lock_guard<std::mutex> guard(stagingLock);
+  stagingSizes[p] = bytes;
+  const size_t now = stagingInUse += bytes;
+  stagingPeak = std::max(stagingPeak.load(), now);
+  return p;
+}
+
+void releaseStaging(void *p) {
+  if (!p)
+    return;
+  check(cudaFreeAsync(p, cudaStreamOf(current)), "cudaFreeAsync (op staging)");
+  std::lock_guard<std::mutex> guard(stagingLock);
+  auto it = stagingSizes.find(p);
+  if (it != stagingSizes.end()) {
+    stagingInUse -= it->second;
+    stagingSizes.erase(it);
+  }
+}
+
+size_t stagingPeakBytes() { return stagingPeak; }
 
 } // namespace mist::rt::device

@@ -19,21 +19,25 @@ public:
       : inner(std::move(inner)) {}
   int rank() const override { return inner->rank(); }
   int size() const override { return inner->size(); }
-  void allReduceSum(float *data, size_t n) override {
+  using Communicator::allGather;
+  using Communicator::allReduceSum;
+  using Communicator::broadcast;
+  using Communicator::reduceScatterSum;
+  void allReduceSum(void *data, size_t n, DType type) override {
     settle();
-    inner->allReduceSum(data, n);
+    inner->allReduceSum(data, n, type);
   }
-  void allGather(const float *in, float *out, size_t nPerRank) override {
+  void allGather(const void *in, void *out, size_t nPerRank, DType type) override {
     settle();
-    inner->allGather(in, out, nPerRank);
+    inner->allGather(in, out, nPerRank, type);
   }
-  void reduceScatterSum(const float *in, float *out, size_t nPerRank) override {
+  void reduceScatterSum(const void *in, void *out, size_t nPerRank, DType type) override {
     settle();
-    inner->reduceScatterSum(in, out, nPerRank);
+    inner->reduceScatterSum(in, out, nPerRank, type);
   }
-  void broadcast(float *data, size_t n, int root) override {
+  void broadcast(void *data, size_t n, int root, DType type) override {
     settle();
-    inner->broadcast(data, n, root);
+    inner->broadcast(data, n, root, type);
   }
   void send(const void *data, size_t bytes, int peer, int tag) override {
     settle();

@@ -36,17 +36,37 @@ template <typename T> __global__ void fillKernel(T *dst, size_t n, T value) {
     dst[i] = value;
 }
 
-__global__ void accumulateKernel(float *dst, const float *src, size_t n) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    dst[i] += src[i];
+/// Element i of a tensor of either type, as fp32, and back.
+__device__ inline float load(const void *p, DType t, size_t i) {
+  return t == DType::F32 ? static_cast<const float *>(p)[i]
+                         : fromBf16(static_cast<const uint16_t *>(p)[i]);
+}
+__device__ inline void store(void *p, DType t, size_t i, float x) {
+  if (t == DType::F32)
+    static_cast<float *>(p)[i] = x;
+  else
+    static_cast<uint16_t *>(p)[i] = toBf16(x);
 }
 
-__global__ void accumulateSquaresKernel(double *sum, const float *x, size_t n) {
-  double s = 0;
+__global__ void accumulateKernel(void *dst, DType dt, const void *src, DType st, size_t n) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x)
-    s += double(x[i]) * double(x[i]);
+    store(dst, dt, i, load(dst, dt, i) + load(src, st, i));
+}
+
+__global__ void convertKernel(void *dst, DType dt, const void *src, DType st, size_t n) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    store(dst, dt, i, load(src, st, i));
+}
+
+__global__ void accumulateSquaresKernel(double *sum, const void *x, DType t, size_t n) {
+  double s = 0;
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const double v = load(x, t, i);
+    s += v * v;
+  }
   s = blockReduce(s, 0.0, Sum());
   if (threadIdx.x == 0)
     atomicAdd(sum, s);
@@ -69,17 +89,27 @@ cudaError_t launchFillIds(int32_t *dst, size_t n, int32_t value, cudaStream_t st
   return fill(dst, n, value, stream);
 }
 
-cudaError_t launchAccumulate(float *dst, const float *src, size_t n, cudaStream_t stream) {
+cudaError_t launchAccumulate(Tensor dst, ConstTensor src, size_t n, cudaStream_t stream) {
   if (n == 0)
     return cudaSuccess;
-  accumulateKernel<<<blocksFor(n, maxBlocks), threads, 0, stream>>>(dst, src, n);
+  accumulateKernel<<<blocksFor(n, maxBlocks), threads, 0, stream>>>(dst.data, dst.dtype, src.data,
+                                                                    src.dtype, n);
   return cudaGetLastError();
 }
 
-cudaError_t launchAccumulateSquares(double *sum, const float *x, size_t n, cudaStream_t stream) {
+cudaError_t launchConvert(Tensor dst, ConstTensor src, size_t n, cudaStream_t stream) {
   if (n == 0)
     return cudaSuccess;
-  accumulateSquaresKernel<<<blocksFor(n, maxSumBlocks), threads, 0, stream>>>(sum, x, n);
+  convertKernel<<<blocksFor(n, maxBlocks), threads, 0, stream>>>(dst.data, dst.dtype, src.data,
+                                                                 src.dtype, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launchAccumulateSquares(double *sum, ConstTensor x, size_t n, cudaStream_t stream) {
+  if (n == 0)
+    return cudaSuccess;
+  accumulateSquaresKernel<<<blocksFor(n, maxSumBlocks), threads, 0, stream>>>(sum, x.data, x.dtype,
+                                                                              n);
   return cudaGetLastError();
 }
 

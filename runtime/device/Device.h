@@ -27,6 +27,8 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/device/Tensor.h"
+
 namespace mist::rt::device {
 
 /// What this binary runs on: "cpu" or "cuda".
@@ -72,9 +74,21 @@ void copy(void *dst, const void *src, size_t bytes);
 /// dst[0..n) = value, on the current stream.
 void fill(float *dst, size_t n, float value);
 void fillIds(int32_t *dst, size_t n, int32_t value);
-/// dst[i] += src[i], on the current stream.
-void accumulate(float *dst, const float *src, size_t n);
+/// `bytes` of zeros at dst (zero is all-zero bits in every DType), on the current stream.
+void fillZero(void *dst, size_t bytes);
+/// dst[i] += src[i] (any DTypes; the sum in fp32, rounded to dst's type), on the current stream.
+void accumulate(Tensor dst, ConstTensor src, size_t n);
 /// *sum (device memory, one double) += the sum of x[i]^2, on the current stream.
-void accumulateSquares(double *sum, const float *x, size_t n);
+void accumulateSquares(double *sum, ConstTensor x, size_t n);
+/// dst[i] = src[i] converted to dst's type (bf16: rounded to nearest even).
+void convert(Tensor dst, ConstTensor src, size_t n);
+
+/// Transient memory for ops whose kernels compute in fp32 on bf16 tensors
+/// (runtime/ops/Fp32Staging.h): an fp32 copy of an operand for the length
+/// of one op. It is not part of the tensors the performance model counts,
+/// so it is kept out of bytesInUse / peakBytes and reported on its own.
+void *allocateStaging(size_t bytes);
+void releaseStaging(void *p);
+size_t stagingPeakBytes();
 
 } // namespace mist::rt::device

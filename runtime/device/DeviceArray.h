@@ -116,8 +116,8 @@ private:
   bool owner = true;
 };
 
-template <> inline void DeviceArray<float>::fillZero() { device::fill(ptr, n, 0.f); }
-template <> inline void DeviceArray<int32_t>::fillZero() { device::fillIds(ptr, n, 0); }
+// Zero is all-zero bits for every element type the runtime keeps.
+template <class T> void DeviceArray<T>::fillZero() { device::fillZero(ptr, n * sizeof(T)); }
 
 /// Pinned host memory for the offloaded parts of tensors.
 template <class T> class HostArray {

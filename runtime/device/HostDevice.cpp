@@ -115,16 +115,87 @@ void copy(void *dst, const void *src, size_t bytes) {
 void fill(float *dst, size_t n, float value) { std::fill(dst, dst + n, value); }
 void fillIds(int32_t *dst, size_t n, int32_t value) { std::fill(dst, dst + n, value); }
 
-void accumulate(float *dst, const float *src, size_t n) {
-  for (size_t i = 0; i < n; ++i)
-    dst[i] += src[i];
+void fillZero(void *dst, size_t bytes) {
+  if (bytes)
+    std::memset(dst, 0, bytes);
 }
 
-void accumulateSquares(double *sum, const float *x, size_t n) {
-  double s = 0;
+namespace {
+float load(ConstTensor t, size_t i) {
+  return t.dtype == DType::F32 ? static_cast<const float *>(t.data)[i]
+                               : fromBf16(static_cast<const uint16_t *>(t.data)[i]);
+}
+void store(Tensor t, size_t i, float x) {
+  if (t.dtype == DType::F32)
+    static_cast<float *>(t.data)[i] = x;
+  else
+    static_cast<uint16_t *>(t.data)[i] = toBf16(x);
+}
+
+struct StagingAccounting {
+  std::mutex lock;
+  std::unordered_map<void *, size_t> sizes;
+  size_t inUse = 0, peak = 0;
+};
+StagingAccounting &staging() {
+  static StagingAccounting s;
+  return s;
+}
+} // namespace
+
+void accumulate(Tensor dst, ConstTensor src, size_t n) {
   for (size_t i = 0; i < n; ++i)
-    s += double(x[i]) * x[i];
+    store(dst, i, load(dst, i) + load(src, i));
+}
+
+void accumulateSquares(double *sum, ConstTensor x, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = load(x, i);
+    s += v * v;
+  }
   *sum += s;
 }
+
+void convert(Tensor dst, ConstTensor src, size_t n) {
+  if (dst.dtype == src.dtype) {
+    copy(dst.data, src.data, n * bytesOf(dst.dtype));
+    return;
+  }
+  for (size_t i = 0; i < n; ++i)
+    store(dst, i, load(src, i));
+}
+
+void *allocateStaging(size_t bytes) {
+  if (bytes == 0)
+    return nullptr;
+  void *p = alignedAllocate(bytes);
+  if (!p)
+    abortJob("out of memory staging an op's operands in fp32: " +
+             std::to_string(double(bytes) / (1 << 20)) + " MiB requested");
+  StagingAccounting &s = staging();
+  std::lock_guard<std::mutex> guard(s.lock);
+  s.sizes[p] = bytes;
+  s.inUse += bytes;
+  s.peak = std::max(s.peak, s.inUse);
+  return p;
+}
+
+void releaseStaging(void *p) {
+  if (!p)
+    return;
+  StagingAccounting &s = staging();
+  {
+    std::lock_guard<std::mutex> guard(s.lock);
+    auto it = s.sizes.find(p);
+    if (it != s.sizes.end()) {
+      s.inUse -= it->second;
+      s.sizes.erase(it);
+    }
+  }
+  std::free(p);
+}
+
+size_t stagingPeakBytes() { return staging().peak; }
 
 } // namespace mist::rt::device

@@ -1,6 +1,7 @@
 //===- CpuOps.cpp - The IR's ops on CPU ranks, over the reference kernels -===//
 #include "runtime/ops/Ops.h"
 
+#include "runtime/ops/Fp32Staging.h"
 #include "stdlib/kernels/adamw/AdamW.h"
 
 #include "stdlib/kernels/activation/Activation.h"
@@ -19,143 +20,199 @@ namespace k = mist::kernels;
 
 namespace mist::rt::ops {
 
-void embedding(float *out, const int32_t *ids, const float *table, Index tokens, Index channels,
+void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart) {
-  k::embeddingFwdRef({out, ids, table, nullptr, nullptr, tokens, channels, vocab, vocabStart});
+  Fp32Staging st;
+  k::embeddingFwdRef({st.out(out, tokens * channels), ids, st.in(table, vocab * channels), nullptr,
+                      nullptr, tokens, channels, vocab, vocabStart});
 }
 
-void embeddingGrad(float *dtable, const float *dout, const int32_t *ids, Index tokens,
+void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index tokens,
                    Index channels, Index vocab, Index vocabStart) {
-  k::embeddingBwdRef({nullptr, ids, nullptr, dtable, dout, tokens, channels, vocab, vocabStart});
+  Fp32Staging st;
+  k::embeddingBwdRef({nullptr, ids, nullptr, st.inout(dtable, vocab * channels),
+                      st.in(dout, tokens * channels), tokens, channels, vocab, vocabStart});
 }
 
-void positionEmbedding(float *out, const float *table, Index batch, Index seq, Index channels) {
-  k::positionEmbeddingFwdRef({out, table, nullptr, nullptr, batch, seq, channels});
+void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels) {
+  Fp32Staging st;
+  k::positionEmbeddingFwdRef({st.out(out, batch * seq * channels), st.in(table, seq * channels),
+                              nullptr, nullptr, batch, seq, channels});
 }
 
-void positionEmbeddingGrad(float *dtable, const float *dout, Index batch, Index seq,
+void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq,
                            Index channels) {
-  k::positionEmbeddingBwdRef({nullptr, nullptr, dtable, dout, batch, seq, channels});
+  Fp32Staging st;
+  k::positionEmbeddingBwdRef({nullptr, nullptr, st.inout(dtable, seq * channels),
+                              st.in(dout, batch * seq * channels), batch, seq, channels});
 }
 
-void add(float *out, const float *a, const float *b, Index n) {
+void add(Tensor outT, ConstTensor aT, ConstTensor bT, Index n) {
+  Fp32Staging st;
+  const float *a = st.in(aT, n), *b = st.in(bT, n);
+  float *out = st.out(outT, n);
   for (Index i = 0; i < n; ++i)
     out[i] = a[i] + b[i];
 }
 
-void copy(float *out, const float *in, Index n) {
-  for (Index i = 0; i < n; ++i)
-    out[i] = in[i];
-}
+void copy(Tensor out, ConstTensor in, Index n) { device::convert(out, in, size_t(n)); }
 
-void layerNorm(float *out, float *stats, const float *x, const float *weight, const float *bias,
+void layerNorm(Tensor out, Tensor statsT, ConstTensor x, ConstTensor weight, ConstTensor bias,
                Index rows, Index channels, float eps) {
+  Fp32Staging st;
   std::vector<float> mean(rows), rstd(rows);
-  k::layerNormFwdRef({out, mean.data(), rstd.data(), x, weight, bias, nullptr, nullptr, nullptr,
-                      nullptr, rows, channels, eps});
+  k::layerNormFwdRef({st.out(out, rows * channels), mean.data(), rstd.data(),
+                      st.in(x, rows * channels), st.in(weight, channels), st.in(bias, channels),
+                      nullptr, nullptr, nullptr, nullptr, rows, channels, eps});
+  float *stats = st.out(statsT, 2 * rows);
   for (Index n = 0; n < rows; ++n) {
     stats[2 * n] = mean[n];
     stats[2 * n + 1] = rstd[n];
   }
 }
 
-void layerNormGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                   const float *weight, const float *stats, Index rows, Index channels) {
+void layerNormGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
+                   ConstTensor weight, ConstTensor statsT, Index rows, Index channels) {
+  Fp32Staging st;
+  const float *stats = st.in(statsT, 2 * rows);
   std::vector<float> mean(rows), rstd(rows);
   for (Index n = 0; n < rows; ++n) {
     mean[n] = stats[2 * n];
     rstd[n] = stats[2 * n + 1];
   }
-  k::layerNormBwdRef({nullptr, mean.data(), rstd.data(), x, weight, nullptr, dx, dweight, dbias,
-                      dout, rows, channels, 0.f});
+  k::layerNormBwdRef({nullptr, mean.data(), rstd.data(), st.in(x, rows * channels),
+                      st.in(weight, channels), nullptr, st.out(dx, rows * channels),
+                      st.inout(dweight, channels), st.inout(dbias, channels),
+                      st.in(dout, rows * channels), rows, channels, 0.f});
 }
 
-void rmsNorm(float *out, float *stats, const float *x, const float *weight, Index rows,
+void rmsNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, Index rows,
              Index channels, float eps) {
-  k::rmsNormFwdRef({out, stats, x, weight, nullptr, nullptr, nullptr, rows, channels, eps});
+  Fp32Staging st;
+  k::rmsNormFwdRef({st.out(out, rows * channels), st.out(stats, rows), st.in(x, rows * channels),
+                    st.in(weight, channels), nullptr, nullptr, nullptr, rows, channels, eps});
 }
 
-void rmsNormGrad(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
-                 const float *stats, Index rows, Index channels) {
-  k::rmsNormBwdRef(
-      {nullptr, const_cast<float *>(stats), x, weight, dx, dweight, dout, rows, channels, 0.f});
+void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, ConstTensor weight,
+                 ConstTensor stats, Index rows, Index channels) {
+  Fp32Staging st;
+  k::rmsNormBwdRef({nullptr, const_cast<float *>(st.in(stats, rows)), st.in(x, rows * channels),
+                    st.in(weight, channels), st.out(dx, rows * channels),
+                    st.inout(dweight, channels), st.in(dout, rows * channels), rows, channels,
+                    0.f});
 }
 
-void linear(float *out, const float *x, const float *weight, const float *bias, Index rows,
-            Index in, Index outF) {
-  k::linearFwdRef({out, x, weight, bias, nullptr, nullptr, nullptr, nullptr, rows, in, outF});
+void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Index rows, Index in,
+            Index outF) {
+  Fp32Staging st;
+  k::linearFwdRef({st.out(out, rows * outF), st.in(x, rows * in), st.in(weight, in * outF),
+                   st.in(bias, outF), nullptr, nullptr, nullptr, nullptr, rows, in, outF});
 }
 
-void linearGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                const float *weight, Index rows, Index in, Index outF) {
-  k::linearBwdRef({nullptr, x, weight, nullptr, dx, dweight, dbias, dout, rows, in, outF});
+void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
+                ConstTensor weight, Index rows, Index in, Index outF) {
+  Fp32Staging st;
+  k::linearBwdRef({nullptr, st.in(x, rows * in), st.in(weight, in * outF), nullptr,
+                   st.out(dx, rows * in), st.inout(dweight, in * outF), st.inout(dbias, outF),
+                   st.in(dout, rows * outF), rows, in, outF});
 }
 
-void lmHead(float *logits, const float *x, const float *table, Index rows, Index channels,
+void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab) {
-  k::lmHeadFwdRef(logits, x, table, rows, channels, vocab);
+  Fp32Staging st;
+  k::lmHeadFwdRef(st.out(logits, rows * vocab), st.in(x, rows * channels),
+                  st.in(table, vocab * channels), rows, channels, vocab);
 }
 
-void lmHeadGrad(float *dx, float *dtable, const float *dlogits, const float *x, const float *table,
+void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, ConstTensor table,
                 Index rows, Index channels, Index vocab) {
-  k::lmHeadBwdRef(dx, dtable, dlogits, x, table, rows, channels, vocab);
+  Fp32Staging st;
+  k::lmHeadBwdRef(st.out(dx, rows * channels), st.inout(dtable, vocab * channels),
+                  st.in(dlogits, rows * vocab), st.in(x, rows * channels),
+                  st.in(table, vocab * channels), rows, channels, vocab);
 }
 
-void attention(float *out, float *lse, const float *q, const float *k, const float *v,
-               Index qStride, Index kvStride, const AttentionShape &s) {
-  k::attentionFwdRef({out, lse, q, k, v, nullptr, nullptr, nullptr, nullptr, s.batch, s.seq,
-                      s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal});
+void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor v, Index qStride,
+               Index kvStride, const AttentionShape &s) {
+  Fp32Staging st;
+  const Index tokens = s.batch * s.seq, width = s.heads * s.headDim;
+  auto [q32, k32, v32] = st.inQkv(q, k, v, tokens, qStride, kvStride, width, s.kvHeads * s.headDim);
+  k::attentionFwdRef({st.out(out, tokens * width), st.out(lse, tokens * s.heads), q32, k32, v32,
+                      nullptr, nullptr, nullptr, nullptr, s.batch, s.seq, s.heads, s.kvHeads,
+                      s.headDim, qStride, kvStride, s.causal});
 }
 
-void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                   const float *k, const float *v, const float *out, const float *lse,
-                   Index qStride, Index kvStride, const AttentionShape &s) {
-  k::attentionBwdRef({const_cast<float *>(out), const_cast<float *>(lse), q, k, v, dq, dk, dv, dout,
-                      s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal});
+void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTensor q, ConstTensor k,
+                   ConstTensor v, ConstTensor out, ConstTensor lse, Index qStride, Index kvStride,
+                   const AttentionShape &s) {
+  Fp32Staging st;
+  const Index tokens = s.batch * s.seq, width = s.heads * s.headDim,
+              kvWidth = s.kvHeads * s.headDim;
+  auto [q32, k32, v32] = st.inQkv(q, k, v, tokens, qStride, kvStride, width, kvWidth);
+  auto [dq32, dk32, dv32] = st.outQkv(dq, dk, dv, tokens, qStride, kvStride, width, kvWidth);
+  k::attentionBwdRef({const_cast<float *>(st.in(out, tokens * width)),
+                      const_cast<float *>(st.in(lse, tokens * s.heads)), q32, k32, v32, dq32, dk32,
+                      dv32, st.in(dout, tokens * width), s.batch, s.seq, s.heads, s.kvHeads,
+                      s.headDim, qStride, kvStride, s.causal});
 }
 
-void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
+void rope(Tensor out, ConstTensor x, Index batch, Index seq, Index heads, Index headDim,
           float theta, Index rotaryDim) {
-  k::ropeRef({out, x, batch, seq, heads, headDim, theta, false, rotaryDim});
+  Fp32Staging st;
+  const Index n = batch * seq * heads * headDim;
+  k::ropeRef({st.out(out, n), st.in(x, n), batch, seq, heads, headDim, theta, false, rotaryDim});
 }
 
-void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
+void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, Index headDim,
               float theta, Index rotaryDim) {
-  k::ropeRef({dx, dout, batch, seq, heads, headDim, theta, true, rotaryDim});
+  Fp32Staging st;
+  const Index n = batch * seq * heads * headDim;
+  k::ropeRef({st.out(dx, n), st.in(dout, n), batch, seq, heads, headDim, theta, true, rotaryDim});
 }
 
-void gelu(float *out, const float *x, Index n) {
-  k::geluFwdRef({out, x, nullptr, nullptr, nullptr, nullptr, n});
+void gelu(Tensor out, ConstTensor x, Index n) {
+  Fp32Staging st;
+  k::geluFwdRef({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
 }
-void geluGrad(float *dx, const float *dout, const float *x, Index n) {
-  k::geluBwdRef({nullptr, x, nullptr, dx, nullptr, dout, n});
+void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
+  Fp32Staging st;
+  k::geluBwdRef({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
 }
-void silu(float *out, const float *x, Index n) {
-  k::siluFwdRef({out, x, nullptr, nullptr, nullptr, nullptr, n});
+void silu(Tensor out, ConstTensor x, Index n) {
+  Fp32Staging st;
+  k::siluFwdRef({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
 }
-void siluGrad(float *dx, const float *dout, const float *x, Index n) {
-  k::siluBwdRef({nullptr, x, nullptr, dx, nullptr, dout, n});
+void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
+  Fp32Staging st;
+  k::siluBwdRef({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
 }
-void mul(float *out, const float *a, const float *b, Index n) {
-  k::mulFwdRef({out, a, b, nullptr, nullptr, nullptr, n});
+void mul(Tensor out, ConstTensor a, ConstTensor b, Index n) {
+  Fp32Staging st;
+  k::mulFwdRef({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n});
 }
-void mulGrad(float *da, float *db, const float *dout, const float *a, const float *b, Index n) {
-  k::mulBwdRef({nullptr, a, b, da, db, dout, n});
+void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor b, Index n) {
+  Fp32Staging st;
+  k::mulBwdRef(
+      {nullptr, st.in(a, n), st.in(b, n), st.out(da, n), st.out(db, n), st.in(dout, n), n});
 }
 
-void crossEntropyRowMax(float *rowMax, const float *logits, Index rows, Index vocab) {
-  k::crossEntropyMaxRef({logits, nullptr, rowMax, nullptr, nullptr, nullptr, rows, vocab, 0, rows});
+void crossEntropyRowMax(float *rowMax, ConstTensor logits, Index rows, Index vocab) {
+  Fp32Staging st;
+  k::crossEntropyMaxRef({st.in(logits, rows * vocab), nullptr, rowMax, nullptr, nullptr, nullptr,
+                         rows, vocab, 0, rows});
 }
 
-void crossEntropyRowSums(float *sumExp, float *targetLogit, const float *logits,
+void crossEntropyRowSums(float *sumExp, float *targetLogit, ConstTensor logits,
                          const int32_t *targets, const float *rowMax, Index rows, Index vocab,
                          Index vocabStart) {
-  k::crossEntropySumRef({logits, targets, const_cast<float *>(rowMax), sumExp, targetLogit, nullptr,
-                         rows, vocab, vocabStart, rows});
+  Fp32Staging st;
+  k::crossEntropySumRef({st.in(logits, rows * vocab), targets, const_cast<float *>(rowMax), sumExp,
+                         targetLogit, nullptr, rows, vocab, vocabStart, rows});
 }
 
-void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const float *sumExp,
+void crossEntropyFinish(Tensor lossT, Tensor statsT, const float *rowMax, const float *sumExp,
                         const float *targetLogit, Index rows) {
+  float *stats = statsT.f32(), *loss = lossT.f32(); // the IR keeps both in fp32
   for (Index n = 0; n < rows; ++n) {
     stats[2 * n] = rowMax[n];
     stats[2 * n + 1] = rowMax[n] + std::log(sumExp[n]);
@@ -165,16 +222,18 @@ void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const fl
        const_cast<float *>(targetLogit), nullptr, rows, 0, 0, rows}));
 }
 
-void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
-                      const int32_t *targets, const float *stats, Index rows, Index vocab,
-                      Index vocabStart) {
+void crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits, const int32_t *targets,
+                      ConstTensor statsT, Index rows, Index vocab, Index vocabStart) {
+  Fp32Staging st;
+  const float *stats = statsT.f32();
   std::vector<float> rowMax(rows), sumExp(rows);
   for (Index n = 0; n < rows; ++n) {
     rowMax[n] = stats[2 * n];
     sumExp[n] = std::exp(stats[2 * n + 1] - stats[2 * n]);
   }
-  k::crossEntropyBwdRef({logits, targets, rowMax.data(), sumExp.data(), nullptr, dlogits, rows,
-                         vocab, vocabStart, rows, *dloss});
+  k::crossEntropyBwdRef({st.in(logits, rows * vocab), targets, rowMax.data(), sumExp.data(),
+                         nullptr, st.out(dlogits, rows * vocab), rows, vocab, vocabStart, rows,
+                         *dloss.f32()});
 }
 
 void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
@@ -186,10 +245,11 @@ void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
   }
 }
 
-void adamW(float *master, float *m, float *v, float *param, const float *grad, Index n,
+void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, Index n,
            const AdamWStep &s) {
-  k::adamWRef({master, m, v, param, grad, n, s.lr, s.beta1, s.beta2, s.eps, s.weightDecay,
-               s.gradScale, s.step});
+  Fp32Staging st;
+  k::adamWRef({master, m, v, st.out(param, n), st.in(grad, n), n, s.lr, s.beta1, s.beta2, s.eps,
+               s.weightDecay, s.gradScale, s.step});
 }
 
 } // namespace mist::rt::ops

@@ -22,6 +22,7 @@
 
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/device/Device.h"
+#include "runtime/ops/Fp32Staging.h"
 #include "stdlib/kernels/activation/ActivationCuda.h"
 #include "stdlib/kernels/adamw/AdamWCuda.h"
 #include "stdlib/kernels/attention/AttentionCuda.h"
@@ -185,109 +186,151 @@ void requireHeadDim(Index headDim, const char *op) {
 
 //===----------------------------------------------------------------------===//
 // Embeddings and elementwise
+//
+// Every op stages its bf16 operands in fp32 (Fp32Staging.h) around the fp32
+// kernels: the same numerics as a native bf16 kernel with fp32 accumulation,
+// at the cost of the conversions; fp32 operands pass through untouched.
 //===----------------------------------------------------------------------===//
 
-void embedding(float *out, const int32_t *ids, const float *table, Index tokens, Index channels,
+void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart) {
-  check(
-      k::embeddingFwdCuda({out, ids, table, nullptr, nullptr, tokens, channels, vocab, vocabStart},
-                          currentStream()),
-      "embedding");
+  Fp32Staging st;
+  check(k::embeddingFwdCuda({st.out(out, tokens * channels), ids, st.in(table, vocab * channels),
+                             nullptr, nullptr, tokens, channels, vocab, vocabStart},
+                            currentStream()),
+        "embedding");
 }
 
-void embeddingGrad(float *dtable, const float *dout, const int32_t *ids, Index tokens,
+void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index tokens,
                    Index channels, Index vocab, Index vocabStart) {
-  check(k::embeddingBwdCuda(
-            {nullptr, ids, nullptr, dtable, dout, tokens, channels, vocab, vocabStart},
-            currentStream()),
+  Fp32Staging st;
+  check(k::embeddingBwdCuda({nullptr, ids, nullptr, st.inout(dtable, vocab * channels),
+                             st.in(dout, tokens * channels), tokens, channels, vocab, vocabStart},
+                            currentStream()),
         "embeddingGrad");
 }
 
-void positionEmbedding(float *out, const float *table, Index batch, Index seq, Index channels) {
-  check(k::positionEmbeddingFwdCuda({out, table, nullptr, nullptr, batch, seq, channels},
+void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels) {
+  Fp32Staging st;
+  check(k::positionEmbeddingFwdCuda({st.out(out, batch * seq * channels),
+                                     st.in(table, seq * channels), nullptr, nullptr, batch, seq,
+                                     channels},
                                     currentStream()),
         "positionEmbedding");
 }
 
-void positionEmbeddingGrad(float *dtable, const float *dout, Index batch, Index seq,
+void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq,
                            Index channels) {
-  check(k::positionEmbeddingBwdCuda({nullptr, nullptr, dtable, dout, batch, seq, channels},
+  Fp32Staging st;
+  check(k::positionEmbeddingBwdCuda({nullptr, nullptr, st.inout(dtable, seq * channels),
+                                     st.in(dout, batch * seq * channels), batch, seq, channels},
                                     currentStream()),
         "positionEmbeddingGrad");
 }
 
-void add(float *out, const float *a, const float *b, Index n) {
-  check(k::addFwdCuda({out, a, b, nullptr, nullptr, nullptr, n}, currentStream()), "add");
+void add(Tensor out, ConstTensor a, ConstTensor b, Index n) {
+  Fp32Staging st;
+  check(k::addFwdCuda({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n},
+                      currentStream()),
+        "add");
 }
 
-void copy(float *out, const float *in, Index n) {
-  size_t bytes = elements(n, "copy") * sizeof(float);
-  if (bytes == 0 || out == in)
+void copy(Tensor out, ConstTensor in, Index n) {
+  if (elements(n, "copy") == 0 || out.data == in.data)
     return;
-  check(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, currentStream()), "copy");
+  device::convert(out, in, size_t(n));
 }
 
-void gelu(float *out, const float *x, Index n) {
-  check(k::geluFwdCuda({out, x, nullptr, nullptr, nullptr, nullptr, n}, currentStream()), "gelu");
+void gelu(Tensor out, ConstTensor x, Index n) {
+  Fp32Staging st;
+  check(k::geluFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
+                       currentStream()),
+        "gelu");
 }
 
-void geluGrad(float *dx, const float *dout, const float *x, Index n) {
-  check(k::geluBwdCuda({nullptr, x, nullptr, dx, nullptr, dout, n}, currentStream()), "geluGrad");
+void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
+  Fp32Staging st;
+  check(k::geluBwdCuda({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n},
+                       currentStream()),
+        "geluGrad");
 }
 
-void silu(float *out, const float *x, Index n) {
-  check(k::siluFwdCuda({out, x, nullptr, nullptr, nullptr, nullptr, n}, currentStream()), "silu");
+void silu(Tensor out, ConstTensor x, Index n) {
+  Fp32Staging st;
+  check(k::siluFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
+                       currentStream()),
+        "silu");
 }
 
-void siluGrad(float *dx, const float *dout, const float *x, Index n) {
-  check(k::siluBwdCuda({nullptr, x, nullptr, dx, nullptr, dout, n}, currentStream()), "siluGrad");
+void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
+  Fp32Staging st;
+  check(k::siluBwdCuda({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n},
+                       currentStream()),
+        "siluGrad");
 }
 
-void mul(float *out, const float *a, const float *b, Index n) {
-  check(k::mulFwdCuda({out, a, b, nullptr, nullptr, nullptr, n}, currentStream()), "mul");
+void mul(Tensor out, ConstTensor a, ConstTensor b, Index n) {
+  Fp32Staging st;
+  check(k::mulFwdCuda({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n},
+                      currentStream()),
+        "mul");
 }
 
-void mulGrad(float *da, float *db, const float *dout, const float *a, const float *b, Index n) {
-  check(k::mulBwdCuda({nullptr, a, b, da, db, dout, n}, currentStream()), "mulGrad");
+void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor b, Index n) {
+  Fp32Staging st;
+  check(k::mulBwdCuda(
+            {nullptr, st.in(a, n), st.in(b, n), st.out(da, n), st.out(db, n), st.in(dout, n), n},
+            currentStream()),
+        "mulGrad");
 }
 
 //===----------------------------------------------------------------------===//
 // Norms
 //===----------------------------------------------------------------------===//
 
-void layerNorm(float *out, float *stats, const float *x, const float *weight, const float *bias,
+void layerNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, ConstTensor bias,
                Index rows, Index channels, float eps) {
   cudaStream_t s = currentStream();
+  Fp32Staging st;
   float *mean = scratch(stateOf(s), 2 * elements(rows, "layerNorm")), *rstd = mean + rows;
-  check(k::layerNormFwdCuda({out, mean, rstd, x, weight, bias, nullptr, nullptr, nullptr, nullptr,
-                             rows, channels, eps},
+  check(k::layerNormFwdCuda({st.out(out, rows * channels), mean, rstd, st.in(x, rows * channels),
+                             st.in(weight, channels), st.in(bias, channels), nullptr, nullptr,
+                             nullptr, nullptr, rows, channels, eps},
                             s),
         "layerNorm");
-  check(interleave<false>(stats, mean, rstd, rows, s), "layerNorm (stats)");
+  check(interleave<false>(stats.f32(), mean, rstd, rows, s), "layerNorm (stats)");
 }
 
-void layerNormGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                   const float *weight, const float *stats, Index rows, Index channels) {
+void layerNormGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
+                   ConstTensor weight, ConstTensor stats, Index rows, Index channels) {
   cudaStream_t s = currentStream();
+  Fp32Staging st;
   float *mean = scratch(stateOf(s), 2 * elements(rows, "layerNormGrad")), *rstd = mean + rows;
-  check(deinterleave<false>(mean, rstd, stats, rows, s), "layerNormGrad (stats)");
-  check(k::layerNormBwdCuda({nullptr, mean, rstd, x, weight, nullptr, dx, dweight, dbias, dout,
-                             rows, channels, 0.f},
+  check(deinterleave<false>(mean, rstd, stats.f32(), rows, s), "layerNormGrad (stats)");
+  check(k::layerNormBwdCuda({nullptr, mean, rstd, st.in(x, rows * channels),
+                             st.in(weight, channels), nullptr, st.out(dx, rows * channels),
+                             st.inout(dweight, channels), st.inout(dbias, channels),
+                             st.in(dout, rows * channels), rows, channels, 0.f},
                             s),
         "layerNormGrad");
 }
 
-void rmsNorm(float *out, float *stats, const float *x, const float *weight, Index rows,
+void rmsNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, Index rows,
              Index channels, float eps) {
+  Fp32Staging st;
   // The IR's [N, 1] statistics are the kernel's rstd as they are.
-  check(k::rmsNormFwdCuda({out, stats, x, weight, nullptr, nullptr, nullptr, rows, channels, eps},
+  check(k::rmsNormFwdCuda({st.out(out, rows * channels), stats.f32(), st.in(x, rows * channels),
+                           st.in(weight, channels), nullptr, nullptr, nullptr, rows, channels, eps},
                           currentStream()),
         "rmsNorm");
 }
 
-void rmsNormGrad(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
-                 const float *stats, Index rows, Index channels) {
-  check(k::rmsNormBwdCuda({nullptr, const_cast<float *>(stats), x, weight, dx, dweight, dout, rows,
+void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, ConstTensor weight,
+                 ConstTensor stats, Index rows, Index channels) {
+  Fp32Staging st;
+  check(k::rmsNormBwdCuda({nullptr, const_cast<float *>(stats.f32()), st.in(x, rows * channels),
+                           st.in(weight, channels), st.out(dx, rows * channels),
+                           st.inout(dweight, channels), st.in(dout, rows * channels), rows,
                            channels, 0.f},
                           currentStream()),
         "rmsNormGrad");
@@ -297,19 +340,24 @@ void rmsNormGrad(float *dx, float *dweight, const float *dout, const float *x, c
 // Linear and the LM head
 //===----------------------------------------------------------------------===//
 
-void linear(float *out, const float *x, const float *weight, const float *bias, Index rows,
-            Index in, Index outF) {
+void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Index rows, Index in,
+            Index outF) {
   cudaStream_t s = currentStream();
-  check(k::linearFwdCuda({out, x, weight, bias, nullptr, nullptr, nullptr, nullptr, rows, in, outF},
+  Fp32Staging st;
+  check(k::linearFwdCuda({st.out(out, rows * outF), st.in(x, rows * in), st.in(weight, in * outF),
+                          st.in(bias, outF), nullptr, nullptr, nullptr, nullptr, rows, in, outF},
                          s, &stateOf(s).linear),
         "linear");
 }
 
-void linearGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                const float *weight, Index rows, Index in, Index outF) {
+void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
+                ConstTensor weight, Index rows, Index in, Index outF) {
   cudaStream_t s = currentStream();
-  check(k::linearBwdCuda({nullptr, x, weight, nullptr, dx, dweight, dbias, dout, rows, in, outF}, s,
-                         &stateOf(s).linear),
+  Fp32Staging st;
+  check(k::linearBwdCuda({nullptr, st.in(x, rows * in), st.in(weight, in * outF), nullptr,
+                          st.out(dx, rows * in), st.inout(dweight, in * outF),
+                          st.inout(dbias, outF), st.in(dout, rows * outF), rows, in, outF},
+                         s, &stateOf(s).linear),
         "linearGrad");
 }
 
@@ -320,25 +368,30 @@ void linearGrad(float *dx, float *dweight, float *dbias, const float *dout, cons
 //   dx     = dlogits table   is linear's forward   inp W      (inp = dlogits)
 //   dtable += dlogitsᵀ x     is linear's dweight += inpᵀ dout (inp = dlogits, dout = x)
 
-void lmHead(float *logits, const float *x, const float *table, Index rows, Index channels,
+void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab) {
   cudaStream_t s = currentStream();
-  check(k::linearBwdCuda(
-            {nullptr, nullptr, table, nullptr, logits, nullptr, nullptr, x, rows, vocab, channels},
-            s, &stateOf(s).linear),
+  Fp32Staging st;
+  check(k::linearBwdCuda({nullptr, nullptr, st.in(table, vocab * channels), nullptr,
+                          st.out(logits, rows * vocab), nullptr, nullptr, st.in(x, rows * channels),
+                          rows, vocab, channels},
+                         s, &stateOf(s).linear),
         "lmHead");
 }
 
-void lmHeadGrad(float *dx, float *dtable, const float *dlogits, const float *x, const float *table,
+void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, ConstTensor table,
                 Index rows, Index channels, Index vocab) {
   cudaStream_t s = currentStream();
+  Fp32Staging st;
   k::LinearContext &linearContext = stateOf(s).linear;
-  check(k::linearFwdCuda({dx, dlogits, table, nullptr, nullptr, nullptr, nullptr, nullptr, rows,
-                          vocab, channels},
+  const float *dlogits32 = st.in(dlogits, rows * vocab);
+  check(k::linearFwdCuda({st.out(dx, rows * channels), dlogits32, st.in(table, vocab * channels),
+                          nullptr, nullptr, nullptr, nullptr, nullptr, rows, vocab, channels},
                          s, &linearContext),
         "lmHeadGrad (dx)");
-  check(k::linearBwdCuda({nullptr, dlogits, nullptr, nullptr, nullptr, dtable, nullptr, x, rows,
-                          vocab, channels},
+  check(k::linearBwdCuda({nullptr, dlogits32, nullptr, nullptr, nullptr,
+                          st.inout(dtable, vocab * channels), nullptr, st.in(x, rows * channels),
+                          rows, vocab, channels},
                          s, &linearContext),
         "lmHeadGrad (dtable)");
 }
@@ -347,86 +400,105 @@ void lmHeadGrad(float *dx, float *dtable, const float *dlogits, const float *x, 
 // Attention and rope
 //===----------------------------------------------------------------------===//
 
-void attention(float *out, float *lse, const float *q, const float *k, const float *v,
-               Index qStride, Index kvStride, const AttentionShape &s) {
+void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor v, Index qStride,
+               Index kvStride, const AttentionShape &s) {
   requireHeadDim(s.headDim, "attention");
-  check(k::attentionFwdCuda({out, lse, q, k, v, nullptr, nullptr, nullptr, nullptr, s.batch, s.seq,
-                             s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal},
+  Fp32Staging st;
+  const Index tokens = s.batch * s.seq, width = s.heads * s.headDim;
+  auto [q32, k32, v32] = st.inQkv(q, k, v, tokens, qStride, kvStride, width, s.kvHeads * s.headDim);
+  check(k::attentionFwdCuda({st.out(out, tokens * width), lse.f32(), q32, k32, v32, nullptr,
+                             nullptr, nullptr, nullptr, s.batch, s.seq, s.heads, s.kvHeads,
+                             s.headDim, qStride, kvStride, s.causal},
                             currentStream()),
         "attention");
 }
 
-void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                   const float *k, const float *v, const float *out, const float *lse,
-                   Index qStride, Index kvStride, const AttentionShape &s) {
+void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTensor q, ConstTensor k,
+                   ConstTensor v, ConstTensor out, ConstTensor lse, Index qStride, Index kvStride,
+                   const AttentionShape &s) {
   // dq, dk and dv have q's, k's and v's layouts (strides included), as the
   // IR's fused dqkv buffer has; the kernel writes them (`=`).
   requireHeadDim(s.headDim, "attentionGrad");
-  check(k::attentionBwdCuda({const_cast<float *>(out), const_cast<float *>(lse), q, k, v, dq, dk,
-                             dv, dout, s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride,
-                             kvStride, s.causal},
+  Fp32Staging st;
+  const Index tokens = s.batch * s.seq, width = s.heads * s.headDim,
+              kvWidth = s.kvHeads * s.headDim;
+  auto [q32, k32, v32] = st.inQkv(q, k, v, tokens, qStride, kvStride, width, kvWidth);
+  auto [dq32, dk32, dv32] = st.outQkv(dq, dk, dv, tokens, qStride, kvStride, width, kvWidth);
+  check(k::attentionBwdCuda({const_cast<float *>(st.in(out, tokens * width)),
+                             const_cast<float *>(lse.f32()), q32, k32, v32, dq32, dk32, dv32,
+                             st.in(dout, tokens * width), s.batch, s.seq, s.heads, s.kvHeads,
+                             s.headDim, qStride, kvStride, s.causal},
                             currentStream()),
         "attentionGrad");
 }
 
-void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
+void rope(Tensor out, ConstTensor x, Index batch, Index seq, Index heads, Index headDim,
           float theta, Index rotaryDim) {
-  check(k::ropeCuda({out, x, batch, seq, heads, headDim, theta, false, rotaryDim}, currentStream()),
+  Fp32Staging st;
+  const Index n = batch * seq * heads * headDim;
+  check(k::ropeCuda(
+            {st.out(out, n), st.in(x, n), batch, seq, heads, headDim, theta, false, rotaryDim},
+            currentStream()),
         "rope");
 }
 
-void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
+void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, Index headDim,
               float theta, Index rotaryDim) {
-  check(
-      k::ropeCuda({dx, dout, batch, seq, heads, headDim, theta, true, rotaryDim}, currentStream()),
-      "ropeGrad");
+  Fp32Staging st;
+  const Index n = batch * seq * heads * headDim;
+  check(k::ropeCuda(
+            {st.out(dx, n), st.in(dout, n), batch, seq, heads, headDim, theta, true, rotaryDim},
+            currentStream()),
+        "ropeGrad");
 }
 
 //===----------------------------------------------------------------------===//
 // Cross-entropy
 //===----------------------------------------------------------------------===//
 
-void crossEntropyRowMax(float *rowMax, const float *logits, Index rows, Index vocab) {
-  check(k::crossEntropyMaxCuda(
-            {logits, nullptr, rowMax, nullptr, nullptr, nullptr, rows, vocab, 0, rows},
-            currentStream()),
+void crossEntropyRowMax(float *rowMax, ConstTensor logits, Index rows, Index vocab) {
+  Fp32Staging st;
+  check(k::crossEntropyMaxCuda({st.in(logits, rows * vocab), nullptr, rowMax, nullptr, nullptr,
+                                nullptr, rows, vocab, 0, rows},
+                               currentStream()),
         "crossEntropyRowMax");
 }
 
-void crossEntropyRowSums(float *sumExp, float *targetLogit, const float *logits,
+void crossEntropyRowSums(float *sumExp, float *targetLogit, ConstTensor logits,
                          const int32_t *targets, const float *rowMax, Index rows, Index vocab,
                          Index vocabStart) {
-  check(k::crossEntropySumCuda({logits, targets, const_cast<float *>(rowMax), sumExp, targetLogit,
-                                nullptr, rows, vocab, vocabStart, rows},
+  Fp32Staging st;
+  check(k::crossEntropySumCuda({st.in(logits, rows * vocab), targets, const_cast<float *>(rowMax),
+                                sumExp, targetLogit, nullptr, rows, vocab, vocabStart, rows},
                                currentStream()),
         "crossEntropyRowSums");
 }
 
-void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const float *sumExp,
+void crossEntropyFinish(Tensor loss, Tensor stats, const float *rowMax, const float *sumExp,
                         const float *targetLogit, Index rows) {
   cudaStream_t s = currentStream();
   elements(rows, "crossEntropyFinish");
-  check(interleave<true>(stats, rowMax, sumExp, rows, s), "crossEntropyFinish (stats)");
+  check(interleave<true>(stats.f32(), rowMax, sumExp, rows, s), "crossEntropyFinish (stats)");
   // The kernel's loss is this rank's rows' share of the mean over totalRows:
   // with totalRows = rows it is the mean over rows, as Ops.h defines it.
   check(k::crossEntropyLossCuda({nullptr, nullptr, const_cast<float *>(rowMax),
                                  const_cast<float *>(sumExp), const_cast<float *>(targetLogit),
                                  nullptr, rows, 0, 0, rows},
-                                loss, s),
+                                loss.f32(), s),
         "crossEntropyFinish");
 }
 
-void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
-                      const int32_t *targets, const float *stats, Index rows, Index vocab,
-                      Index vocabStart) {
+void crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits, const int32_t *targets,
+                      ConstTensor stats, Index rows, Index vocab, Index vocabStart) {
   cudaStream_t s = currentStream();
+  Fp32Staging st;
   float *rowMax = scratch(stateOf(s), 2 * elements(rows, "crossEntropyGrad")),
         *sumExp = rowMax + rows;
-  check(deinterleave<true>(rowMax, sumExp, stats, rows, s), "crossEntropyGrad (stats)");
+  check(deinterleave<true>(rowMax, sumExp, stats.f32(), rows, s), "crossEntropyGrad (stats)");
   // dloss stays on the device: the kernel reads *dloss, the host never waits.
-  check(k::crossEntropyBwdCuda(
-            {logits, targets, rowMax, sumExp, nullptr, dlogits, rows, vocab, vocabStart, rows},
-            dloss, s),
+  check(k::crossEntropyBwdCuda({st.in(logits, rows * vocab), targets, rowMax, sumExp, nullptr,
+                                st.out(dlogits, rows * vocab), rows, vocab, vocabStart, rows},
+                               dloss.f32(), s),
         "crossEntropyGrad");
 }
 
@@ -443,10 +515,11 @@ void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
 // Optimizer
 //===----------------------------------------------------------------------===//
 
-void adamW(float *master, float *m, float *v, float *param, const float *grad, Index n,
+void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, Index n,
            const AdamWStep &s) {
-  check(k::adamWCuda({master, m, v, param, grad, n, s.lr, s.beta1, s.beta2, s.eps, s.weightDecay,
-                      s.gradScale, s.step},
+  Fp32Staging st;
+  check(k::adamWCuda({master, m, v, st.out(param, n), st.in(grad, n), n, s.lr, s.beta1, s.beta2,
+                      s.eps, s.weightDecay, s.gradScale, s.step},
                      currentStream()),
         "adamW");
 }

@@ -15,45 +15,53 @@
 /// stdlib/kernels (the executable specification), and CudaOps.cu over their
 /// CUDA kernels. Every pointer is device memory; every call is enqueued on
 /// the device's current stream and returns without waiting.
+///
+/// Precision: a floating-point operand is a Tensor (address and DType), so
+/// one call serves fp32 and bf16 plans. bf16 tensors are storage only:
+/// every op computes in fp32 (GEMM sums, norm statistics, softmax and the
+/// loss) and rounds what it writes to the output's type once, as a GPU's
+/// bf16 kernels with fp32 accumulation do; statistics, the loss and the
+/// optimizer state stay fp32 (their IR types say f32). Kernels that read
+/// fp32 only get their bf16 operands through runtime/ops/Fp32Staging.h.
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/device/Tensor.h"
 #include <cstdint>
 
 namespace mist::rt::ops {
 
 using Index = int64_t;
 
-void embedding(float *out, const int32_t *ids, const float *table, Index tokens, Index channels,
+void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart);
-void embeddingGrad(float *dtable, const float *dout, const int32_t *ids, Index tokens,
+void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index tokens,
                    Index channels, Index vocab, Index vocabStart);
-void positionEmbedding(float *out, const float *table, Index batch, Index seq, Index channels);
-void positionEmbeddingGrad(float *dtable, const float *dout, Index batch, Index seq,
-                           Index channels);
+void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels);
+void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq, Index channels);
 
-void add(float *out, const float *a, const float *b, Index n);
-void copy(float *out, const float *in, Index n);
+void add(Tensor out, ConstTensor a, ConstTensor b, Index n);
+void copy(Tensor out, ConstTensor in, Index n);
 
-void layerNorm(float *out, float *stats, const float *x, const float *weight, const float *bias,
+void layerNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, ConstTensor bias,
                Index rows, Index channels, float eps);
-void layerNormGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                   const float *weight, const float *stats, Index rows, Index channels);
-void rmsNorm(float *out, float *stats, const float *x, const float *weight, Index rows,
+void layerNormGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
+                   ConstTensor weight, ConstTensor stats, Index rows, Index channels);
+void rmsNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, Index rows,
              Index channels, float eps);
-void rmsNormGrad(float *dx, float *dweight, const float *dout, const float *x, const float *weight,
-                 const float *stats, Index rows, Index channels);
+void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, ConstTensor weight,
+                 ConstTensor stats, Index rows, Index channels);
 
 /// out[rows, outF] = x[rows, in] * weight[in, outF] (+ bias).
-void linear(float *out, const float *x, const float *weight, const float *bias, Index rows,
-            Index in, Index outF);
-void linearGrad(float *dx, float *dweight, float *dbias, const float *dout, const float *x,
-                const float *weight, Index rows, Index in, Index outF);
+void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Index rows, Index in,
+            Index outF);
+void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
+                ConstTensor weight, Index rows, Index in, Index outF);
 
 /// logits[rows, vocab] = x[rows, channels] * table[vocab, channels]^T.
-void lmHead(float *logits, const float *x, const float *table, Index rows, Index channels,
+void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab);
-void lmHeadGrad(float *dx, float *dtable, const float *dlogits, const float *x, const float *table,
+void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, ConstTensor table,
                 Index rows, Index channels, Index vocab);
 
 struct AttentionShape {
@@ -62,45 +70,44 @@ struct AttentionShape {
 };
 /// q, k, v point into their buffers (for a fused qkv, into one buffer at
 /// offsets 0, H*D and (H+KV)*D) with `qStride` / `kvStride` floats per token.
-void attention(float *out, float *lse, const float *q, const float *k, const float *v,
-               Index qStride, Index kvStride, const AttentionShape &s);
-void attentionGrad(float *dq, float *dk, float *dv, const float *dout, const float *q,
-                   const float *k, const float *v, const float *out, const float *lse,
-                   Index qStride, Index kvStride, const AttentionShape &s);
+void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor v, Index qStride,
+               Index kvStride, const AttentionShape &s);
+void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTensor q, ConstTensor k,
+                   ConstTensor v, ConstTensor out, ConstTensor lse, Index qStride, Index kvStride,
+                   const AttentionShape &s);
 
 /// rotaryDim: the leading dims of each head that rotate (partial rotary).
-void rope(float *out, const float *x, Index batch, Index seq, Index heads, Index headDim,
+void rope(Tensor out, ConstTensor x, Index batch, Index seq, Index heads, Index headDim,
           float theta, Index rotaryDim);
-void ropeGrad(float *dx, const float *dout, Index batch, Index seq, Index heads, Index headDim,
+void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, Index headDim,
               float theta, Index rotaryDim);
 
-void gelu(float *out, const float *x, Index n);
-void geluGrad(float *dx, const float *dout, const float *x, Index n);
-void silu(float *out, const float *x, Index n);
-void siluGrad(float *dx, const float *dout, const float *x, Index n);
-void mul(float *out, const float *a, const float *b, Index n);
-void mulGrad(float *da, float *db, const float *dout, const float *a, const float *b, Index n);
+void gelu(Tensor out, ConstTensor x, Index n);
+void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
+void silu(Tensor out, ConstTensor x, Index n);
+void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
+void mul(Tensor out, ConstTensor a, ConstTensor b, Index n);
+void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor b, Index n);
 
 // The loss in phases, so a vocabulary split over tp ranks can combine the
 // phases' partial results between them (TpContext::crossEntropy):
 /// rowMax[n] = the max of this rank's logits of row n.
-void crossEntropyRowMax(float *rowMax, const float *logits, Index rows, Index vocab);
+void crossEntropyRowMax(float *rowMax, ConstTensor logits, Index rows, Index vocab);
 /// sumExp[n] = sum of exp(logit - rowMax[n]) over this rank's columns;
 /// targetLogit[n] = the target's logit if this rank holds its column
 /// (vocabStart <= target < vocabStart + vocab), else 0.
-void crossEntropyRowSums(float *sumExp, float *targetLogit, const float *logits,
+void crossEntropyRowSums(float *sumExp, float *targetLogit, ConstTensor logits,
                          const int32_t *targets, const float *rowMax, Index rows, Index vocab,
                          Index vocabStart);
 /// With the phases' values combined over the ranks: stats[n] = (rowMax[n],
 /// rowMax[n] + log sumExp[n]) and *loss = the mean over rows of
 /// log-sum-exp - targetLogit.
-void crossEntropyFinish(float *loss, float *stats, const float *rowMax, const float *sumExp,
+void crossEntropyFinish(Tensor loss, Tensor stats, const float *rowMax, const float *sumExp,
                         const float *targetLogit, Index rows);
 /// dlogits = *dloss / totalRows * (softmax - onehot(target)) over this
 /// rank's columns; `dloss` is a device scalar.
-void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
-                      const int32_t *targets, const float *stats, Index rows, Index vocab,
-                      Index vocabStart);
+void crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits, const int32_t *targets,
+                      ConstTensor stats, Index rows, Index vocab, Index vocabStart);
 /// out[i] = the max over `count` blocks of n (blocks[b * n + i]).
 void maxOverBlocks(float *out, const float *blocks, int count, Index n);
 
@@ -110,7 +117,7 @@ struct AdamWStep {
   float lr, beta1, beta2, eps, weightDecay, gradScale;
   int step; ///< 1-based, for the bias corrections
 };
-void adamW(float *master, float *m, float *v, float *param, const float *grad, Index n,
+void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, Index n,
            const AdamWStep &s);
 
 } // namespace mist::rt::ops

@@ -46,7 +46,7 @@ void ActivationStash::save(int mb) {
   if (spec.offloadActivations <= 0)
     return; // the slot holds them until the backward
   const int slot = it->second;
-  std::vector<DeviceArray<float> *> arrays = memory.slotFloats(slot);
+  std::vector<DeviceTensor *> arrays = memory.slotFloats(slot);
   streams.runFenced(StreamKind::D2H, "stash activations " + std::to_string(mb), [&] {
     for (size_t k = 0; k < arrays.size(); ++k)
       offload.swapOut(*arrays[k], hostTails[size_t(slot)][k], spec.offloadActivations);
@@ -61,7 +61,7 @@ void ActivationStash::restore(int mb) {
   const int slot = it->second;
   memory.bindSlot(slot);
   if (spec.offloadActivations > 0) {
-    std::vector<DeviceArray<float> *> arrays = memory.slotFloats(slot);
+    std::vector<DeviceTensor *> arrays = memory.slotFloats(slot);
     streams.runFenced(StreamKind::H2D, "unstash activations " + std::to_string(mb), [&] {
       for (size_t k = 0; k < arrays.size(); ++k)
         offload.swapIn(*arrays[k], hostTails[size_t(slot)][k]);

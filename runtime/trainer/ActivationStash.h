@@ -47,7 +47,7 @@ private:
   std::map<int, int> slotOf; ///< micro-batch -> its slot, from begin to restore
   std::vector<int> freeSlots;
   /// [slot][activation]: the offloaded tails, pinned host memory kept across steps.
-  std::vector<std::vector<HostArray<float>>> hostTails;
+  std::vector<std::vector<HostBytes>> hostTails;
 };
 
 } // namespace mist::rt

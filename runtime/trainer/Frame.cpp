@@ -5,7 +5,7 @@
 
 namespace mist::rt {
 
-DeviceArray<float> &Frame::vec(int i) {
+DeviceTensor &Frame::vec(int i) {
   if (!floats[size_t(i)])
     abortJob("frame: float buffer " + std::to_string(i) + " is not bound here");
   return *floats[size_t(i)];
@@ -18,7 +18,7 @@ DeviceArray<int32_t> &Frame::idVec(int i) {
 }
 
 void Frame::allocate(int i, int64_t n) {
-  DeviceArray<float> &a = vec(i);
+  DeviceTensor &a = vec(i);
   if (a.empty())
     a.allocateUninitialized(size_t(n));
 }

@@ -12,27 +12,27 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/device/DeviceArray.h"
+#include "runtime/device/DeviceTensor.h"
 #include <cstddef>
 
 namespace mist::rt {
 
 class OffloadEngine {
 public:
-  /// Moves the last `fraction` (0..1) of `device` to `host` (which must be
-  /// empty) and shrinks `device` to the rest.
-  void swapOut(DeviceArray<float> &device, HostArray<float> &host, double fraction);
+  /// Moves the last `fraction` (0..1) of `device`'s elements to `host`
+  /// (which must be empty) and shrinks `device` to the rest.
+  void swapOut(DeviceTensor &device, HostBytes &host, double fraction);
   /// Appends `host` back to `device` and empties `host`.
-  void swapIn(DeviceArray<float> &device, HostArray<float> &host);
-  /// Copies n values at `device` to `host` (which must be empty), and back
+  void swapIn(DeviceTensor &device, HostBytes &host);
+  /// Copies `bytes` at `device` to `host` (which must be empty), and back
   /// (emptying `host`): for tensors whose device copy lives elsewhere.
-  void copyOut(const float *device, size_t n, HostArray<float> &host);
-  void copyIn(float *device, HostArray<float> &host);
+  void copyOut(const void *device, size_t bytes, HostBytes &host);
+  void copyIn(void *device, HostBytes &host);
   /// Copies a held tail to device memory and back, the host copy staying
   /// where it is (the optimizer's offloaded state, stepped in a staging
   /// buffer): only the moved bytes are counted.
-  void stageIn(float *device, const HostArray<float> &host);
-  void stageOut(const float *device, HostArray<float> &host);
+  void stageIn(void *device, const HostBytes &host);
+  void stageOut(const void *device, HostBytes &host);
 
   size_t hostBytes() const { return inHost; }         ///< held in host memory now
   size_t peakHostBytes() const { return peakInHost; } ///< the most ever held at once

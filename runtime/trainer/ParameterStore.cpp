@@ -26,7 +26,10 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
       s.chunk = sliced ? (s.local + size_t(dp) - 1) / size_t(dp) : s.local;
       // fp32 weights that stay whole on this rank are their own masters
       // (only the moments are then offloaded with the optimizer state).
-      s.masterIsWeights = !sliced && spec.offloadWeights <= 0;
+      s.weightsInPlace = !sliced && spec.offloadWeights <= 0;
+      s.masterIsWeights = s.weightsInPlace && weightType(p) == DType::F32;
+      s.grad.setDType(gradType(p));
+      s.shard.setDType(weightType(p));
       // Gradients that stay whole until the step (no ZeRO-2) and have one
       // buffer are summed over the micro-batches in that buffer; ZeRO-1 then
       // reduce-scatters it into the rank's slice (reduceGradients).
@@ -42,32 +45,32 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
           gradBuffer(g, int(l)).clear();
 }
 
-DeviceArray<float> &ParameterStore::weights(size_t p, int layer) {
+DeviceTensor &ParameterStore::weights(size_t p, int layer) {
   const int b = spec.params[p].buffer;
   return spec.buffers[b].layer ? layers[size_t(layer)].vec(b) : global.vec(b);
 }
 
-DeviceArray<float> &ParameterStore::gradBuffer(int buffer, int layer) {
+DeviceTensor &ParameterStore::gradBuffer(int buffer, int layer) {
   return spec.buffers[buffer].layer ? layers[size_t(layer)].vec(buffer) : global.vec(buffer);
 }
 
-DeviceArray<float> &ParameterStore::gradSum(size_t p, size_t copy) {
+DeviceTensor &ParameterStore::gradSum(size_t p, size_t copy) {
   State &s = state[p][copy];
   // Summed in place: the buffer, until ZeRO-1 reduce-scatters it into s.grad.
   return s.sumsInPlace && s.grad.empty() ? gradBuffer(spec.params[p].grads[0], int(copy)) : s.grad;
 }
 
-std::vector<DeviceArray<float> *> ParameterStore::gradArrays(size_t p, size_t copy) {
-  std::vector<DeviceArray<float> *> arrays;
+std::vector<DeviceTensor *> ParameterStore::gradArrays(size_t p, size_t copy) {
+  std::vector<DeviceTensor *> arrays;
   for (int g : spec.params[p].grads) {
-    DeviceArray<float> *a = &gradBuffer(g, int(copy));
+    DeviceTensor *a = &gradBuffer(g, int(copy));
     if (std::find(arrays.begin(), arrays.end(), a) == arrays.end())
       arrays.push_back(a); // buffers sharing one array count once
   }
   return arrays;
 }
 
-DeviceArray<float> &ParameterStore::masterOf(size_t p, size_t copy) {
+DeviceTensor &ParameterStore::masterOf(size_t p, size_t copy) {
   State &s = state[p][copy];
   return s.masterIsWeights ? weights(p, int(copy)) : s.master;
 }
@@ -77,33 +80,33 @@ bool ParameterStore::uses(const ParamSpec &ps, RegionKind region) const {
 }
 
 // This dp rank's flat slice of a tp-local tensor (the last one zero-padded).
-DeviceArray<float> ParameterStore::slice(const DeviceArray<float> &local, size_t chunk) const {
-  DeviceArray<float> out;
+DeviceTensor ParameterStore::slice(const DeviceTensor &local, size_t chunk) const {
+  DeviceTensor out(local.dtype());
   out.assignZeros(chunk);
   const size_t begin = size_t(dpRank) * chunk;
   if (begin < local.size())
-    device::copy(out.data(), local.data() + begin,
-                 std::min(chunk, local.size() - begin) * sizeof(float));
+    device::copy(out.data(), local.at(begin).data,
+                 std::min(chunk, local.size() - begin) * bytesOf(local.dtype()));
   return out;
 }
 
 // This tp rank's whole tensor from the dp ranks' slices.
-void ParameterStore::unsplit(DeviceArray<float> &into, const DeviceArray<float> &part, size_t n) {
-  DeviceArray<float> all;
+void ParameterStore::unsplit(DeviceTensor &into, const DeviceTensor &part, size_t n) {
+  DeviceTensor all(part.dtype());
   all.assignZeros(part.size() * size_t(dp));
-  groups.dp.allGather(part.data(), all.data(), part.size());
+  groups.dp.allGather(part.data(), all.data(), part.size(), part.dtype());
   all.resize(n);
   into = std::move(all);
 }
 
 // A tensor of this tp rank's shape as the full tensor.
-std::vector<float> ParameterStore::gatherOverTp(size_t p, const DeviceArray<float> &local) {
+std::vector<float> ParameterStore::gatherOverTp(size_t p, const DeviceTensor &local) {
   const ParamSpec &ps = spec.params[p];
   if (ps.shardAxis < 0 || tp == 1)
     return local.download();
-  DeviceArray<float> gathered;
+  DeviceTensor gathered(local.dtype());
   gathered.assignZeros(local.size() * size_t(tp));
-  groups.tp.allGather(local.data(), gathered.data(), local.size());
+  groups.tp.allGather(local.data(), gathered.data(), local.size(), local.dtype());
   const std::vector<float> all = gathered.download();
   std::vector<float> fullValues(all.size());
   for (int r = 0; r < tp; ++r)
@@ -120,10 +123,13 @@ void ParameterStore::initialize(uint64_t seed) {
       const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
       std::vector<float> values(s.local);
       fillInitialValues(values, ps, tpRank, tp, layer, seed);
-      DeviceArray<float> &w = weights(p, int(l));
-      w.upload(values);
-      if (!s.masterIsWeights)
-        s.master = sliced ? slice(w, s.chunk) : w;
+      DeviceTensor &w = weights(p, int(l));
+      w.upload(values); // rounded to the weights' type
+      if (!s.masterIsWeights) {
+        DeviceTensor master(DType::F32);
+        master.upload(values);
+        s.master = sliced ? slice(master, s.chunk) : std::move(master);
+      }
       s.m.assignZeros(s.chunk);
       s.v.assignZeros(s.chunk);
       s.resident = true;
@@ -134,7 +140,7 @@ void ParameterStore::settle() {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l) {
       State &s = state[p][l];
-      DeviceArray<float> &w = weights(p, int(l));
+      DeviceTensor &w = weights(p, int(l));
       if (weightsSliced) {
         s.shard = slice(w, s.chunk);
         offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
@@ -190,7 +196,7 @@ void ParameterStore::bring(RegionKind region, int layer) {
     State &s = state[p][l];
     if (s.resident)
       continue;
-    DeviceArray<float> &w = weights(p, int(l));
+    DeviceTensor &w = weights(p, int(l));
     if (weightsSliced) {
       offload.swapIn(s.shard, s.shardHost);
       unsplit(w, s.shard, s.local);
@@ -242,7 +248,7 @@ void ParameterStore::release(RegionKind region, int layer) {
       State &s = state[p][l];
       if (!s.resident)
         continue;
-      DeviceArray<float> &w = weights(p, int(l));
+      DeviceTensor &w = weights(p, int(l));
       if (weightsSliced)
         w.clear(); // the slice is the only copy between uses
       else
@@ -261,8 +267,8 @@ void ParameterStore::beginStep() {
     for (State &s : state[p]) {
       s.stepPending = true;
       if (s.sumsInPlace) {
-        DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
-        device::fill(sum.data(), sum.size(), 0.f);
+        DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
+        device::fillZero(sum.data(), sum.bytes());
         continue;
       }
       // A tied weight's gradients are summed over two stages whose slices
@@ -279,8 +285,8 @@ void ParameterStore::clearGradBuffers() {
       for (int g : spec.params[p].grads) {
         if (state[p][l].sumsInPlace || foldedPerRegion(p))
           continue; // the step's sum itself, or allocated zeroed by its region
-        DeviceArray<float> &buf = gradBuffer(g, int(l));
-        device::fill(buf.data(), buf.size(), 0.f);
+        DeviceTensor &buf = gradBuffer(g, int(l));
+        device::fillZero(buf.data(), buf.bytes());
       }
 }
 
@@ -296,7 +302,7 @@ void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
   for (auto [p, l] : paramsOf(region, layer))
     if (foldedPerRegion(p))
       for (int g : spec.params[p].grads) {
-        DeviceArray<float> &buf = gradBuffer(g, int(l));
+        DeviceTensor &buf = gradBuffer(g, int(l));
         if (buf.empty()) // buffers of one parameter may share an array
           buf.assignZeros(size_t(spec.buffers[size_t(g)].elements));
       }
@@ -327,24 +333,26 @@ void ParameterStore::foldInto(size_t p, size_t l) {
   // The micro-batch's gradient: the sum of the buffers contributing to the
   // parameter (a tied weight has one per region reading it).
   const bool scatter = gradsSliced && !tied(p);
-  const std::vector<DeviceArray<float> *> sources = gradArrays(p, l);
+  const std::vector<DeviceTensor *> sources = gradArrays(p, l);
   // One buffer that splits evenly over dp is scattered as it is; otherwise
   // the buffers are summed (zero-padded) first.
   const bool direct = scatter && sources.size() == 1 && sources[0]->size() == s.chunk * size_t(dp);
-  DeviceArray<float> sum;
+  const DType type = gradType(p);
+  DeviceTensor sum(type);
   if (!direct) {
     sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
-    for (const DeviceArray<float> *src : sources)
-      device::accumulate(sum.data(), src->data(), std::min(s.local, src->size()));
+    for (const DeviceTensor *src : sources)
+      device::accumulate(sum.tensor(), src->tensor(), std::min(s.local, src->size()));
   }
   if (scatter) { // summed over dp into this rank's slice at once
-    DeviceArray<float> part;
+    DeviceTensor part(type);
     part.assignZeros(s.chunk);
-    groups.dp.reduceScatterSum(direct ? sources[0]->data() : sum.data(), part.data(), s.chunk);
+    groups.dp.reduceScatterSum(direct ? sources[0]->data() : sum.data(), part.data(), s.chunk,
+                               type);
     sum = std::move(part);
   }
   offload.swapIn(s.grad, s.gradHost);
-  device::accumulate(s.grad.data(), sum.data(), s.grad.size());
+  device::accumulate(s.grad.tensor(), sum.tensor(), s.grad.size());
   offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
 }
 
@@ -368,20 +376,20 @@ void ParameterStore::reduceGradients() {
         } else if (gradsSliced) {
           // already summed into the slice, micro-batch by micro-batch
         } else if (sliced) {
-          const DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
-          DeviceArray<float> padded, part;
-          const float *whole = sum.data();
+          const DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
+          DeviceTensor padded(sum.dtype()), part(sum.dtype());
+          const void *whole = sum.data();
           if (sum.size() != s.chunk * size_t(dp)) { // the last slice is zero-padded
             padded.assignZeros(s.chunk * size_t(dp));
-            device::copy(padded.data(), sum.data(), sum.size() * sizeof(float));
+            device::copy(padded.data(), sum.data(), sum.bytes());
             whole = padded.data();
           }
           part.assignZeros(s.chunk);
-          groups.dp.reduceScatterSum(whole, part.data(), s.chunk);
+          groups.dp.reduceScatterSum(whole, part.data(), s.chunk, sum.dtype());
           s.grad = std::move(part);
         } else if (dp > 1) {
-          DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
-          groups.dp.allReduceSum(sum.data(), sum.size());
+          DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
+          groups.dp.allReduceSum(sum.data(), sum.size(), sum.dtype());
         }
       }
   });
@@ -396,11 +404,12 @@ void ParameterStore::reduceGradients() {
 // through the host's shard-to-full index map (one tensor per step, and only
 // pipelines have one).
 void ParameterStore::sumTiedOverStages(size_t p, State &s) {
-  DeviceArray<float> &sum = gradSum(p, size_t(&s - state[p].data()));
+  DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
+  const DType type = sum.dtype();
   if (groups.tiedShard) {
     // This part of the tensor, summed over the dp ranks of both stages that
     // hold it (a replicated weight: each tp rank's group sums its own copy).
-    groups.tiedShard->allReduceSum(sum.data(), sum.size());
+    groups.tiedShard->allReduceSum(sum.data(), sum.size(), type);
     if (sliced)
       s.grad = slice(sum, s.chunk);
     return;
@@ -412,14 +421,14 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
   const bool sharded = ps.shardAxis >= 0 && tp > 1;
   if (!sharded || (ps.shardAxis == 0 && ps.groups.size() <= 1)) {
     // This rank's part is the block at `offset` of the full tensor.
-    const size_t offset = sharded ? size_t(tpRank) * s.local : 0, bytes = s.local * sizeof(float);
-    DeviceArray<float> full, whole;
+    const size_t offset = sharded ? size_t(tpRank) * s.local : 0, bytes = s.local * bytesOf(type);
+    DeviceTensor full(type), whole(type);
     full.assignZeros(size_t(fullSize));
     if (sharded || tpRank == 0)
-      device::copy(full.data() + offset, sum.data(), bytes);
-    groups.tied->allReduceSum(full.data(), full.size());
+      device::copy(full.at(offset).data, sum.data(), bytes);
+    groups.tied->allReduceSum(full.data(), full.size(), type);
     whole.assignZeros(s.local);
-    device::copy(whole.data(), full.data() + offset, bytes);
+    device::copy(whole.data(), full.at(offset).data, bytes);
     s.grad = sliced ? slice(whole, s.chunk) : std::move(whole);
     return;
   }
@@ -429,14 +438,14 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
     for (size_t i = 0; i < s.local; ++i)
       fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = mine[i];
   }
-  DeviceArray<float> summed;
+  DeviceTensor summed(type);
   summed.upload(fullGrad);
-  groups.tied->allReduceSum(summed.data(), summed.size());
+  groups.tied->allReduceSum(summed.data(), summed.size(), type);
   fullGrad = summed.download();
   std::vector<float> local(s.local);
   for (size_t i = 0; i < s.local; ++i)
     local[i] = fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))];
-  DeviceArray<float> whole;
+  DeviceTensor whole(type);
   whole.upload(local);
   s.grad = sliced ? slice(whole, s.chunk) : std::move(whole);
 }
@@ -451,8 +460,8 @@ double ParameterStore::normSquaredShare() {
     if ((!sharded && tpRank != 0) || (!sliced && dpRank != 0))
       continue; // a replica: another rank counts it
     for (size_t l = 0; l < state[p].size(); ++l) {
-      const DeviceArray<float> &sum = gradSum(p, l);
-      device::accumulateSquares(normSum.data(), sum.data(), sum.size());
+      const DeviceTensor &sum = gradSum(p, l);
+      device::accumulateSquares(normSum.data(), sum.tensor(), sum.size());
     }
   }
   return normSum.download()[0];
@@ -494,7 +503,7 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   size_t staged = 0;
   for (size_t i = 0; i < members.size(); ++i) {
     stagedAt[i] = staged;
-    staged += state[members[i].first][members[i].second].mHost.size();
+    staged += state[members[i].first][members[i].second].mHost.size() / sizeof(float);
   }
   if (staged > 0) {
     if (stagedM.size() < staged) {
@@ -507,37 +516,40 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
       for (size_t i = 0; i < members.size(); ++i) {
         State &s = state[members[i].first][members[i].second];
         if (!s.masterIsWeights)
-          offload.stageIn(stagedMaster.data() + stagedAt[i], s.masterHost);
-        offload.stageIn(stagedM.data() + stagedAt[i], s.mHost);
-        offload.stageIn(stagedV.data() + stagedAt[i], s.vHost);
+          offload.stageIn(stagedMaster.at(stagedAt[i]).data, s.masterHost);
+        offload.stageIn(stagedM.at(stagedAt[i]).data, s.mHost);
+        offload.stageIn(stagedV.at(stagedAt[i]).data, s.vHost);
       }
     });
   }
-  // Without ZeRO or offload the weights are the masters: AdamW updates
-  // them in place (masterOf), and there is nothing to write back.
-  const bool inPlace = state[members[0].first][members[0].second].masterIsWeights;
-  std::vector<DeviceArray<float>> next(members.size());
+  // Without ZeRO-1 or weight offload AdamW writes the new weights straight
+  // into them (in fp32 the weights are the masters, updated in place);
+  // otherwise into a fresh tensor that writeUpdatedWeights puts in place.
+  const bool inPlace = state[members[0].first][members[0].second].weightsInPlace;
+  std::vector<DeviceTensor> next;
+  for (auto [p, l] : members)
+    next.emplace_back(weightType(p));
   streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
     for (size_t i = 0; i < members.size(); ++i) {
       auto [p, l] = members[i];
       State &s = state[p][l];
-      DeviceArray<float> &master = masterOf(p, l);
-      float *updatedWeights = master.data();
+      DeviceTensor &master = masterOf(p, l);
+      Tensor updatedWeights = weights(p, int(l)).tensor();
       if (!inPlace) {
         next[i].assignZeros(s.chunk);
-        updatedWeights = next[i].data();
+        updatedWeights = next[i].tensor();
       }
       const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step};
-      const float *grad = gradSum(p, l).data();
+      const ConstTensor grad = gradSum(p, l).tensor();
       // The moments' device part and offloaded tail; the masters split the
       // same way unless they are the weights (then whole, stepped in place).
-      const size_t head = s.m.size(), tail = s.mHost.size();
+      const size_t head = s.m.size(), tail = s.mHost.size() / sizeof(float);
       float *tailMasters =
-          s.masterIsWeights ? master.data() + head : stagedMaster.data() + stagedAt[i];
-      ops::adamW(master.data(), s.m.data(), s.v.data(), updatedWeights, grad, int64_t(head), hyper);
+          s.masterIsWeights ? master.f32() + head : stagedMaster.f32() + stagedAt[i];
+      ops::adamW(master.f32(), s.m.f32(), s.v.f32(), updatedWeights, grad, int64_t(head), hyper);
       if (tail > 0)
-        ops::adamW(tailMasters, stagedM.data() + stagedAt[i], stagedV.data() + stagedAt[i],
-                   updatedWeights + head, grad + head, int64_t(tail), hyper);
+        ops::adamW(tailMasters, stagedM.f32() + stagedAt[i], stagedV.f32() + stagedAt[i],
+                   updatedWeights + int64_t(head), grad + int64_t(head), int64_t(tail), hyper);
       s.grad.clear();
       s.stepPending = false;
     }
@@ -547,9 +559,9 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
       for (size_t i = 0; i < members.size(); ++i) {
         State &s = state[members[i].first][members[i].second];
         if (!s.masterIsWeights)
-          offload.stageOut(stagedMaster.data() + stagedAt[i], s.masterHost);
-        offload.stageOut(stagedM.data() + stagedAt[i], s.mHost);
-        offload.stageOut(stagedV.data() + stagedAt[i], s.vHost);
+          offload.stageOut(stagedMaster.at(stagedAt[i]).data, s.masterHost);
+        offload.stageOut(stagedM.at(stagedAt[i]).data, s.mHost);
+        offload.stageOut(stagedV.at(stagedAt[i]).data, s.vHost);
       }
     });
   const StreamKind writer = sliced ? StreamKind::G2G : StreamKind::Compute;
@@ -568,7 +580,7 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   updated[size_t(group + 1)] = streams.record(writer);
 }
 
-void ParameterStore::writeUpdatedWeights(size_t p, size_t l, DeviceArray<float> &next) {
+void ParameterStore::writeUpdatedWeights(size_t p, size_t l, DeviceTensor &next) {
   State &s = state[p][l];
   if (weightsSliced) { // the new slice is the weights until the next gather
     offload.swapIn(s.shard, s.shardHost);
@@ -576,7 +588,7 @@ void ParameterStore::writeUpdatedWeights(size_t p, size_t l, DeviceArray<float> 
     offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
     return;
   }
-  DeviceArray<float> &w = weights(p, int(l));
+  DeviceTensor &w = weights(p, int(l));
   const bool wasResident = s.resident;
   if (!s.resident) {
     offload.swapIn(w, s.weightHost);
@@ -594,7 +606,7 @@ void ParameterStore::writeUpdatedWeights(size_t p, size_t l, DeviceArray<float> 
 
 std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
   State &s = state[p][size_t(layer)];
-  DeviceArray<float> local;
+  DeviceTensor local;
   switch (what) {
   case ParamTensor::Weight:
     if (weightsSliced) {
@@ -602,7 +614,7 @@ std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
       unsplit(local, s.shard, s.local);
       offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
     } else {
-      DeviceArray<float> &w = weights(p, layer);
+      DeviceTensor &w = weights(p, layer);
       offload.swapIn(w, s.weightHost);
       local = w;
       if (!s.resident)
@@ -613,9 +625,9 @@ std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {
   case ParamTensor::AdamM:
   case ParamTensor::AdamV: {
     swapInOptimizer(s);
-    const DeviceArray<float> &part = what == ParamTensor::Master  ? masterOf(p, size_t(layer))
-                                     : what == ParamTensor::AdamM ? s.m
-                                                                  : s.v;
+    const DeviceTensor &part = what == ParamTensor::Master  ? masterOf(p, size_t(layer))
+                               : what == ParamTensor::AdamM ? s.m
+                                                            : s.v;
     if (sliced)
       unsplit(local, part, s.local);
     else
@@ -633,16 +645,18 @@ void ParameterStore::load(size_t p, int layer, ParamTensor what,
   std::vector<float> values(s.local);
   for (size_t i = 0; i < s.local; ++i)
     values[i] = fullValues[size_t(fullIndexOf(spec.params[p], tpRank, tp, int64_t(i)))];
-  DeviceArray<float> local;
+  DeviceTensor local(DType::F32);
   local.upload(values);
   switch (what) {
   case ParamTensor::Weight:
-    weights(p, layer) = local; // before settle: every weight is resident
+    weights(p, layer).upload(values); // before settle: every weight is resident
     break;
   case ParamTensor::Master:
-    if (s.masterIsWeights)
-      weights(p, layer) = local; // the same tensor
-    else
+    // The weights follow from the masters (rounded to their type), whatever
+    // precision wrote the checkpoint: a bf16 run's weights into an fp32
+    // plan would otherwise start it from rounded values.
+    weights(p, layer).upload(values);
+    if (!s.masterIsWeights)
       s.master = sliced ? slice(local, s.chunk) : local;
     break;
   case ParamTensor::AdamM:

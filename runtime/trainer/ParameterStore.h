@@ -16,8 +16,10 @@
 ///   gradient sums and optimizer state lives in host memory between uses
 ///   (OffloadEngine); the optimizer steps the device part of its state in
 ///   place and the host tail in a staging buffer of one layer's size.
-/// Without ZeRO and offload, nothing is kept twice: a parameter's fp32
-/// master weights are its weights (AdamW updates them in place), and a
+/// Weights have the plan's dtype (bf16: rounded from the fp32 masters by
+/// every AdamW step), gradient buffers and sums its grad_dtype, masters and
+/// moments fp32. Without ZeRO and offload, nothing is kept twice: an fp32
+/// plan's master weights are its weights (AdamW updates them in place), and a
 /// parameter with one gradient buffer sums the step's micro-batches there
 /// (the ops accumulate) instead of in a separate gradient sum.
 /// Gathers and reductions run on the g2g stream, offload copies on h2d and
@@ -119,19 +121,24 @@ private:
     size_t local = 0; ///< elements of this tp rank's tensor
     size_t chunk = 0; ///< elements of one dp slice (ZeRO), else local
     bool resident = true;
+    /// Without ZeRO-1 and weight offload AdamW writes the new weights
+    /// straight into them; in fp32 the weights are then the masters too.
+    bool weightsInPlace = false;
     bool masterIsWeights = false; ///< fp32 training without ZeRO or offload: one copy
     bool sumsInPlace = false;     ///< the micro-batches sum into the gradient buffer itself
     bool stepPending = false;     ///< gradients summed this step, optimizer not run yet
-    DeviceArray<float> master, m, v, grad, shard; ///< shard: ZeRO-3 weight slice
-    HostArray<float> masterHost, mHost, vHost, gradHost, shardHost, weightHost;
+    /// master, m, v: fp32; grad: the gradients' type; shard (the ZeRO-3
+    /// weight slice): the weights'.
+    DeviceTensor master, m, v, grad, shard;
+    HostBytes masterHost, mHost, vHost, gradHost, shardHost, weightHost;
   };
-  DeviceArray<float> &weights(size_t p, int layer);
-  DeviceArray<float> &gradBuffer(int buffer, int layer);
+  DeviceTensor &weights(size_t p, int layer);
+  DeviceTensor &gradBuffer(int buffer, int layer);
   /// The step's gradient sum of a parameter copy (its buffer when summed in place).
-  DeviceArray<float> &gradSum(size_t p, size_t copy);
-  DeviceArray<float> &masterOf(size_t p, size_t copy);
+  DeviceTensor &gradSum(size_t p, size_t copy);
+  DeviceTensor &masterOf(size_t p, size_t copy);
   /// The distinct arrays of a parameter copy's gradient buffers.
-  std::vector<DeviceArray<float> *> gradArrays(size_t p, size_t copy);
+  std::vector<DeviceTensor *> gradArrays(size_t p, size_t copy);
   bool uses(const ParamSpec &ps, RegionKind region) const;
   /// (param, copy) of every parameter `region` (layer `layer`) reads.
   std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;
@@ -144,10 +151,10 @@ private:
   RegionKind lastBackwardOf(const ParamSpec &ps) const;
   void foldInto(size_t p, size_t copy); ///< one micro-batch's gradient into the step's sum
   bool tied(size_t p) const { return spec.params[p].tiedAcrossStages && groups.tied; }
-  DeviceArray<float> slice(const DeviceArray<float> &local, size_t chunk) const;
+  DeviceTensor slice(const DeviceTensor &local, size_t chunk) const;
   /// `into` (n elements) = this tp rank's whole tensor from the dp ranks' slices.
-  void unsplit(DeviceArray<float> &into, const DeviceArray<float> &slice, size_t n);
-  std::vector<float> gatherOverTp(size_t p, const DeviceArray<float> &local);
+  void unsplit(DeviceTensor &into, const DeviceTensor &slice, size_t n);
+  std::vector<float> gatherOverTp(size_t p, const DeviceTensor &local);
   int groupOf(size_t p, size_t copy) const;
   /// The optimizer group of a region: -1 pre, a layer, or `layers` post.
   int groupOfRegion(RegionKind region, int layer) const;
@@ -155,7 +162,7 @@ private:
   bool movesWeights() const;
   void bring(RegionKind region, int layer); ///< gathers or swaps them in now
   std::string bringName(RegionKind region, int layer) const;
-  void writeUpdatedWeights(size_t p, size_t copy, DeviceArray<float> &next);
+  void writeUpdatedWeights(size_t p, size_t copy, DeviceTensor &next);
   void sumTiedOverStages(size_t p, State &s);
   void swapOutOptimizer(State &s);
   void swapInOptimizer(State &s);
@@ -174,7 +181,9 @@ private:
   DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
   /// The offloaded tails of one group's optimizer state (masters, m, v),
   /// stepped here: the device part is stepped in place.
-  DeviceArray<float> stagedMaster, stagedM, stagedV;
+  DeviceTensor stagedMaster, stagedM, stagedV;
+  DType weightType(size_t p) const { return spec.buffers[size_t(spec.params[p].buffer)].dtype; }
+  DType gradType(size_t p) const { return spec.buffers[size_t(spec.params[p].grads[0])].dtype; }
 };
 
 } // namespace mist::rt

@@ -7,6 +7,12 @@
 
 namespace mist::rt {
 
+namespace {
+size_t elementBytes(const BufferSpec &b) {
+  return b.kind == BufferKind::Ids ? sizeof(int32_t) : bytesOf(b.dtype);
+}
+} // namespace
+
 StageMemory::StageMemory(const StageSpec &stage, int slots)
     : spec(stage), globalFrame(stage.buffers.size()),
       layerFrames(size_t(stage.layers), Frame(stage.buffers.size())) {
@@ -38,8 +44,8 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
   bind(scratch, BufferRole::Scratch);
   for (int s = 0; s < slots; ++s)
     slotArrays.push_back(makeArrays(BufferRole::Saved, false));
-  for (DeviceArray<float> *a : slots > 0 ? slotFloats(0) : std::vector<DeviceArray<float> *>{})
-    bytesPerSlot += a->size() * sizeof(float);
+  for (DeviceTensor *a : slots > 0 ? slotFloats(0) : std::vector<DeviceTensor *>{})
+    bytesPerSlot += a->bytes();
   if (slots > 0) {
     for (const auto &frame : slotArrays[0].ids)
       for (const DeviceArray<int32_t> &a : frame)
@@ -56,7 +62,9 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
   a.floats.resize(frames);
   a.ids.resize(frames);
   for (size_t f = 0; f < frames; ++f) {
-    a.floats[f].resize(spec.buffers.size());
+    a.floats[f].reserve(spec.buffers.size());
+    for (const BufferSpec &buf : spec.buffers)
+      a.floats[f].emplace_back(buf.dtype);
     a.ids[f].resize(spec.buffers.size());
     // Scratch is shared by the layers: frame 1 only.
     if (role == BufferRole::Scratch && f > 1)
@@ -74,7 +82,8 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       if (role == BufferRole::Scratch && buf.scratchOffset >= 0) {
         // A slice of its region's arena, pointed at by enter().
         if (buf.scratchRun < 0 || buf.scratchRun > 5 ||
-            buf.scratchOffset + buf.elements * 4 > spec.scratchBytes[size_t(buf.scratchRun)])
+            buf.scratchOffset + buf.elements * int64_t(elementBytes(buf)) >
+                spec.scratchBytes[size_t(buf.scratchRun)])
           abortJob(std::string("stage memory: buffer '") + buf.name +
                    "' lies outside its scratch arena (train.cu and the runtime disagree)");
         continue;
@@ -99,8 +108,8 @@ bool StageMemory::handedOn(int b) const {
 size_t StageMemory::bytesOf(const Arrays &arrays) {
   size_t bytes = 0;
   for (const auto &frame : arrays.floats)
-    for (const DeviceArray<float> &a : frame)
-      bytes += a.size() * sizeof(float);
+    for (const DeviceTensor &a : frame)
+      bytes += a.bytes();
   for (const auto &frame : arrays.ids)
     for (const DeviceArray<int32_t> &a : frame)
       bytes += a.size() * sizeof(int32_t);
@@ -112,15 +121,15 @@ size_t StageMemory::scratchBytes() const {
   for (size_t f = 0; f < scratch.floats.size(); ++f)
     for (size_t b = 0; b < spec.buffers.size(); ++b)
       if (spec.buffers[b].scratchOffset < 0)
-        outside += (scratch.floats[f][b].size() + scratch.ids[f][b].size()) * 4;
+        outside += scratch.floats[f][b].bytes() + scratch.ids[f][b].size() * sizeof(int32_t);
   return size_t(*std::max_element(spec.scratchBytes.begin(), spec.scratchBytes.end())) + outside;
 }
 
 void StageMemory::enter(RegionKind region, bool forward) {
   const int r = 2 * int(region) + (forward ? 0 : 1);
-  DeviceArray<float> &arena = arenas[r];
-  arena.allocateUninitialized(size_t(spec.scratchBytes[size_t(r)] + 3) / 4);
-  std::byte *base = reinterpret_cast<std::byte *>(arena.data());
+  DeviceArray<std::byte> &arena = arenas[r];
+  arena.allocateUninitialized(size_t(spec.scratchBytes[size_t(r)]));
+  std::byte *base = arena.data();
   for (size_t b = 0; b < spec.buffers.size(); ++b) {
     const BufferSpec &buf = spec.buffers[b];
     if (roles[b] != BufferRole::Scratch || buf.scratchRun != r || buf.scratchOffset < 0)
@@ -131,8 +140,7 @@ void StageMemory::enter(RegionKind region, bool forward) {
       scratch.ids[owner][b] =
           DeviceArray<int32_t>::view(reinterpret_cast<int32_t *>(at), size_t(buf.elements));
     else
-      scratch.floats[owner][b] =
-          DeviceArray<float>::view(reinterpret_cast<float *>(at), size_t(buf.elements));
+      scratch.floats[owner][b] = DeviceTensor::view(at, size_t(buf.elements), buf.dtype);
   }
 }
 
@@ -207,8 +215,8 @@ void StageMemory::bindSlot(int slot) {
   bind(slotArrays[size_t(slot)], BufferRole::Saved);
 }
 
-std::vector<DeviceArray<float> *> StageMemory::slotFloats(int slot) {
-  std::vector<DeviceArray<float> *> out;
+std::vector<DeviceTensor *> StageMemory::slotFloats(int slot) {
+  std::vector<DeviceTensor *> out;
   Arrays &a = slotArrays[size_t(slot)];
   for (size_t f = 0; f < a.floats.size(); ++f)
     for (size_t b = 0; b < spec.buffers.size(); ++b)

@@ -72,7 +72,7 @@ public:
   /// The float saved-activation arrays of a slot (every layer's and the global
   /// ones; a checkpointed layer's dropped buffers are empty between its
   /// forward and its recompute): what the stash offloads.
-  std::vector<DeviceArray<float> *> slotFloats(int slot);
+  std::vector<DeviceTensor *> slotFloats(int slot);
   /// Bytes of one slot's activations as allocated at start (the buffers a
   /// checkpointed layer drops are not allocated until its forward runs).
   size_t slotBytes() const { return bytesPerSlot; }
@@ -89,7 +89,7 @@ private:
   /// The arrays of one role: [frame][buffer], frame 0 the global one, 1 +
   /// l layer l's.
   struct Arrays {
-    std::vector<std::vector<DeviceArray<float>>> floats;
+    std::vector<std::vector<DeviceTensor>> floats;
     std::vector<std::vector<DeviceArray<int32_t>>> ids;
   };
   Arrays makeArrays(BufferRole role, bool allocateRecomputed);
@@ -111,9 +111,9 @@ private:
   bool droppedBetweenPasses(size_t f, size_t b) const {
     return recomputedMask[b] && int(f) - 1 >= spec.layers - spec.ckptLayers;
   }
-  void freeGlobal(size_t b);    ///< a saved global buffer of the bound slot
-  Arrays parameters, scratch;   ///< scratch: views into the arenas, or own arrays
-  DeviceArray<float> arenas[6]; ///< per run kind (2 x region + backward), held during it
+  void freeGlobal(size_t b);        ///< a saved global buffer of the bound slot
+  Arrays parameters, scratch;       ///< scratch: views into the arenas, or own arrays
+  DeviceArray<std::byte> arenas[6]; ///< per run kind (2 x region + backward), held during it
   int boundSlot = 0;
   std::vector<Arrays> slotArrays;
   Frame globalFrame;

@@ -53,6 +53,11 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
     recvBackward = mine(stageIndex + 1, stageIndex, false);
   }
   released = memory.recomputed();
+  // What travels between regions and stages has the activations' type.
+  if (stage.layerIn >= 0) {
+    x.setDType(stage.buffers[size_t(stage.layerIn)].dtype);
+    dx.setDType(stage.buffers[size_t(stage.layerIn)].dtype);
+  }
   rowsIn.resize(size_t(stage.microBatch) * size_t(spec.seqLen));
   rowsOut.resize(rowsIn.size());
   if (stage.lossBuffer >= 0)
@@ -83,7 +88,7 @@ void StageRunner::run(RegionFn fn, Frame &layer, const std::string &name) {
 // buffer: the carried array is swapped in, and the run's output out, so no
 // copy of it ever coexists with the arenas. A buffer that is a view of an
 // arena (a region input the emitter placed in one) is copied into instead.
-void StageRunner::handIn(DeviceArray<float> &input, DeviceArray<float> &carried) {
+void StageRunner::handIn(DeviceTensor &input, DeviceTensor &carried) {
   if (input.isView())
     input = carried;
   else
@@ -91,7 +96,7 @@ void StageRunner::handIn(DeviceArray<float> &input, DeviceArray<float> &carried)
   carried.clear();
 }
 
-void StageRunner::handOut(DeviceArray<float> &output, DeviceArray<float> &carried) {
+void StageRunner::handOut(DeviceTensor &output, DeviceTensor &carried) {
   carried.clear();
   if (output.isView())
     carried = output;
@@ -147,7 +152,7 @@ void StageRunner::loadData(int step, int mb) {
     device::copy(global.ids(stage.targetsBuffer), targets, n * sizeof(int32_t));
 }
 
-void StageRunner::receive(DeviceArray<float> &into, int mb, bool gradients) {
+void StageRunner::receive(DeviceTensor &into, int mb, bool gradients) {
   const RankLayout &layout = groups.layout();
   const size_t perSample =
       size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
@@ -157,13 +162,13 @@ void StageRunner::receive(DeviceArray<float> &into, int mb, bool gradients) {
       StreamKind::G2G, (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb),
       [&] {
         for (const Transfer &t : gradients ? recvBackward : recvForward)
-          groups.pipeline().recv(into.data() + size_t(t.samples.begin - first) * perSample,
-                                 size_t(t.samples.size()) * perSample * sizeof(float), t.from,
-                                 tagOf(mb, gradients));
+          groups.pipeline().recv(into.at(size_t(t.samples.begin - first) * perSample).data,
+                                 size_t(t.samples.size()) * perSample * bytesOf(into.dtype()),
+                                 t.from, tagOf(mb, gradients));
       });
 }
 
-void StageRunner::send(const DeviceArray<float> &from, int mb, bool gradients) {
+void StageRunner::send(const DeviceTensor &from, int mb, bool gradients) {
   const RankLayout &layout = groups.layout();
   const size_t perSample = from.size() / size_t(stage.microBatch);
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
@@ -172,9 +177,9 @@ void StageRunner::send(const DeviceArray<float> &from, int mb, bool gradients) {
       StreamKind::G2G, (gradients ? "send gradients " : "send activations ") + std::to_string(mb),
       [&] {
         for (const Transfer &t : gradients ? sendBackward : sendForward)
-          groups.pipeline().postSend(from.data() + size_t(t.samples.begin - first) * perSample,
-                                     size_t(t.samples.size()) * perSample * sizeof(float), t.to,
-                                     tagOf(mb, gradients));
+          groups.pipeline().postSend(from.at(size_t(t.samples.begin - first) * perSample).data,
+                                     size_t(t.samples.size()) * perSample * bytesOf(from.dtype()),
+                                     t.to, tagOf(mb, gradients));
       });
 }
 
@@ -228,7 +233,7 @@ void StageRunner::forwardPost(int step, int mb) {
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
   (void)step;
   // Kept on the device: reading it here would wait for the GPU every micro-batch.
-  device::copy(mbLoss.data() + mb, global.at(stage.lossBuffer), sizeof(float));
+  device::copy(mbLoss.data() + mb, global.at(stage.lossBuffer).f32(), sizeof(float));
   memory.leave(RegionKind::Post, true);
 }
 
@@ -251,7 +256,7 @@ void StageRunner::backwardPost(int mb) {
   memory.enter(RegionKind::Post, false);
   store.prepareGradBuffers(RegionKind::Post, 0);
   global.vec(stage.postGradIn).assignZeros(1);
-  device::fill(global.at(stage.postGradIn), 1, 1.f); // d loss / d loss
+  device::fill(global.at(stage.postGradIn).f32(), 1, 1.f); // d loss / d loss
   run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
   handOut(global.vec(stage.postGradOut), dx);
   memory.leave(RegionKind::Post, false);

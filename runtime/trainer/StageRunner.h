@@ -83,10 +83,10 @@ private:
   /// Moves `carried` into a run's input buffer, and a run's output into
   /// `carried` (StageRunner.cpp). The run allocates that output
   /// (Frame::allocate in train.cu).
-  static void handIn(DeviceArray<float> &input, DeviceArray<float> &carried);
-  static void handOut(DeviceArray<float> &output, DeviceArray<float> &carried);
-  void receive(DeviceArray<float> &into, int mb, bool gradients);
-  void send(const DeviceArray<float> &from, int mb, bool gradients);
+  static void handIn(DeviceTensor &input, DeviceTensor &carried);
+  static void handOut(DeviceTensor &output, DeviceTensor &carried);
+  void receive(DeviceTensor &into, int mb, bool gradients);
+  void send(const DeviceTensor &from, int mb, bool gradients);
 
   const TrainerSpec &spec;
   const StageSpec &stage;
@@ -108,7 +108,7 @@ private:
   std::vector<uint32_t> rowsIn, rowsOut;
   /// Per micro-batch of the step: its tokens, then its targets, in pinned memory.
   std::vector<HostArray<int32_t>> staging;
-  DeviceArray<float> x, dx;  ///< the activations and their gradient between steps
+  DeviceTensor x, dx;        ///< the activations and their gradient between steps
   DeviceArray<float> mbLoss; ///< the step's micro-batch losses, read by finishStep
   DeviceArray<int32_t> rowsInDevice, rowsOutDevice;
   double losses = 0;

@@ -5,14 +5,14 @@
 
 namespace mist::rt {
 
-void TpContext::allReduce(float *out, const float *in, int64_t n) {
-  if (out != in)
-    device::copy(out, in, size_t(n) * sizeof(float));
+void TpContext::allReduce(Tensor out, ConstTensor in, int64_t n) {
+  if (out.data != in.data)
+    device::convert(out, in, size_t(n));
   if (size() > 1)
-    tp->allReduceSum(out, size_t(n));
+    tp->allReduceSum(out.data, size_t(n), out.dtype);
 }
 
-void TpContext::crossEntropy(float *loss, float *stats, const float *logits, const int32_t *targets,
+void TpContext::crossEntropy(Tensor loss, Tensor stats, ConstTensor logits, const int32_t *targets,
                              int64_t rows, int64_t vocab, bool vocabParallel) {
   const bool split = vocabParallel && size() > 1;
   const size_t n = size_t(rows);
@@ -37,8 +37,8 @@ void TpContext::crossEntropy(float *loss, float *stats, const float *logits, con
   ops::crossEntropyFinish(loss, stats, rowMax.data(), sumExp.data(), targetLogit.data(), rows);
 }
 
-void TpContext::crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
-                                 const int32_t *targets, const float *stats, int64_t rows,
+void TpContext::crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits,
+                                 const int32_t *targets, ConstTensor stats, int64_t rows,
                                  int64_t vocab, bool vocabParallel) {
   ops::crossEntropyGrad(dlogits, dloss, logits, targets, stats, rows, vocab,
                         vocabParallel && size() > 1 ? rank() * vocab : 0);

@@ -18,18 +18,18 @@ public:
   explicit TpContext(Communicator *tp) : tp(tp) {}
   int rank() const { return tp ? tp->rank() : 0; }
   int size() const { return tp ? tp->size() : 1; }
-  /// out = the sum over the group of `in` (n floats).
-  void allReduce(float *out, const float *in, int64_t n);
+  /// out = the sum over the group of `in` (n elements of one type).
+  void allReduce(Tensor out, ConstTensor in, int64_t n);
   /// *loss (a device scalar) = the mean token loss of `rows` rows; stats[rows,
   /// 2] gets the row max and log-sum-exp. With `vocabParallel` the vocabulary
   /// is split over the group (this rank holds `vocab` columns starting at
   /// rank() * vocab) and the phases are combined over it; otherwise this
   /// rank holds the whole vocabulary.
-  void crossEntropy(float *loss, float *stats, const float *logits, const int32_t *targets,
+  void crossEntropy(Tensor loss, Tensor stats, ConstTensor logits, const int32_t *targets,
                     int64_t rows, int64_t vocab, bool vocabParallel);
   /// The gradient of that loss for this rank's columns; `dloss` is a device scalar.
-  void crossEntropyGrad(float *dlogits, const float *dloss, const float *logits,
-                        const int32_t *targets, const float *stats, int64_t rows, int64_t vocab,
+  void crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits,
+                        const int32_t *targets, ConstTensor stats, int64_t rows, int64_t vocab,
                         bool vocabParallel);
 
 private:

@@ -14,6 +14,7 @@
 
 #include "format/Region.h"
 #include "runtime/device/DeviceArray.h"
+#include "runtime/device/DeviceTensor.h"
 #include <array>
 #include <cstdint>
 #include <string>
@@ -36,6 +37,10 @@ struct BufferSpec {
   /// liveness; -1: a buffer of its own.
   int scratchRun = -1;
   int64_t scratchOffset = -1;
+  /// A Float buffer's element type: the IR value's (bf16 activations and
+  /// weights of a bf16 plan, f32 statistics and loss), a parameter
+  /// gradient's the plan's grad_dtype.
+  DType dtype = DType::F32;
 };
 
 /// Which region of the model reads a parameter (format/Region.h).
@@ -67,12 +72,16 @@ int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local);
 class Frame {
 public:
   explicit Frame(size_t buffers) : floats(buffers, nullptr), ints(buffers, nullptr) {}
-  float *at(int i) { return floats[size_t(i)] ? floats[size_t(i)]->data() : nullptr; }
+  /// Buffer i as a typed device pointer (null when it has no memory).
+  Tensor at(int i) {
+    DeviceTensor *t = floats[size_t(i)];
+    return t ? t->at(0) : Tensor();
+  }
   int32_t *ids(int i) { return ints[size_t(i)] ? ints[size_t(i)]->data() : nullptr; }
   /// The array behind buffer i; one the frame does not hold ends the job.
-  DeviceArray<float> &vec(int i);
+  DeviceTensor &vec(int i);
   DeviceArray<int32_t> &idVec(int i);
-  void bind(int i, DeviceArray<float> *array) { floats[size_t(i)] = array; }
+  void bind(int i, DeviceTensor *array) { floats[size_t(i)] = array; }
   void bindIds(int i, DeviceArray<int32_t> *array) { ints[size_t(i)] = array; }
   /// Frees a saved activation after its last read in a backward (the
   /// emitter places these calls); its slot gets memory again when the next
@@ -91,7 +100,7 @@ public:
   bool dropRecomputed = false;
 
 private:
-  std::vector<DeviceArray<float> *> floats;
+  std::vector<DeviceTensor *> floats;
   std::vector<DeviceArray<int32_t> *> ints;
 };
 

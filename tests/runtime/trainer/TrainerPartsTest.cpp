@@ -9,13 +9,14 @@
 using namespace mist::rt;
 
 namespace {
-DeviceArray<float> onDevice(const std::vector<float> &values) {
-  DeviceArray<float> d;
+DeviceTensor onDevice(const std::vector<float> &values, DType type = DType::F32) {
+  DeviceTensor d(type);
   d.upload(values);
   return d;
 }
-std::vector<float> hostValues(const HostArray<float> &h) {
-  return std::vector<float>(h.data(), h.data() + h.size());
+std::vector<float> hostValues(const HostBytes &h) {
+  const float *at = static_cast<const float *>(h.data());
+  return std::vector<float>(at, at + h.size() / sizeof(float));
 }
 } // namespace
 
@@ -23,8 +24,8 @@ TEST(OffloadEngine, SwapsTheTailOutAndBackIntact) {
   OffloadEngine engine;
   std::vector<float> values(10);
   std::iota(values.begin(), values.end(), 0.f);
-  DeviceArray<float> device = onDevice(values);
-  HostArray<float> host;
+  DeviceTensor device = onDevice(values);
+  HostBytes host;
   engine.swapOut(device, host, 0.35); // floor(3.5) = 3 values leave
   EXPECT_EQ(device.size(), 7u);
   EXPECT_EQ(hostValues(host), (std::vector<float>{7, 8, 9}));
@@ -39,27 +40,41 @@ TEST(OffloadEngine, SwapsTheTailOutAndBackIntact) {
 
 TEST(OffloadEngine, FractionsZeroAndOneMoveNothingOrEverything) {
   OffloadEngine engine;
-  DeviceArray<float> device = onDevice(std::vector<float>(4, 1.f));
-  HostArray<float> host;
+  DeviceTensor device = onDevice(std::vector<float>(4, 1.f));
+  HostBytes host;
   engine.swapOut(device, host, 0.0);
   EXPECT_EQ(device.size(), 4u);
   EXPECT_TRUE(host.empty());
   engine.swapOut(device, host, 1.0);
   EXPECT_TRUE(device.empty());
-  EXPECT_EQ(host.size(), 4u);
+  EXPECT_EQ(host.size(), 16u);
   engine.swapIn(device, host);
   EXPECT_EQ(device.download(), std::vector<float>(4, 1.f));
 }
 
 TEST(OffloadEngine, CopiesOutAndInPlace) {
   OffloadEngine engine;
-  DeviceArray<float> device = onDevice({1, 2, 3, 4});
-  HostArray<float> host;
-  engine.copyOut(device.data() + 2, 2, host);
-  device::fill(device.data() + 2, 2, 0.f);
-  engine.copyIn(device.data() + 2, host);
+  DeviceTensor device = onDevice({1, 2, 3, 4});
+  HostBytes host;
+  engine.copyOut(device.at(2).data, 2 * sizeof(float), host);
+  device::fill(device.f32() + 2, 2, 0.f);
+  engine.copyIn(device.at(2).data, host);
   EXPECT_EQ(device.download(), (std::vector<float>{1, 2, 3, 4}));
   EXPECT_EQ(engine.hostBytes(), 0u);
+}
+
+TEST(OffloadEngine, MovesTwoBytesPerBf16Element) {
+  OffloadEngine engine;
+  // 1 + 2^-7 is a bf16 value; 1 + 2^-9 rounds to 1 (to nearest even).
+  DeviceTensor device = onDevice({1.f, 1.f + 1.f / 128, 1.f + 1.f / 512, -3.f}, DType::BF16);
+  HostBytes host;
+  engine.swapOut(device, host, 0.5);
+  EXPECT_EQ(device.size(), 2u);
+  EXPECT_EQ(device.bytes(), 4u);
+  EXPECT_EQ(engine.hostBytes(), 4u);
+  engine.swapIn(device, host);
+  EXPECT_EQ(device.download(), (std::vector<float>{1.f, 1.f + 1.f / 128, 1.f, -3.f}));
+  EXPECT_EQ(engine.movedBytes(), 8u);
 }
 
 TEST(ActivationStash, MaxInFlightFollowsTheOneFOneBOrder) {
@@ -108,7 +123,7 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApartWithoutCopies) {
   std::vector<Frame> &layers = memory.layers();
   auto fill = [&](int buffer, float v) {
     for (Frame &f : layers)
-      device::fill(f.at(buffer), f.vec(buffer).size(), v);
+      device::fill(f.at(buffer).f32(), f.vec(buffer).size(), v);
   };
   auto forward = [&](int mb, float v) {
     stash.begin(mb);
@@ -121,8 +136,8 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApartWithoutCopies) {
   forward(0, 1);
   EXPECT_GT(engine.hostBytes(), 0u); // half of every float activation went to host
   forward(1, 2);
-  EXPECT_EQ(layers[0].at(4), layers[1].at(4));
-  EXPECT_NE(layers[0].at(3), layers[1].at(3));
+  EXPECT_EQ(layers[0].at(4).data, layers[1].at(4).data);
+  EXPECT_NE(layers[0].at(3).data, layers[1].at(3).data);
   stash.restore(0);
   EXPECT_EQ(layers[1].vec(3).download(), std::vector<float>(8, 1.f));
   EXPECT_EQ(layers[0].vec(2).download(), std::vector<float>(8, 1.f));
