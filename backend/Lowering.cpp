@@ -148,7 +148,11 @@ private:
     auto shape = shapeAt(v, out.tp);
     if (!shape)
       return std::nullopt;
-    out.buffers.push_back({v->name, v->type.dtype, v->type.role, *shape, v->type.shape});
+    // Weight gradients are accumulated and reduced in the plan's grad_dtype
+    // (fp32 for bf16 training unless the model says otherwise), which the
+    // IR's `grad` values leave to the train section.
+    const DType dtype = v->type.role == Role::Grad ? m.train.gradientDtype() : v->type.dtype;
+    out.buffers.push_back({v->name, dtype, v->type.role, *shape, v->type.shape});
     return index[v] = static_cast<int>(out.buffers.size() - 1);
   }
 

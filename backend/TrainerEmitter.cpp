@@ -215,17 +215,25 @@ bool checkTrainable(const Module &m, const Plan &plan, DiagnosticEngine &diag) {
         diag.error(op->loc, "the trainer does not run dropout with p > 0 yet");
         return false;
       }
-  // The runtime stores and computes in fp32 only (TF32 GEMMs); a plan priced
-  // for 2-byte weights and activations would need about twice the memory it
-  // was proven to fit in, so say so rather than run it silently.
-  const bool narrowGrads = dtypeBytes(m.train.gradientDtype()) < 4;
-  if (m.train.dtype != DType::F32)
-    diag.warning({}, fmt::format("the trainer runs in fp32 (TF32 GEMMs) only: this plan was "
-                                 "priced for dtype = {}, so its predicted memory and time do not "
-                                 "apply to the trainer (weights{} and activations take twice the "
-                                 "bytes); put `dtype = f32` in the train section to plan for what "
-                                 "the trainer runs",
-                                 dtypeName(m.train.dtype).str(), narrowGrads ? ", gradients" : ""));
+  // The runtime stores fp32 and bf16 tensors (runtime/device/DType.h) and
+  // keeps fp32 masters and moments; f16 would need dynamic loss scaling,
+  // which it does not have.
+  for (auto [key, t] : {std::pair{"dtype", m.train.dtype},
+                        std::pair{"grad_dtype", m.train.gradientDtype()}})
+    if (t != DType::F32 && t != DType::BF16) {
+      diag.error({}, fmt::format("the trainer runs {0} = f32 or bf16, not {1} ({1} training needs "
+                                 "dynamic loss scaling, which the trainer does not do yet): put "
+                                 "`{0} = bf16` in the model's train section",
+                                 key, dtypeName(t).str()));
+      return false;
+    }
+  if (m.train.masterDtype != DType::F32) {
+    diag.error({}, fmt::format("the trainer keeps fp32 master weights and Adam moments, not "
+                               "master_dtype = {}: remove master_dtype from the train section "
+                               "(f32 is its default)",
+                               dtypeName(m.train.masterDtype).str()));
+    return false;
+  }
   return true;
 }
 
@@ -260,10 +268,12 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
     os << fmt::format("// Predicted on {}: {:.6g} s per iteration (the pipeline formula the tuner "
                       "minimizes: docs/perf-model.md).\n",
                       src.deviceName, src.predictedIterationSeconds);
-  if (m.train.dtype != DType::F32)
-    os << fmt::format("// Precision: fp32 (TF32 GEMMs), not the plan's {}: see the warning mistc "
-                      "printed; the plan's memory and time figures do not apply.\n",
-                      dtypeName(m.train.dtype).str());
+  os << fmt::format("// Precision: {} weights and activations, fp32 master weights and Adam "
+                    "moments, {} gradients{}.\n",
+                    dtypeName(m.train.dtype).str(), dtypeName(m.train.gradientDtype()).str(),
+                    m.train.dtype == DType::BF16
+                        ? "; every op computes in fp32 and rounds what it stores to bf16"
+                        : " (TF32 GEMMs on GPUs)");
   os << "// Build for CPU ranks:\n";
   os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
                     "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
@@ -395,6 +405,8 @@ void emitBufferTable(StageContext &c, const ScratchPlan &arena, llvm::raw_ostrea
     std::string fields =
         fmt::format(".name = \"{}\", .elements = {}, .kind = BufferKind::{}", buf.name,
                     used ? c.e.n(int(b)) : "0", buf.dtype == DType::I32 ? "Ids" : "Float");
+    const std::string typeField =
+        buf.dtype == DType::BF16 ? std::string(", .dtype = DType::BF16") : std::string();
     if (c.e.layerOwned.count(int(b)))
       fields += ", .layer = true";
     if (used && c.use.forward.count(int(b)))
@@ -404,6 +416,7 @@ void emitBufferTable(StageContext &c, const ScratchPlan &arena, llvm::raw_ostrea
     if (arena.run[b] >= 0)
       fields +=
           fmt::format(", .scratchRun = {}, .scratchOffset = {}", arena.run[b], arena.offset[b]);
+    fields += typeField; // f32 is the default
     os << fmt::format("      {{{}}},{}\n", fields, used ? "" : " // not on this stage");
   }
   os << "  };\n";
@@ -537,6 +550,9 @@ void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64
       "  spec.eps = float({});\n  spec.weightDecay = float({});\n  spec.gradClip = float({});\n"
       "  spec.warmupSteps = {};\n",
       t.lr, t.beta1, t.beta2, t.eps, t.weightDecay, t.gradClip, t.warmupSteps);
+  auto runtimeType = [](DType d) { return d == DType::BF16 ? "DType::BF16" : "DType::F32"; };
+  os << fmt::format("  spec.weightDtype = {};\n  spec.gradDtype = {};\n", runtimeType(t.dtype),
+                    runtimeType(t.gradientDtype()));
   os << "  return runTrainer(spec, argc, argv);\n}\n";
 }
 

@@ -9,7 +9,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 if [[ ${CI:-false} == true ]]; then export DEBUG_INFO=${DEBUG_INFO:-0}; fi
 "$root/scripts/build.sh"
 cd "${BUILD_DIR:-$root/build}"
-ctest --output-on-failure -j "${JOBS:-$(nproc)}" -LE gpu
+# Label long: the whole bf16 equivalence suite (~10 min on 2 cores), run by
+# hand (ctest -L long) and recorded in bench/results/bf16-equivalence.txt.
+ctest --output-on-failure -j "${JOBS:-$(nproc)}" -LE 'gpu|long'
 # In CI (CI=true), or with MIST_SANITIZED_TESTS=1: the unit and lit tests again,
 # built with ASan and UBSan in build-asan/ (MIST_SANITIZED_TESTS=0 skips them).
 if [[ ${MIST_SANITIZED_TESTS:-${CI:-false}} =~ ^(1|true)$ ]]; then

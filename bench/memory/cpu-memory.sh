@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The memory model against the trainer, on CPU ranks: for plans of the tiny
-# models trained in fp32 (`dtype = f32`, as the trainer does) on one rank
-# and on several (dp with each ZeRO stage, tp, a pipeline), mistc's
+# models trained in fp32 and in bf16 (bf16 weights and activations, fp32
+# masters and gradients: Megatron-LM's mixed precision) on one rank and on several (dp with each ZeRO stage, tp, a pipeline), mistc's
 # predicted peak of every stage (--emit=report) beside the peak of the memory
 # the trainer's runtime allocated (its log: the largest rank of each stage,
 # device::peakBytes). The same
@@ -18,6 +18,7 @@ trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 for m in tiny-gpt tiny-llama; do
   sed 's/^train {$/train {\n  dtype = f32/' "$root/examples/$m.mist" > "$work/$m.mist"
+  sed 's/^train {$/train {\n  dtype = bf16/' "$root/examples/$m.mist" > "$work/$m-bf16.mist"
 done
 # A larger one, closer to real proportions (fixed copies weigh less): about
 # 35 s of CPU per step.
@@ -31,6 +32,7 @@ train {
   optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)
 }
 MODEL
+sed 's/dtype = f32/dtype = bf16/;s/small_gpt/small_gpt_bf16/' "$work/small-gpt.mist" > "$work/small-gpt-bf16.mist"
 # name model G b ckpt offload-optimizer offload-activations layers check
 # check: what the test (tests/trainer/memory-matches-model.sh) asks of a row:
 #   exact  within 1% of the prediction
@@ -48,6 +50,12 @@ plans=(
   "gpt-b16-g1 tiny-gpt 1 16 0 0 0 2 exact"
   "llama-b4 tiny-llama 4 4 0 0 0 2 exact"
   "small-b4 small-gpt 1 4 0 0 0 4 exact"
+  "gpt-b4-bf16 tiny-gpt-bf16 4 4 0 0 0 2 exact"
+  "gpt-b4-ck1-bf16 tiny-gpt-bf16 4 4 1 0 0 2 exact"
+  "gpt-b4-oa50-bf16 tiny-gpt-bf16 4 4 0 0 0.5 2 exact"
+  "gpt-b4-oo50-bf16 tiny-gpt-bf16 4 4 0 0.5 0 2 exact"
+  "llama-b4-bf16 tiny-llama-bf16 4 4 0 0 0 2 exact"
+  "small-b4-bf16 small-gpt-bf16 1 4 0 0 0 4 exact"
 )
 # Several ranks: name model G b mesh (a stage per '|': dp,tp,zero) check;
 # zero is the ZeRO stage (0-3). Each stage's largest rank against its prediction.
@@ -58,6 +66,10 @@ multi=(
   "gpt-dp2-zero3 tiny-gpt 2 4 2,1,3 bound"
   "gpt-tp2 tiny-gpt 4 4 1,2,0 exact"
   "gpt-pp2 tiny-gpt 4 4 1,1,0|1,1,0 exact"
+  "gpt-dp2-zero1-bf16 tiny-gpt-bf16 2 4 2,1,1 exact"
+  "gpt-dp2-zero3-bf16 tiny-gpt-bf16 2 4 2,1,3 bound"
+  "gpt-tp2-bf16 tiny-gpt-bf16 4 4 1,2,0 exact"
+  "gpt-pp2-bf16 tiny-gpt-bf16 4 4 1,1,0|1,1,0 exact"
 )
 # A plan of several ranks: stages split the 2 layers evenly.
 multi_plan() { # G b mesh
@@ -80,7 +92,7 @@ multi_plan() { # G b mesh
     i=$((i + 1))
   done
 }
-printf '%-14s %12s %12s %8s  %s\n' plan "predicted MiB" "measured MiB" error check
+printf '%-20s %12s %12s %8s  %s\n' plan "predicted MiB" "measured MiB" error check
 echo "[" > "$out"
 sep=""
 # measure NAME MODEL GLOBAL_BATCH RANKS CHECK DESCRIPTION-JSON: one row per
@@ -104,7 +116,7 @@ measure() {
     row=$name
     [[ ${#predicted[@]} -gt 1 ]] && row="$name/s$i"
     error=$(python3 -c "print(f'{(${measured[$i]} - ${predicted[$i]}) / ${measured[$i]}:+.1%}')")
-    printf '%-14s %12s %12s %8s  %s\n' "$row" "${predicted[$i]}" "${measured[$i]}" "$error" "$check"
+    printf '%-20s %12s %12s %8s  %s\n' "$row" "${predicted[$i]}" "${measured[$i]}" "$error" "$check"
     printf '%s  {"plan": "%s", "stage": %s, "model": "%s", %s, "check": "%s", "predicted_peak_mib": %s, "measured_peak_mib": %s}' \
       "$sep" "$row" "$i" "$model" "$fields" "$check" "${predicted[$i]}" "${measured[$i]}" >> "$out"
     sep=$',\n'

@@ -172,7 +172,11 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                                           {"seed", std::to_string(seed)},
                                           {"lr", floatText(schedule.lr)},
                                           {"warmup_steps", std::to_string(schedule.warmupSteps)},
-                                          {"schedule_steps", std::to_string(schedule.totalSteps)}};
+                                          {"schedule_steps", std::to_string(schedule.totalSteps)},
+                                          // The weights are stored widened to F32 (exactly);
+                                          // this says what the run held them in.
+                                          {"weights_dtype", nameOf(spec.weightDtype)},
+                                          {"grad_dtype", nameOf(spec.gradDtype)}};
   if (auto error = writeSafetensors(path, tensors, meta))
     abortJob("cannot write the checkpoint: " + *error);
   std::printf("checkpoint of step %d written to %s\n", step, path.c_str());

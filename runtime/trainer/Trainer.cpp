@@ -167,6 +167,13 @@ void reportStagePeaks(const RankLayout &layout, Communicator &world) {
   }
   if (layout.myWorldRank == 0)
     std::printf("mistrt: peak device memory by stage (its largest rank): %s\n", peaks.c_str());
+  // Not in the peaks above, nor in the plan's prediction: the fp32 copies of
+  // bf16 operands that the fp32 kernels read (runtime/ops/Fp32Staging.h).
+  const double staging = world.allReduceMax(double(device::stagingPeakBytes()));
+  if (layout.myWorldRank == 0 && staging > 0)
+    std::printf("mistrt: besides, fp32 staging of bf16 operands for the fp32 kernels: at most "
+                "%.2f MiB at once on a rank (transient, per op)\n",
+                staging / (1 << 20));
 }
 
 /// The token file and the sampler over it of a run with --data: every rank
@@ -384,6 +391,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                   tokenFormatInfo(tokenFile->format()).name, (long long)tokenFile->size(),
                   o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
                             : "read in file order");
+    std::printf("mistrt: precision: %s weights and activations, fp32 master weights and Adam "
+                "moments, %s gradients\n",
+                nameOf(spec.weightDtype), nameOf(spec.gradDtype));
     describeUtilization(spec, deviceName);
   }
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};

@@ -166,6 +166,9 @@ struct TrainerSpec {
   // Training setup from the model's train section.
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weightDecay = 0.1f, gradClip = 1.f;
   int warmupSteps = 0;
+  /// The plan's precision (the buffers' own types follow it): weights and
+  /// activations, and weight gradients; masters and moments are fp32.
+  DType weightDtype = DType::F32, gradDtype = DType::F32;
 };
 
 /// Parses the trainer's flags (runtime/trainer/Options.h) and trains.

@@ -5,10 +5,11 @@
 
 Both must hold the same tensors with the same shapes, and:
 - the model's parameters taken together (every tensor without a .master,
-  .adam_m or .adam_v suffix, as one vector) agree within 1e-5:
+  .adam_m or .adam_v suffix, as one vector) agree within 1e-5 (CKPT_MODEL_TOL):
   ||a - b|| <= 1e-5 ||a|| in the Euclidean norm;
 - every tensor (parameters, fp32 master weights, Adam moments) agrees within
-  1e-4 of its own norm: a tensor laid out or updated wrongly differs by O(1).
+  1e-4 (CKPT_TENSOR_TOL) of its own norm: a tensor laid out or updated wrongly
+  differs by O(1).
 Plans sum gradients in different orders, so they agree to rounding; the test
 models use Adam eps 1e-6 so that rounding noise in near-zero gradients (the
 key bias, to which softmax is invariant, has none in exact arithmetic) is not
@@ -16,12 +17,15 @@ amplified into steps of +-lr (tests/trainer/Inputs/*.mist).
 Prints the figures; exits 1 on a mismatch.
 """
 import json
+import os
 import struct
 import sys
 from array import array
 
-MODEL_TOLERANCE = 1e-5
-TENSOR_TOLERANCE = 1e-4
+# bf16 plans round activations where fp32 ones do not, so their suites pass
+# wider bounds (equivalence.sh: CKPT_MODEL_TOL, CKPT_TENSOR_TOL).
+MODEL_TOLERANCE = float(os.environ.get("CKPT_MODEL_TOL", "1e-5"))
+TENSOR_TOLERANCE = float(os.environ.get("CKPT_TENSOR_TOL", "1e-4"))
 SUFFIXES = (".master", ".adam_m", ".adam_v")
 
 

@@ -3,10 +3,16 @@
 # the same losses as the uninterrupted run (bitwise on CPU), and resumed under
 # other plans (dp 2, tp 2, or two pipeline stages of dp 2 and tp 2, instead of
 # one rank) the same within 1e-5; the pipeline's own kill and resume is bitwise.
+# All of that in fp32; then in bf16: kill and resume is bitwise too, and a
+# checkpoint crosses precisions both ways (fp32 -> bf16, bf16 -> fp32) with
+# losses within 1e-3 of the run it left.
 #   resume.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
-mistc=$1 model=$2 work=$3
+mistc=$1 source_model=$2 work=$3
 mkdir -p "$work"
+model=$work/model-f32.mist
+sed 's/^train {$/train {\n  dtype = f32/' "$source_model" >"$model"
+sed 's/^train {$/train {\n  dtype = bf16/' "$source_model" >"$work/model-bf16.mist"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 build="$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-trainer.sh"
 for shape in 1:1 2:1 1:2; do
@@ -43,11 +49,14 @@ stages:
     tp: 2
 PLAN
 "$build" "$mistc" "$model" "$work/pp.yaml" "$work/pp"
+"$build" "$mistc" "$work/model-bf16.mist" "$work/dp1-tp1.yaml" "$work/bf16"
 losses() { awk '/^step/ {print $2, $4}'; }
 # run DP TP ARGS... (dp 0: the pipeline plan)
 run() {
   local dp=$1 tp=$2; shift 2
-  if [[ $dp == 0 ]]; then
+  if [[ $dp == bf16 ]]; then
+    timeout 300 mpirun --oversubscribe -np 1 "$work/bf16" --steps 6 --lr 3e-3 --log-every 1 "$@"
+  elif [[ $dp == 0 ]]; then
     timeout 300 mpirun --oversubscribe -np 4 "$work/pp" --steps 6 --lr 3e-3 --log-every 1 "$@"
   else
     timeout 300 mpirun --oversubscribe -np "$((dp * tp))" "$work/dp$dp-tp$tp" --steps 6 --lr 3e-3 --log-every 1 "$@"
@@ -96,6 +105,37 @@ run 1 1 --ckpt-dir "$work/ppcut" --resume | losses >"$work/pp-to-one.txt"
 paste <(tail -3 "$work/full.txt") "$work/pp-to-one.txt" | awk '
   { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
   END { exit bad }'
+
+# bf16: stopped and resumed, bitwise; a step-3 checkpoint of the fp32 run
+# resumed in bf16 and one of the bf16 run resumed in fp32, each within 1e-3
+# of the run it came from (the bound of the bf16 equivalence suites:
+# docs/trainer-design.md, "Precision").
+rm -rf "$work/bf16full" "$work/bf16cut" "$work/cross"
+mkdir -p "$work/bf16full" "$work/bf16cut" "$work/cross"
+run bf16 0 --ckpt-dir "$work/bf16full" | losses >"$work/bf16full.txt"
+run bf16 0 --ckpt-dir "$work/bf16cut" --ckpt-every 3 --stop-after 4 >/dev/null
+run bf16 0 --ckpt-dir "$work/bf16cut" --resume | losses >"$work/bf16cut.txt"
+echo "bf16, stopped after step 4 and resumed:"; cat "$work/bf16cut.txt"
+diff <(tail -3 "$work/bf16full.txt") "$work/bf16cut.txt"
+within() { # within REFERENCE.txt RUN.txt TOLERANCE: steps 4-6 of both
+  paste <(tail -3 "$1") "$2" | awk -v tol="$3" '
+    { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > tol * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
+    END { exit bad }'
+}
+cp "$work/step3.safetensors" "$work/cross/latest.safetensors"
+run bf16 0 --ckpt-dir "$work/cross" --resume | losses >"$work/f32-to-bf16.txt"
+echo "the fp32 run's step-3 checkpoint resumed in bf16:"; cat "$work/f32-to-bf16.txt"
+within "$work/full.txt" "$work/f32-to-bf16.txt" 1e-3
+run bf16 0 --ckpt-dir "$work/cross" --ckpt-every 3 --stop-after 3 >/dev/null
+run 1 1 --ckpt-dir "$work/cross" --resume | losses >"$work/bf16-to-f32.txt"
+echo "the bf16 run's step-3 checkpoint resumed in fp32:"; cat "$work/bf16-to-f32.txt"
+within "$work/bf16full.txt" "$work/bf16-to-f32.txt" 1e-3
+python3 - "$work/cross/latest.safetensors" <<'PY'
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+meta = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])["__metadata__"]
+assert meta["weights_dtype"] == "f32" and meta["grad_dtype"] == "f32", meta
+PY
 
 # Resuming a checkpoint of the last step trains nothing, and says so.
 run 1 1 --ckpt-dir "$work/full" --resume >"$work/done.txt" 2>&1
