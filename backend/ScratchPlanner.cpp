@@ -75,7 +75,8 @@ ScratchPlan planScratch(const LoweredStage &stage, const std::vector<bool> &scra
     }
   }
   auto bytesOf = [&](int b) {
-    const int64_t raw = stage.buffers[size_t(b)].elements() * dtypeBytes(stage.buffers[size_t(b)].dtype);
+    const int64_t raw =
+        stage.buffers[size_t(b)].elements() * dtypeBytes(stage.buffers[size_t(b)].dtype);
     return (raw + alignment - 1) / alignment * alignment;
   };
   // Largest first, each at the lowest offset of its run's arena clear of its

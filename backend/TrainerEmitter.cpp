@@ -218,8 +218,8 @@ bool checkTrainable(const Module &m, const Plan &plan, DiagnosticEngine &diag) {
   // The runtime stores fp32 and bf16 tensors (runtime/device/DType.h) and
   // keeps fp32 masters and moments; f16 would need dynamic loss scaling,
   // which it does not have.
-  for (auto [key, t] : {std::pair{"dtype", m.train.dtype},
-                        std::pair{"grad_dtype", m.train.gradientDtype()}})
+  for (auto [key, t] :
+       {std::pair{"dtype", m.train.dtype}, std::pair{"grad_dtype", m.train.gradientDtype()}})
     if (t != DType::F32 && t != DType::BF16) {
       diag.error({}, fmt::format("the trainer runs {0} = f32 or bf16, not {1} ({1} training needs "
                                  "dynamic loss scaling, which the trainer does not do yet): put "

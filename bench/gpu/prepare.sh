@@ -15,6 +15,11 @@ rm -rf "$work" && mkdir -p "$work"
 # One head of 64 dims: the CUDA attention kernels exist for head dims 64 and 128.
 "$mistc" "$root/tests/trainer/tiny-gpt-1head.mist" --cluster a100-40g \
   --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" --emit=trainer -o "$work/tiny-gpt.train.cu"
+# The same in bf16 (fp32 masters): the GPU runs it through fp32 staging of its
+# bf16 operands (runtime/ops/Fp32Staging.h) and must match the CPU's bf16 run.
+sed 's/dtype = f32/dtype = bf16/' "$root/tests/trainer/tiny-gpt-1head.mist" >"$work/tiny-gpt-bf16.mist"
+"$mistc" "$work/tiny-gpt-bf16.mist" --cluster a100-40g \
+  --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" --emit=trainer -o "$work/tiny-gpt-bf16.train.cu"
 "$root/bench/h100/make-trainers.sh" "$mistc" "$work/trainers"
 git -C "$root" rev-parse HEAD > "$work/commit" 2>/dev/null || echo "not a git checkout" > "$work/commit"
 echo "prepare.sh: wrote $work (carry it with the device call)"

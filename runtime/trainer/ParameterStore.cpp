@@ -4,6 +4,7 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/ops/Ops.h"
 #include <algorithm>
+#include <map>
 
 namespace mist::rt {
 
@@ -133,6 +134,10 @@ void ParameterStore::initialize(uint64_t seed) {
       s.m.assignZeros(s.chunk);
       s.v.assignZeros(s.chunk);
       s.resident = true;
+      // The offloaded tail leaves at once, tensor by tensor, so the
+      // optimizer state is never all on the device (the model counts only
+      // the part kept there).
+      swapOutOptimizer(s);
     }
 }
 
@@ -150,8 +155,24 @@ void ParameterStore::settle() {
         offload.swapOut(w, s.weightHost, spec.offloadWeights);
         s.resident = false;
       }
-      swapOutOptimizer(s);
     }
+  // The optimizer's staging for offloaded state, sized for the largest
+  // group and kept: allocated now, so the first step holds what every later
+  // one does (the memory the model counts) and a plan that cannot hold it
+  // stops here.
+  std::map<int, size_t> stagedPerGroup;
+  for (size_t p = 0; p < state.size(); ++p)
+    for (size_t l = 0; l < state[p].size(); ++l)
+      stagedPerGroup[groupOf(p, l)] += state[p][l].mHost.size() / sizeof(float);
+  size_t most = 0;
+  for (auto [group, elements] : stagedPerGroup)
+    most = std::max(most, elements);
+  if (most > 0) {
+    stagedM.assignZeros(most);
+    stagedV.assignZeros(most);
+    if (!state.empty() && !state[0].empty() && !state[0][0].masterIsWeights)
+      stagedMaster.assignZeros(most);
+  }
 }
 
 void ParameterStore::swapOutOptimizer(State &s) {
@@ -647,6 +668,7 @@ void ParameterStore::load(size_t p, int layer, ParamTensor what,
     values[i] = fullValues[size_t(fullIndexOf(spec.params[p], tpRank, tp, int64_t(i)))];
   DeviceTensor local(DType::F32);
   local.upload(values);
+  swapInOptimizer(s); // kept offloaded since initialize; out again below
   switch (what) {
   case ParamTensor::Weight:
     weights(p, layer).upload(values); // before settle: every weight is resident
@@ -666,6 +688,7 @@ void ParameterStore::load(size_t p, int layer, ParamTensor what,
     s.v = sliced ? slice(local, s.chunk) : local;
     break;
   }
+  swapOutOptimizer(s);
 }
 
 } // namespace mist::rt

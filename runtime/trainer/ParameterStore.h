@@ -63,8 +63,9 @@ public:
                  StageGroups groups, OffloadEngine &offload, Streams &streams);
 
   /// Canonical initial values (runtime/trainer/Initialization.cpp), all
-  /// weights resident; then `load` may overwrite, and `settle` puts every
-  /// tensor where the plan keeps it between uses.
+  /// weights resident, the optimizer state's offloaded tails already in host
+  /// memory; then `load` may overwrite, and `settle` puts the weights where
+  /// the plan keeps them between uses.
   void initialize(uint64_t seed);
   void settle();
 

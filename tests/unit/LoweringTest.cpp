@@ -173,8 +173,9 @@ TEST(ScratchPlanner, BuffersLiveAtOnceNeverOverlap) {
       EXPECT_TRUE(scratch[b]) << st->buffers[b].name;
       EXPECT_EQ(plan.offset[b] % 256, 0);
       ASSERT_GE(plan.run[b], 0);
-      EXPECT_LE(plan.offset[b] + st->buffers[b].elements() * 4, plan.bytes[size_t(plan.run[b])]);
-      endToEnd += st->buffers[b].elements() * 4;
+      EXPECT_LE(plan.offset[b] + st->buffers[b].elements() * dtypeBytes(st->buffers[b].dtype),
+                plan.bytes[size_t(plan.run[b])]);
+      endToEnd += st->buffers[b].elements() * dtypeBytes(st->buffers[b].dtype);
     }
   int64_t arenas = 0;
   for (int64_t bytes : plan.bytes)
@@ -204,9 +205,11 @@ TEST(ScratchPlanner, BuffersLiveAtOnceNeverOverlap) {
           if (a >= b || ia.second < ib.first || ib.second < ia.first)
             continue;
           const int64_t a0 = plan.offset[size_t(a)],
-                        a1 = a0 + st->buffers[size_t(a)].elements() * 4;
+                        a1 = a0 + st->buffers[size_t(a)].elements() *
+                                      dtypeBytes(st->buffers[size_t(a)].dtype);
           const int64_t b0 = plan.offset[size_t(b)],
-                        b1 = b0 + st->buffers[size_t(b)].elements() * 4;
+                        b1 = b0 + st->buffers[size_t(b)].elements() *
+                                      dtypeBytes(st->buffers[size_t(b)].dtype);
           EXPECT_TRUE(a1 <= b0 || b1 <= a0)
               << st->buffers[size_t(a)].name << " and " << st->buffers[size_t(b)].name;
         }
