@@ -79,6 +79,9 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   os << fmt::format("    \"model\": {},\n", quoted(model.name));
   writeLines("projection", projected.notes, os);
   os << ",\n";
-  writeLines("remarks", projected.remarks, os);
+  std::vector<std::string> remarks = projected.remarks;
+  if (std::string decay = weightDecayRemark(model.train, ExportTarget::DeepSpeed); !decay.empty())
+    remarks.push_back(decay);
+  writeLines("remarks", remarks, os);
   os << "\n  }\n}\n";
 }

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
+#include <tuple>
 
 using namespace mist;
 
@@ -381,4 +383,34 @@ const char *mist::torchDtypeName(DType t) {
 
 const char *mist::torchDtypeShortName(DType t) {
   return t == DType::BF16 ? "bf16" : t == DType::F16 ? "fp16" : "fp32";
+}
+
+std::string mist::weightDecayRemark(const TrainConfig &train, ExportTarget target) {
+  if (train.weightDecay == 0)
+    return "";
+  std::string kept = train.noDecayText();
+  for (size_t at = kept.find(','); at != std::string::npos; at = kept.find(',', at + 2))
+    kept.replace(at, 1, ", ");
+  if (target == ExportTarget::DeepSpeed)
+    return kept.empty() ? ""
+                        : fmt::format("weight decay: the client's parameter groups decide; give "
+                                      "weight_decay 0 to the {} parameters (no_decay)",
+                                      kept);
+  // What the target decays of biases, norms and embedding tables.
+  const bool megatron = target == ExportTarget::Megatron;
+  const std::string name = megatron ? "Megatron-LM" : "TorchTitan";
+  std::vector<std::string> extra, missing;
+  for (auto [theirs, ours, what] : {std::tuple{!megatron, train.decayBiases, "biases"},
+                                    std::tuple{!megatron, train.decayNorms, "norms"},
+                                    std::tuple{true, train.decayEmbeddings, "embedding tables"}})
+    if (theirs != ours)
+      (theirs ? extra : missing).push_back(what);
+  std::vector<std::string> parts;
+  if (!extra.empty())
+    parts.push_back(fmt::format("{} decays the {}, which the model's no_decay = ({}) leaves out",
+                                name, fmt::join(extra, " and "), kept));
+  if (!missing.empty())
+    parts.push_back(fmt::format("{} does not decay the {}, which the model decays", name,
+                                fmt::join(missing, " and ")));
+  return parts.empty() ? "" : "weight decay: " + fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -45,6 +45,13 @@ ExportProjection projectForExport(const Plan &plan, const TrainConfig &train, Ex
 void writeProjectionComment(const ExportProjection &projected, ExportTarget target,
                             const char *exactLine, llvm::raw_ostream &os);
 
+/// How the target's weight decay differs from the train section's no_decay
+/// (Megatron-LM decays every parameter of two or more dimensions, so the
+/// embeddings but not biases and norms; TorchTitan decays everything;
+/// DeepSpeed leaves the groups to the client's code): one line, or empty
+/// when the target does what the model says.
+std::string weightDecayRemark(const TrainConfig &train, ExportTarget target);
+
 /// What the exporters need to know of the model and its training setup.
 struct ExportModel {
   std::string name;

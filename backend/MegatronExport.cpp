@@ -38,6 +38,8 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
   if (model.gelu && !model.swiglu)
     os << "# Not priced: Megatron-LM's GELU is the exact form, mistc's the tanh approximation\n"
           "# (the same cost; activations differ by at most 4.8e-4).\n";
+  if (std::string decay = weightDecayRemark(model.train, ExportTarget::Megatron); !decay.empty())
+    os << "# Not as the model says: " << decay << ".\n";
 }
 
 void modelArgs(const ExportModel &model, const ArgWriter &arg) {

@@ -102,6 +102,8 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
   std::vector<std::string> remarks = modelRemarks(model, flavor);
   if (t.dtype != DType::F32 && t.gradientDtype() != DType::F32)
     remarks.push_back("TorchTitan reduces gradients in fp32 (the plan: bf16)");
+  if (std::string decay = weightDecayRemark(t, ExportTarget::TorchTitan); !decay.empty())
+    remarks.push_back(decay);
   header(projected, model, remarks, os);
 
   os << "\n[model]\nname = \"llama3\"\n";

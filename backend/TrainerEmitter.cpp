@@ -307,7 +307,7 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
 struct StageContext {
   StageContext(const Module &m, const Plan &plan, int i, const LoweredStage &st,
                llvm::raw_ostream &os)
-      : plan(plan), i(i), sp(plan.stages[i]), st(st), first(i == 0),
+      : train(m.train), plan(plan), i(i), sp(plan.stages[i]), st(st), first(i == 0),
         last(i + 1 == int(plan.stages.size())), use(stageUse(st, first, last)),
         params(stageParams(st, use)), e(m, st, os) {
     // Saved activations by the backward that reads them last: a layer's
@@ -323,6 +323,7 @@ struct StageContext {
   const LoweredRegion &layer() const { return st.region(RegionKind::Layer); }
   const LoweredRegion &post() const { return st.region(RegionKind::Post); }
 
+  const TrainConfig &train;
   const Plan &plan;
   const int i;
   const StagePlan &sp;
@@ -439,11 +440,17 @@ void emitParamTable(StageContext &c, llvm::raw_ostream &os) {
     std::vector<std::string> gradNames;
     for (int64_t g : sp.grads)
       gradNames.push_back(c.e.named(int(g)));
+    const ParamKind kind = paramKindOf(c.st, sp.buffer);
+    const bool decays = kind == ParamKind::Bias        ? c.train.decayBiases
+                        : kind == ParamKind::Norm      ? c.train.decayNorms
+                        : kind == ParamKind::Embedding ? c.train.decayEmbeddings
+                                                       : true;
     os << fmt::format("      {{.name = \"{}\", .buffer = {}, .grads = {{{}}}, .shape = {{{}}}, "
-                      ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}}},\n",
+                      ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}{}}},\n",
                       p.name, c.e.named(sp.buffer), fmt::join(gradNames, ", "),
                       c.e.fullShape(sp.buffer), p.shardAxis, joined(p.groups),
-                      fmt::join(regions, ", "), tied ? ", .tiedAcrossStages = true" : "");
+                      fmt::join(regions, ", "), tied ? ", .tiedAcrossStages = true" : "",
+                      decays ? "" : ", .decay = false");
   }
   os << "  };\n";
 }

@@ -87,3 +87,30 @@ bool mist::reads(const LoweredRegion &region, int b) {
           return true;
   return false;
 }
+
+ParamKind mist::paramKindOf(const LoweredStage &st, int b) {
+  for (const LoweredRegion &region : st.regions)
+    for (const LoweredOp &op : region.forward)
+      for (size_t i = 0; i < op.operands.size(); ++i) {
+        if (op.operands[i] != b)
+          continue;
+        switch (op.kind) {
+        case OpKind::Linear: // x, weight, bias
+          return i == 2 ? ParamKind::Bias : ParamKind::Weight;
+        case OpKind::LayerNorm:
+        case OpKind::RMSNorm:
+          return ParamKind::Norm;
+        case OpKind::Embedding:
+        case OpKind::PositionEmbedding:
+          return ParamKind::Embedding;
+        case OpKind::LMHead: {
+          auto tied = op.words.find("tied");
+          return tied != op.words.end() && tied->second == "true" ? ParamKind::Embedding
+                                                                  : ParamKind::Weight;
+        }
+        default:
+          return ParamKind::Weight;
+        }
+      }
+  return ParamKind::Weight;
+}

@@ -33,6 +33,14 @@ struct StageParam {
 };
 std::vector<StageParam> stageParams(const LoweredStage &st, const StageUse &use);
 
+/// The kind of a parameter, as weight decay groups them (the train
+/// section's no_decay): a linear layer's bias, a norm's weight or bias, an
+/// embedding table (token or position, or the LM head's table when it is
+/// the tied embedding), or any other weight.
+enum class ParamKind { Weight, Bias, Norm, Embedding };
+/// From the first forward op of the stage that reads parameter buffer `b`.
+ParamKind paramKindOf(const LoweredStage &st, int b);
+
 /// Whether buffer `b` is a parameter of the stage or one of its gradients.
 bool isParameterBuffer(const std::vector<StageParam> &params, int b);
 

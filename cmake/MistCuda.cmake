@@ -14,3 +14,6 @@ if(CMAKE_CUDA_COMPILER)
   find_package(CUDAToolkit REQUIRED)
   set(MIST_HAVE_CUDA ON)
 endif()
+# The GPU architectures the CUDA code is built for: A100 (80) and H100 (90).
+# CI, which only proves the code compiles, builds one (scripts/build.sh).
+set(MIST_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures of the kernels and runtime")

@@ -83,6 +83,7 @@ private:
   bool evalTrainEntry(const TrainEntry &e, int64_t &seqLen);
   bool evalOptimizer(const ExprAST &v);
   bool evalOptimizerSetting(const CallArg &a);
+  bool evalNoDecay(const ExprAST &v);
   /// A train section's `cluster = "..."`: a relative YAML path resolved against the
   /// folder of the .mist file at `where`; a preset name as it is.
   std::string clusterRelativeTo(const std::string &cluster, llvm::SMLoc where) const;

@@ -101,6 +101,8 @@ bool IRGen::evalOptimizerSetting(const CallArg &a) {
     t.beta2 = *b2;
     return true;
   }
+  if (a.name == "no_decay")
+    return evalNoDecay(*a.value);
   double *slot = a.name == "lr"                               ? &t.lr
                  : a.name == "weight_decay" || a.name == "wd" ? &t.weightDecay
                  : a.name == "eps"                            ? &t.eps
@@ -108,7 +110,7 @@ bool IRGen::evalOptimizerSetting(const CallArg &a) {
   if (!slot)
     return error(a.nameRange.Start,
                  "unknown optimizer setting '" + a.name +
-                     "' (expected lr, betas, weight_decay, eps)",
+                     "' (expected lr, betas, weight_decay, eps, no_decay)",
                  a.nameRange);
   auto r = evalRealArg(*a.value, empty, a.name.c_str());
   if (!r)
@@ -116,6 +118,39 @@ bool IRGen::evalOptimizerSetting(const CallArg &a) {
   if (*r < 0 || (a.name != "weight_decay" && a.name != "wd" && *r == 0))
     return error(a.value->loc(), a.name + " must be positive", a.value->range);
   *slot = *r;
+  return true;
+}
+
+// no_decay = (bias, norm, embedding): the kinds of parameters AdamW does
+// not decay; one kind alone needs no parentheses, `none` decays everything.
+bool IRGen::evalNoDecay(const ExprAST &v) {
+  TrainConfig &t = m->train;
+  std::vector<const ExprAST *> items;
+  if (auto *tup = llvm::dyn_cast<TupleExpr>(&v))
+    for (const auto &e : tup->elements)
+      items.push_back(e.get());
+  else
+    items.push_back(&v);
+  bool biases = true, norms = true, embeddings = true;
+  for (const ExprAST *item : items) {
+    auto *id = llvm::dyn_cast<IdentExpr>(item);
+    const std::string name = id ? id->name : "";
+    bool *decays = name == "bias"        ? &biases
+                   : name == "norm"      ? &norms
+                   : name == "embedding" ? &embeddings
+                                         : nullptr;
+    if (name == "none" && items.size() == 1)
+      continue;
+    if (!decays)
+      return error(item->loc(),
+                   "no_decay names kinds of parameters: bias, norm, embedding (or none), "
+                   "e.g. no_decay = (bias, norm)",
+                   item->range);
+    *decays = false;
+  }
+  t.decayBiases = biases;
+  t.decayNorms = norms;
+  t.decayEmbeddings = embeddings;
   return true;
 }
 

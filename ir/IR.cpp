@@ -133,3 +133,12 @@ void Module::dropCosts() {
   }
   state.costed = false;
 }
+
+std::string TrainConfig::noDecayText() const {
+  std::string out;
+  for (auto [decayed, name] : {std::pair{decayBiases, "bias"}, std::pair{decayNorms, "norm"},
+                               std::pair{decayEmbeddings, "embedding"}})
+    if (!decayed)
+      out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
+}

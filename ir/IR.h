@@ -120,6 +120,15 @@ struct TrainConfig {
   /// dp; unset means the master dtype (bf16 training with fp32 gradients,
   /// as Megatron-LM does for bf16), or the weights' dtype where that is wider.
   std::optional<DType> gradDtype;
+  /// Weight decay by kind of parameter (`no_decay` in the optimizer's
+  /// settings): biases, norm weights and biases, and embedding tables
+  /// (token, position, and an LM head tied to the embedding) are not
+  /// decayed by default, as Megatron-LM and Hugging Face's Trainer do for
+  /// the first two and the language's default adds the third; every other
+  /// weight is.
+  bool decayBiases = false, decayNorms = false, decayEmbeddings = false;
+  /// The no_decay list as the language writes it: "bias,norm,embedding".
+  std::string noDecayText() const;
   /// The cluster the train section names (`cluster = "a100-40g"`): a preset,
   /// or a YAML file resolved against the .mist file's folder; empty: none.
   /// --cluster overrides it.

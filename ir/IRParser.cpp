@@ -266,6 +266,19 @@ bool IRParser::parseTrain() {
       } else if (key == "cluster") {
         t.cluster = v;
         t.clusterLoc = tok.loc();
+      } else if (key == "no_decay") {
+        t.decayBiases = t.decayNorms = t.decayEmbeddings = true;
+        llvm::SmallVector<llvm::StringRef, 3> kinds;
+        llvm::StringRef(v).split(kinds, ',', -1, /*KeepEmpty=*/false);
+        for (llvm::StringRef k : kinds) {
+          bool *decays = k == "bias"        ? &t.decayBiases
+                         : k == "norm"      ? &t.decayNorms
+                         : k == "embedding" ? &t.decayEmbeddings
+                                            : nullptr;
+          if (!decays)
+            return error("unknown no_decay kind '" + k.str() + "' (bias, norm, embedding)");
+          *decays = false;
+        }
       } else {
         return errorAt(keyTok, "unknown train key '" + key + "'");
       }

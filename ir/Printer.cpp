@@ -65,6 +65,8 @@ private:
        << "\", master_dtype = \"" << dtypeName(t.masterDtype) << "\"";
     if (t.gradDtype) // unset: the master dtype (printed as given, for round trips)
       os << ", grad_dtype = \"" << dtypeName(*t.gradDtype) << "\"";
+    if (t.noDecayText() != "bias,norm,embedding") // the default is not printed
+      os << ", no_decay = \"" << t.noDecayText() << "\"";
     if (!t.cluster.empty())
       os << ", cluster = \"" << t.cluster << "\"";
     os << "}\n";

@@ -14,9 +14,11 @@
 #  mist-profile-cpu on two ranks (--base: the one-rank file, whose op times
 #  it keeps).
 # Models: a 4-layer GPT and a 4-layer Llama (GQA, RoPE, SwiGLU), hidden 128,
-# sequence 128, fp32 (the trainer's precision). Plans differ in micro-batch,
-# G, checkpointed layers, offloading, dp, tp and pipeline stages. Run it on
-# an idle machine with two cores: it is a timing (about 8 minutes).
+# sequence 128, in fp32 and in bf16 (bf16 weights and activations, fp32
+# masters and gradients; its clusters are profiled in bf16: mist-profile-cpu
+# --dtype bf16). Plans differ in micro-batch, G, checkpointed layers,
+# offloading, dp, tp and pipeline stages. Run it on an idle machine with two
+# cores: it is a timing (about 13 minutes).
 #   cpu-time.sh MISTC BUILD [OUT.json]
 # Prints a table; writes OUT.json (default bench/results/time-cpu.json) and
 # the measured clusters beside it (time-cpu-cluster-{gpt,llama}.yaml).
@@ -53,6 +55,11 @@ train {
 }
 MODEL
 
+for model in bench-gpt bench-llama; do
+  sed 's/dtype = f32/dtype = bf16/;s/^model bench_\([a-z]*\)/model bench_\1_bf16/' "$work/$model.mist" \
+    >"$work/$model-bf16.mist"
+done
+
 # name model G b ckpt-layers offload-optimizer offload-activations dp tp stages
 plans=(
   "gpt-b4 bench-gpt 2 4 0 0 0 1 1 1"
@@ -68,6 +75,14 @@ plans=(
   "gpt-tp2 bench-gpt 2 4 0 0 0 1 2 1"
   "gpt-pp2-g4 bench-gpt 4 4 0 0 0 1 1 2"
   "llama-pp2-g4 bench-llama 4 4 0 0 0 1 1 2"
+  "gpt-b4-bf16 bench-gpt-bf16 2 4 0 0 0 1 1 1"
+  "gpt-b2-g4-bf16 bench-gpt-bf16 4 2 0 0 0 1 1 1"
+  "gpt-b4-ck2-bf16 bench-gpt-bf16 2 4 2 0 0 1 1 1"
+  "gpt-b4-oo50-bf16 bench-gpt-bf16 2 4 0 0.5 0 1 1 1"
+  "llama-b4-bf16 bench-llama-bf16 2 4 0 0 0 1 1 1"
+  "gpt-dp2-bf16 bench-gpt-bf16 2 4 0 0 0 2 1 1"
+  "gpt-tp2-bf16 bench-gpt-bf16 2 4 0 0 0 1 2 1"
+  "gpt-pp2-g4-bf16 bench-gpt-bf16 4 4 0 0 0 1 1 2"
 )
 
 # A plan of the 4 layers split evenly over `stages` stages of dp x tp ranks.
@@ -98,14 +113,16 @@ for p in "${plans[@]}"; do
   "$mistc" "$work/$model.mist" --cluster a100-40g --plan "$work/$name.yaml" \
     --emit=profile-shapes -o "$work/$name.$model.tsv"
 done
-for model in bench-gpt bench-llama; do
+for model in bench-gpt bench-llama bench-gpt-bf16 bench-llama-bf16; do
+  dtype=f32
+  [[ $model == *-bf16 ]] && dtype=bf16
   {
     echo "# mist-profile-shapes 1"
     echo "# bench/time/cpu-time.sh: the shapes of the $model plans, merged"
     cat "$work"/*."$model".tsv | grep -v '^#' | LC_ALL=C sort -u
   } > "$work/$model.shapes"
   "$profile" --shapes "$work/$model.shapes" --out "$work/$model.yaml" --name "cpu-core-$model" \
-    --repeats "${REPEATS:-5}" --warmup 1 --memory-gib 16 2> "$work/$model.profile.log" ||
+    --dtype "$dtype" --repeats "${REPEATS:-5}" --warmup 1 --memory-gib 16 2> "$work/$model.profile.log" ||
     { cat "$work/$model.profile.log" >&2; exit 1; }
   grep -E "memory copy|GEMM|wrote" "$work/$model.profile.log" | sed "s/^/  $model: /" >&2
   mpirun -np 2 "$profile" --base "$work/$model.yaml" --gpus-per-node 2 --out "$work/$model.2.yaml" \
@@ -115,7 +132,7 @@ for model in bench-gpt bench-llama; do
 done
 
 # 2. Prediction and measurement, plan by plan.
-printf '%-14s %12s %12s %8s\n' plan "predicted s" "measured s" error
+printf '%-18s %12s %12s %8s\n' plan "predicted s" "measured s" error
 echo "[" > "$out"
 sep=""
 for p in "${plans[@]}"; do
@@ -138,7 +155,7 @@ print(f'{$tokens_per_step / statistics.median(rates):.4f}' if rates else '')")
     exit 1
   fi
   error=$(python3 -c "print(f'{($predicted - $measured) / $measured:+.1%}')")
-  printf '%-14s %12s %12s %8s\n' "$name" "$predicted" "$measured" "$error"
+  printf '%-18s %12s %12s %8s\n' "$name" "$predicted" "$measured" "$error"
   printf '%s  {"plan": "%s", "model": "%s", "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "dp": %s, "tp": %s, "stages": %s, "ranks": %s, "predicted_iteration_s": %s, "measured_iteration_s": %s, "steps": %s}' \
     "$sep" "$name" "$model" "$g" "$b" "$ck" "$oo" "$oa" "$dp" "$tp" "$stages" "$ranks" "$predicted" "$measured" "$steps" >> "$out"
   sep=$',\n'
@@ -146,4 +163,6 @@ done
 printf '\n]\n' >> "$out"
 cp "$work/bench-gpt.2.yaml" "${out%.json}-cluster-gpt.yaml"
 cp "$work/bench-llama.2.yaml" "${out%.json}-cluster-llama.yaml"
+cp "$work/bench-gpt-bf16.2.yaml" "${out%.json}-cluster-gpt-bf16.yaml"
+cp "$work/bench-llama-bf16.2.yaml" "${out%.json}-cluster-llama-bf16.yaml"
 echo "written $out and the measured clusters beside it"

@@ -560,7 +560,8 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         next[i].assignZeros(s.chunk);
         updatedWeights = next[i].tensor();
       }
-      const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step};
+      const float decay = spec.params[p].decay ? a.weightDecay : 0.f; // no_decay's kinds: 0
+      const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, decay, a.gradScale, a.step};
       const ConstTensor grad = gradSum(p, l).tensor();
       // The moments' device part and offloaded tail; the masters split the
       // same way unless they are the weights (then whole, stepped in place).

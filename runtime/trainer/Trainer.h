@@ -60,6 +60,9 @@ struct ParamSpec {
   /// Also held by another stage (a tied embedding on the first and last
   /// stage): its gradient is summed over both before the optimizer step.
   bool tiedAcrossStages = false;
+  /// AdamW decays it (the train section's no_decay leaves out biases,
+  /// norms and embeddings by default).
+  bool decay = true;
 };
 
 /// The index in the full tensor of element `local` of tp rank `rank`'s shard.

@@ -3,7 +3,7 @@
 # fp32 plans: micro-batch, G, checkpointing, optimizer and activation
 # offload on one rank; dp with each ZeRO stage, tp and a two-stage pipeline
 # on several: 16 rows, one per stage; and 10 bf16 plans of the same kinds: 11
-# rows) and checks each row as its `check`
+# rows; the test leaves out the bench's two rows of a hidden-256 GPT: 25 rows) and checks each row as its `check`
 # says: `exact` rows within TOLERANCE (a fraction, default 0.01) of the
 # prediction, `bound` rows at most the prediction. Allocation sizes on CPU ranks
 # are deterministic, so this is exact work, not a timing.
@@ -13,12 +13,13 @@ set -euo pipefail
 mistc=$1 build=$2 work=$3 tolerance=${4:-0.01}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$work"
-"$root/bench/memory/cpu-memory.sh" "$mistc" "$build" "$work/memory.json"
+# The hidden-256 GPT's two rows (about 80 s of CPU) are the bench's, not this test's.
+QUICK=1 "$root/bench/memory/cpu-memory.sh" "$mistc" "$build" "$work/memory.json"
 python3 - "$work/memory.json" "$tolerance" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 tolerance = float(sys.argv[2])
-assert len(rows) == 27, f"expected 27 rows, got {len(rows)}"
+assert len(rows) == 25, f"expected 25 rows, got {len(rows)}"
 bad = []
 for r in rows:
     predicted, measured = r["predicted_peak_mib"], r["measured_peak_mib"]

@@ -6,7 +6,8 @@
 
 Builds the tiny GPT or Llama in plain PyTorch, loads the trainer's step-0
 checkpoint with the official `safetensors` reader (the fp32 master weights),
-trains it on the trainer's synthetic sequences with torch.optim.AdamW,
+trains it on the trainer's synthetic sequences with torch.optim.AdamW (no
+weight decay on biases, norms and embedding tables, the language's default),
 torch.nn.utils.clip_grad_norm_ and the trainer's learning-rate schedule, and
 compares every step's loss with the trainer's log: each within T relative.
 
@@ -183,8 +184,18 @@ def main():
     masters = {n[: -len(".master")]: t.float() for n, t in tensors.items() if n.endswith(".master")}
     model = Model(a, masters)
     params = list(model.params.values())
-    optimizer = torch.optim.AdamW(params, lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps,
-                                  weight_decay=a.weight_decay)
+    # The language's default no_decay = (bias, norm, embedding), told apart
+    # here by name: biases, the norms' weights and biases, the token and
+    # position tables (GPT's LM head is the token table).
+    def decays(name):
+        norm = any(k in name for k in (".ln1.", ".ln2.", "ln_f.", "_norm.", "post.norm."))
+        table = name in ("pre.embedding.weight", "pre.position_embedding.weight", "pre.x.weight")
+        return not (name.endswith(".bias") or norm or table)
+    decayed = [t for n, t in model.params.items() if decays(n)]
+    kept = [t for n, t in model.params.items() if not decays(n)]
+    optimizer = torch.optim.AdamW([{"params": decayed, "weight_decay": a.weight_decay},
+                                   {"params": kept, "weight_decay": 0.0}],
+                                  lr=a.lr, betas=(a.beta1, a.beta2), eps=a.eps)
     expected = trainer_losses(a.trainer_log)
     accumulation = a.batch // a.micro_batch
     ours, bad = {}, []

@@ -33,20 +33,20 @@ double medianHostSeconds(int warmup, int repeats, const std::function<void()> &r
 
 namespace {
 
+using mist::rt::DType;
+using mist::rt::Tensor;
+
 /// The host buffers of one measurement, aligned as the CPU ranks' device
 /// memory is (64 bytes: runtime/device/HostDevice.cpp), filled with random
-/// values and freed together.
+/// values and freed together. `act` is the trainer's weights and
+/// activations (the plan's dtype); `floats` the fp32 ones (statistics, the
+/// loss), `grads` the weight gradients (fp32, the default grad_dtype).
 class HostArena {
 public:
-  explicit HostArena(uint32_t seed) : rng(seed) {}
-  float *floats(int64_t n) {
-    need(n > 0 && n < (int64_t(1) << 32), "a buffer of " + std::to_string(n) + " floats");
-    float *b = static_cast<float *>(allocate(static_cast<size_t>(n) * sizeof(float)));
-    std::uniform_real_distribution<float> u(-1.f, 1.f);
-    for (int64_t i = 0; i < n; ++i)
-      b[i] = u(rng);
-    return b;
-  }
+  HostArena(uint32_t seed, DType dtype) : rng(seed), dtype(dtype) {}
+  float *floats(int64_t n) { return static_cast<float *>(random(n, DType::F32).data); }
+  Tensor act(int64_t n) { return random(n, dtype); }
+  Tensor grads(int64_t n) { return random(n, DType::F32); }
   int32_t *ints(int64_t n, int64_t bound) {
     need(n > 0 && bound > 0, "an id buffer needs ids and a bound");
     int32_t *b = static_cast<int32_t *>(allocate(static_cast<size_t>(n) * sizeof(int32_t)));
@@ -57,6 +57,17 @@ public:
   }
 
 private:
+  Tensor random(int64_t n, DType type) {
+    need(n > 0 && n < (int64_t(1) << 32), "a buffer of " + std::to_string(n) + " elements");
+    void *b = allocate(static_cast<size_t>(n) * mist::rt::bytesOf(type));
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int64_t i = 0; i < n; ++i)
+      if (type == DType::F32)
+        static_cast<float *>(b)[i] = u(rng);
+      else
+        static_cast<uint16_t *>(b)[i] = mist::rt::toBf16(u(rng));
+    return {b, type};
+  }
   struct Free {
     void operator()(void *p) const { std::free(p); }
   };
@@ -68,6 +79,7 @@ private:
     return p;
   }
   std::mt19937 rng;
+  DType dtype;
   std::vector<std::unique_ptr<void, Free>> buffers;
 };
 
@@ -84,10 +96,10 @@ private:
     // linear's weight is [in, out]; lm_head's table [vocab, channels].
     const int64_t outF = lmHead ? ops[1][0] : ops[1][1];
     need((lmHead ? ops[1][1] : ops[1][0]) == in, "the weight does not match the input");
-    float *y = mem.floats(rows * outF), *x = mem.floats(rows * in), *w = mem.floats(in * outF);
+    Tensor y = mem.act(rows * outF), x = mem.act(rows * in), w = mem.act(in * outF);
     if (lmHead)
       return [=] { ops::lmHead(y, x, w, rows, in, outF); };
-    float *bias = ops.size() == 3 ? mem.floats(outF) : nullptr;
+    Tensor bias = ops.size() == 3 ? mem.act(outF) : nullptr;
     return [=] { ops::linear(y, x, w, bias, rows, in, outF); };
   }
 
@@ -96,11 +108,11 @@ private:
     need(ops[2].size() == 2, "the weight must have rank 2");
     const int64_t in = last(1), rows = rowsOf(1), outF = last(0);
     need(rowsOf(0) == rows, "dy and x differ in rows");
-    float *dy = mem.floats(rows * outF), *x = mem.floats(rows * in), *w = mem.floats(in * outF),
-          *dx = mem.floats(rows * in), *dw = mem.floats(in * outF);
+    Tensor dy = mem.act(rows * outF), x = mem.act(rows * in), w = mem.act(in * outF),
+           dx = mem.act(rows * in), dw = mem.grads(in * outF);
     if (lmHead)
       return [=] { ops::lmHeadGrad(dx, dw, dy, x, w, rows, in, outF); };
-    float *db = e.word("bias", "true") == "true" ? mem.floats(outF) : nullptr;
+    Tensor db = e.word("bias", "true") == "true" ? mem.grads(outF) : nullptr;
     return [=] { ops::linearGrad(dx, dw, db, dy, x, w, rows, in, outF); };
   }
 
@@ -123,24 +135,25 @@ private:
          "the operand widths do not match the heads");
     const int64_t qStride = fused ? W : qWidth, kvStride = fused ? W : kvWidth;
     // q, k and v: one fused buffer at offsets 0, H*D, (H+KV)*D, or three.
-    auto qkv = [&](float *&qp, float *&kp, float *&vp) {
+    auto qkv = [&](Tensor &qp, Tensor &kp, Tensor &vp) {
       if (fused) {
-        qp = mem.floats(tokens * W);
+        qp = mem.act(tokens * W);
         kp = qp + qWidth;
         vp = kp + kvWidth;
       } else {
-        qp = mem.floats(tokens * qWidth);
-        kp = mem.floats(tokens * kvWidth);
-        vp = mem.floats(tokens * kvWidth);
+        qp = mem.act(tokens * qWidth);
+        kp = mem.act(tokens * kvWidth);
+        vp = mem.act(tokens * kvWidth);
       }
     };
-    float *qp, *kp, *vp;
+    Tensor qp, kp, vp;
     qkv(qp, kp, vp);
-    float *out = mem.floats(tokens * qWidth), *lse = mem.floats(s.batch * s.heads * s.seq);
+    Tensor out = mem.act(tokens * qWidth);
+    float *lse = mem.floats(s.batch * s.heads * s.seq);
     if (!grad)
       return [=] { ops::attention(out, lse, qp, kp, vp, qStride, kvStride, s); };
     ops::attention(out, lse, qp, kp, vp, qStride, kvStride, s); // out and lse for the backward
-    float *dout = mem.floats(tokens * qWidth), *dq, *dk, *dv;
+    Tensor dout = mem.act(tokens * qWidth), dq, dk, dv;
     qkv(dq, dk, dv);
     return
         [=] { ops::attentionGrad(dq, dk, dv, dout, qp, kp, vp, out, lse, qStride, kvStride, s); };
@@ -152,13 +165,14 @@ private:
     const bool hasBias = ops.size() == (grad ? 5u : 3u);
     const int64_t rows = rowsOf(xi), C = last(xi);
     const float eps = static_cast<float>(e.number("eps", 1e-5));
-    float *x = mem.floats(rows * C), *w = mem.floats(C), *b = hasBias ? mem.floats(C) : nullptr,
-          *y = mem.floats(rows * C), *stats = mem.floats(2 * rows);
+    Tensor x = mem.act(rows * C), w = mem.act(C), b = hasBias ? mem.act(C) : nullptr,
+           y = mem.act(rows * C);
+    float *stats = mem.floats(2 * rows);
     if (!grad)
       return [=] { ops::layerNorm(y, stats, x, w, b, rows, C, eps); };
     ops::layerNorm(y, stats, x, w, b, rows, C, eps); // the statistics
-    float *dy = mem.floats(rows * C), *dx = mem.floats(rows * C), *dw = mem.floats(C),
-          *db = hasBias ? mem.floats(C) : nullptr;
+    Tensor dy = mem.act(rows * C), dx = mem.act(rows * C), dw = mem.grads(C),
+           db = hasBias ? mem.grads(C) : nullptr;
     return [=] { ops::layerNormGrad(dx, dw, db, dy, x, w, stats, rows, C); };
   }
 
@@ -167,12 +181,12 @@ private:
     const size_t xi = grad ? 1 : 0;
     const int64_t rows = rowsOf(xi), C = last(xi);
     const float eps = static_cast<float>(e.number("eps", 1e-5));
-    float *x = mem.floats(rows * C), *w = mem.floats(C), *y = mem.floats(rows * C),
-          *stats = mem.floats(rows);
+    Tensor x = mem.act(rows * C), w = mem.act(C), y = mem.act(rows * C);
+    float *stats = mem.floats(rows);
     if (!grad)
       return [=] { ops::rmsNorm(y, stats, x, w, rows, C, eps); };
     ops::rmsNorm(y, stats, x, w, rows, C, eps); // rstd
-    float *dy = mem.floats(rows * C), *dx = mem.floats(rows * C), *dw = mem.floats(C);
+    Tensor dy = mem.act(rows * C), dx = mem.act(rows * C), dw = mem.grads(C);
     return [=] { ops::rmsNormGrad(dx, dw, dy, x, w, stats, rows, C); };
   }
 
@@ -183,7 +197,7 @@ private:
     const int64_t B = ops[0][0], T = ops[0][1], width = elements(ops[0]) / (B * T);
     need(D > 0 && D % 2 == 0 && width % D == 0, "needs an even head_dim dividing the width");
     const float theta = static_cast<float>(e.number("theta", 10000));
-    float *x = mem.floats(elements(ops[0])), *y = mem.floats(elements(ops[0]));
+    Tensor x = mem.act(elements(ops[0])), y = mem.act(elements(ops[0]));
     if (grad)
       return [=] { ops::ropeGrad(y, x, B, T, width / D, D, theta, D); };
     return [=] { ops::rope(y, x, B, T, width / D, D, theta, D); };
@@ -197,7 +211,7 @@ private:
     const int64_t n = elements(ops[0]);
     for (const auto &o : ops)
       need(elements(o) == n, "the operands differ in size");
-    float *a = mem.floats(n), *b = binary ? mem.floats(n) : nullptr, *out = mem.floats(n);
+    Tensor a = mem.act(n), b = binary ? mem.act(n) : nullptr, out = mem.act(n);
     if (op == "gelu")
       return [=] { ops::gelu(out, a, n); };
     if (op == "silu")
@@ -206,12 +220,12 @@ private:
       return [=] { ops::mul(out, a, b, n); };
     if (op == "add" || op == "grad_add")
       return [=] { ops::add(out, a, b, n); };
-    float *dout = mem.floats(n);
+    Tensor dout = mem.act(n);
     if (op == "gelu_grad")
       return [=] { ops::geluGrad(out, dout, a, n); };
     if (op == "silu_grad")
       return [=] { ops::siluGrad(out, dout, a, n); };
-    float *db = mem.floats(n); // mul_grad
+    Tensor db = mem.act(n); // mul_grad
     return [=] { ops::mulGrad(out, db, dout, a, b, n); };
   }
 
@@ -221,7 +235,7 @@ private:
       need(ops[1].size() == 2, "the table must have rank 2");
       const int64_t tokens = elements(ops[0]), V = ops[1][0], C = ops[1][1];
       int32_t *ids = mem.ints(tokens, V);
-      float *table = mem.floats(V * C), *out = mem.floats(tokens * C);
+      Tensor table = mem.act(V * C), out = mem.act(tokens * C);
       return [=] { ops::embedding(out, ids, table, tokens, C, V, 0); };
     }
     // dy [b, s, C], ids [b, s]; the `rows` attribute is the vocabulary slice.
@@ -230,7 +244,7 @@ private:
     const int64_t tokens = elements(ops[1]), C = last(0);
     need(elements(ops[0]) == tokens * C, "dy does not match the ids");
     int32_t *ids = mem.ints(tokens, V);
-    float *dy = mem.floats(tokens * C), *dtable = mem.floats(V * C);
+    Tensor dy = mem.act(tokens * C), dtable = mem.grads(V * C);
     return [=] { ops::embeddingGrad(dtable, dy, ids, tokens, C, V, 0); };
   }
 
@@ -238,7 +252,7 @@ private:
     operands(1, 1);
     need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
     const int64_t B = ops[0][0], T = ops[0][1], C = ops[0][2];
-    float *dy = mem.floats(B * T * C), *dtable = mem.floats(T * C);
+    Tensor dy = mem.act(B * T * C), dtable = mem.grads(T * C);
     return [=] { ops::positionEmbeddingGrad(dtable, dy, B, T, C); };
   }
 
@@ -246,8 +260,9 @@ private:
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t li = grad ? 1 : 0;
     const int64_t V = last(li), rows = rowsOf(li);
-    float *logits = mem.floats(rows * V), *rowMax = mem.floats(rows), *sumExp = mem.floats(rows),
-          *target = mem.floats(rows), *stats = mem.floats(2 * rows), *loss = mem.floats(1);
+    Tensor logits = mem.act(rows * V);
+    float *rowMax = mem.floats(rows), *sumExp = mem.floats(rows), *target = mem.floats(rows),
+          *stats = mem.floats(2 * rows), *loss = mem.floats(1);
     int32_t *targets = mem.ints(rows, V);
     // The trainer's phases at tp = 1 (TpContext::crossEntropy).
     auto forward = [=] {
@@ -258,7 +273,8 @@ private:
     if (!grad)
       return forward;
     forward(); // the statistics for the backward
-    float *dlogits = mem.floats(rows * V), *dloss = mem.floats(1);
+    Tensor dlogits = mem.act(rows * V);
+    float *dloss = mem.floats(1);
     *dloss = 1;
     return [=] { ops::crossEntropyGrad(dlogits, dloss, logits, targets, stats, rows, V, 0); };
   }
@@ -268,7 +284,7 @@ private:
 
 } // namespace
 
-OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats) {
+OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats, DType dtype) {
   OpTime t;
   try {
     // The reference kernels' speed depends on where their buffers fall in
@@ -276,7 +292,7 @@ OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats) {
     // the figure is the median over three fresh sets of buffers.
     std::vector<double> placements;
     for (uint32_t seed = 1; seed <= 3; ++seed) {
-      HostArena mem(seed);
+      HostArena mem(seed, dtype);
       CpuSetup setup(e, mem);
       std::function<void()> run = setup.build();
       placements.push_back(medianHostSeconds(warmup, repeats, run));

@@ -19,6 +19,8 @@
 #include "tools/profiler/ProfileInputs.h"
 #include "tools/profiler/ShapesFile.h"
 
+#include "runtime/device/DType.h"
+
 #include <functional>
 #include <string>
 
@@ -27,7 +29,10 @@ namespace mist::profiler {
 /// The median wall time of `run` over `repeats` calls after `warmup` calls.
 double medianHostSeconds(int warmup, int repeats, const std::function<void()> &run);
 
-/// Times `e` with the CPU ops; never throws.
-OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats);
+/// Times `e` with the CPU ops, weights and activations of type `dtype`
+/// (statistics, the loss and weight gradients fp32, as a plan with the
+/// default grad_dtype keeps them); never throws.
+OpTime timeOpOnCpu(const ShapeEntry &e, int warmup, int repeats,
+                   mist::rt::DType dtype = mist::rt::DType::F32);
 
 } // namespace mist::profiler

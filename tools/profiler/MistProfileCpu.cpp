@@ -61,9 +61,16 @@ double copyGBs(size_t bytes, int warmup, int repeats) {
 void timeOps(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes, Measurements &m) {
   recordOpTimes(
       shapes, opts, "mist-profile-cpu",
-      [&](const ShapeEntry &e) { return timeOpOnCpu(e, opts.warmup, opts.repeats); }, m);
-  m.opsHow = "the CPU ops of runtime/ops (the trainer's CPU ranks) on random host data, fp32, "
-             "one thread";
+      [&](const ShapeEntry &e) {
+        return timeOpOnCpu(e, opts.warmup, opts.repeats,
+                           opts.dtype == "bf16" ? mist::rt::DType::BF16 : mist::rt::DType::F32);
+      },
+      m);
+  m.opsHow = "the CPU ops of runtime/ops (the trainer's CPU ranks) on random host data, " +
+             std::string(opts.dtype == "bf16" ? "bf16 weights and activations (fp32 "
+                                                "statistics, loss and weight gradients)"
+                                              : "fp32") +
+             ", one thread";
 }
 
 /// The fastest rate of the timed forward GEMMs (linear, lm_head) of the

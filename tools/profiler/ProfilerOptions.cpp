@@ -27,6 +27,9 @@ there is no GPU.
                          bf16 GEMMs, the backward's two as two), or tf32 / fp32 (fp32 data
                          through linearFwdCuda / linearBwdCuda, as the fp32 GPU trainer runs)
   --skip-ops a,b         ops not to time (the performance model uses the roofline)
+  --dtype f32|bf16       mist-profile-cpu: the type of the weights and activations the CPU
+                         ops are timed on, as the trainer runs a plan of that dtype (default
+                         f32; statistics, the loss and weight gradients are fp32 either way)
   --no-interference      do not measure stream interference (keeps the base's table)
   --interference-ms MS   how long each set of concurrent streams runs (default 200)
 
@@ -212,6 +215,15 @@ Parsed parseMeasurementFlag(ArgReader &a, ProfilerOptions &o) {
     return result(parseLinearGrad(a, o.linearGrad));
   if (arg == "--skip-ops")
     return result(parseSkipOps(a, o.skipOps));
+  if (arg == "--dtype") {
+    if (!a.next(o.dtype))
+      return Parsed::Failed;
+    if (o.dtype != "f32" && o.dtype != "bf16") {
+      a.error = "--dtype takes f32 or bf16, not '" + o.dtype + "'";
+      return Parsed::Failed;
+    }
+    return Parsed::Ok;
+  }
   if (arg == "--no-interference") {
     o.interference = false;
     return Parsed::Ok;

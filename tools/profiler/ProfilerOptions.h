@@ -25,9 +25,12 @@ struct ProfilerOptions {
   int repeats = 20;       ///< --repeats: measured runs per figure (the median counts)
   int warmup = 3;         ///< --warmup: unmeasured runs before them
   LinearGradMode linearGrad = LinearGradMode::Bf16Gemms; ///< --linear-grad
-  std::set<std::string> skipOps;                         ///< --skip-ops a,b: left to the roofline
-  bool interference = true;                              ///< --no-interference skips it
-  double interferenceMs = 200; ///< --interference-ms: how long each set of streams runs
+  /// --dtype (mist-profile-cpu): the trainer's weights and activations, f32
+  /// or bf16; statistics, the loss and weight gradients stay fp32.
+  std::string dtype = "f32";
+  std::set<std::string> skipOps; ///< --skip-ops a,b: left to the roofline
+  bool interference = true;      ///< --no-interference skips it
+  double interferenceMs = 200;   ///< --interference-ms: how long each set of streams runs
 
   // Figures no measurement gives (override --base).
   std::optional<double> peakTflops;     ///< --peak-tflops: datasheet dense bf16 peak
