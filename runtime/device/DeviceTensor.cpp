@@ -102,19 +102,4 @@ std::vector<float> DeviceTensor::download() const {
   return out;
 }
 
-void HostBytes::swap(HostBytes &other) noexcept {
-  std::swap(ptr, other.ptr);
-  std::swap(n, other.n);
-  std::swap(capacity, other.capacity);
-}
-
-void HostBytes::resize(size_t bytes) {
-  if (bytes > capacity) {
-    device::releasePinned(ptr);
-    ptr = device::allocatePinned(bytes, "offloaded tensors");
-    capacity = bytes;
-  }
-  n = bytes;
-}
-
 } // namespace mist::rt

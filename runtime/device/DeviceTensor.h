@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/device/Device.h"
+#include "runtime/device/DeviceArray.h"
 #include "runtime/device/Tensor.h"
 #include <string>
 #include <vector>
@@ -77,33 +77,7 @@ private:
   bool owner = true;
 };
 
-/// Pinned host bytes for the offloaded tails of tensors: keeps its capacity
-/// when emptied, so offloading a tensor every step allocates nothing after
-/// the first.
-class HostBytes {
-public:
-  HostBytes() = default;
-  ~HostBytes() { device::releasePinned(ptr); }
-  HostBytes(const HostBytes &) = delete;
-  HostBytes &operator=(const HostBytes &) = delete;
-  HostBytes(HostBytes &&other) noexcept { swap(other); }
-  HostBytes &operator=(HostBytes &&other) noexcept {
-    swap(other);
-    return *this;
-  }
-  void swap(HostBytes &other) noexcept;
-  void *data() { return ptr; }
-  const void *data() const { return ptr; }
-  size_t size() const { return n; } ///< bytes
-  bool empty() const { return n == 0; }
-  /// Room for `bytes` (contents undefined); keeps a larger block.
-  void resize(size_t bytes);
-  /// Empty, the memory kept for the next resize.
-  void clear() { n = 0; }
-
-private:
-  void *ptr = nullptr;
-  size_t n = 0, capacity = 0;
-};
+/// Pinned host bytes for the offloaded tails of tensors of any type.
+using HostBytes = HostArray<std::byte>;
 
 } // namespace mist::rt

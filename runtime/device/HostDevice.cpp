@@ -19,15 +19,33 @@ namespace mist::rt::device {
 
 namespace {
 
-/// Sizes of the live allocations, for bytesInUse and peakBytes.
+/// Sizes of the live allocations of one kind, for bytesInUse and peakBytes
+/// (and the op staging's, kept apart).
 struct Accounting {
   std::mutex lock;
   std::unordered_map<void *, size_t> sizes;
   size_t inUse = 0, peak = 0;
+  void add(void *p, size_t bytes) { // with `lock` held
+    sizes[p] = bytes;
+    inUse += bytes;
+    peak = std::max(peak, inUse);
+  }
+  void remove(void *p) {
+    std::lock_guard<std::mutex> guard(lock);
+    auto it = sizes.find(p);
+    if (it != sizes.end()) {
+      inUse -= it->second;
+      sizes.erase(it);
+    }
+  }
 };
 Accounting &accounting() {
   static Accounting a; // the process's one device, like the GPU's own allocator
   return a;
+}
+Accounting &staging() {
+  static Accounting s; // Fp32Staging's copies, not part of the modelled tensors
+  return s;
 }
 
 void *alignedAllocate(size_t bytes) {
@@ -58,24 +76,14 @@ void *allocate(size_t bytes, const char *what) {
     abortJob(std::string("out of memory allocating ") + what + ": " +
              std::to_string(double(bytes) / (1 << 20)) + " MiB requested, " +
              std::to_string(double(a.inUse) / (1 << 20)) + " MiB in use");
-  a.sizes[p] = bytes;
-  a.inUse += bytes;
-  a.peak = std::max(a.peak, a.inUse);
+  a.add(p, bytes);
   return p;
 }
 
 void release(void *p) {
   if (!p)
     return;
-  Accounting &a = accounting();
-  {
-    std::lock_guard<std::mutex> guard(a.lock);
-    auto it = a.sizes.find(p);
-    if (it != a.sizes.end()) {
-      a.inUse -= it->second;
-      a.sizes.erase(it);
-    }
-  }
+  accounting().remove(p);
   std::free(p);
 }
 
@@ -131,16 +139,6 @@ void store(Tensor t, size_t i, float x) {
   else
     static_cast<uint16_t *>(t.data)[i] = toBf16(x);
 }
-
-struct StagingAccounting {
-  std::mutex lock;
-  std::unordered_map<void *, size_t> sizes;
-  size_t inUse = 0, peak = 0;
-};
-StagingAccounting &staging() {
-  static StagingAccounting s;
-  return s;
-}
 } // namespace
 
 void accumulate(Tensor dst, ConstTensor src, size_t n) {
@@ -173,26 +171,16 @@ void *allocateStaging(size_t bytes) {
   if (!p)
     abortJob("out of memory staging an op's operands in fp32: " +
              std::to_string(double(bytes) / (1 << 20)) + " MiB requested");
-  StagingAccounting &s = staging();
+  Accounting &s = staging();
   std::lock_guard<std::mutex> guard(s.lock);
-  s.sizes[p] = bytes;
-  s.inUse += bytes;
-  s.peak = std::max(s.peak, s.inUse);
+  s.add(p, bytes);
   return p;
 }
 
 void releaseStaging(void *p) {
   if (!p)
     return;
-  StagingAccounting &s = staging();
-  {
-    std::lock_guard<std::mutex> guard(s.lock);
-    auto it = s.sizes.find(p);
-    if (it != s.sizes.end()) {
-      s.inUse -= it->second;
-      s.sizes.erase(it);
-    }
-  }
+  staging().remove(p);
   std::free(p);
 }
 

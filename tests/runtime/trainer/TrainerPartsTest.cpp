@@ -15,7 +15,7 @@ DeviceTensor onDevice(const std::vector<float> &values, DType type = DType::F32)
   return d;
 }
 std::vector<float> hostValues(const HostBytes &h) {
-  const float *at = static_cast<const float *>(h.data());
+  const float *at = reinterpret_cast<const float *>(h.data());
   return std::vector<float>(at, at + h.size() / sizeof(float));
 }
 } // namespace
