@@ -280,9 +280,10 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
                     "{1}/runtime/device/libmistrtTensor.a {1}/runtime/device/libmistrtDeviceHost.a "
                     "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
                     "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
-                    "{1}/stdlib/kernels/libmistKernelsRef.a {1}/schedule/libmistSchedule.a "
-                    "{1}/format/libmistFormat.a -o train\n",
-                    src.sourceRoot, src.buildDir);
+                    "{1}/stdlib/kernels/libmistKernelsCpu.a {1}/stdlib/kernels/libmistKernelsRef.a "
+                    "{1}/schedule/libmistSchedule.a {1}/format/libmistFormat.a {2}{3}-o train\n",
+                    src.sourceRoot, src.buildDir, src.cpuKernelsLink,
+                    src.cpuKernelsLink.empty() ? "" : " ");
   os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. "
         "-DMIST_RUNTIME_ONLY=ON):\n";
   os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by "

@@ -32,7 +32,8 @@ bool mist::isTrainerReservedName(const std::string &name) {
       "layerNorm", "layerNormGrad", "rmsNorm", "rmsNormGrad", "linear", "linearGrad", "lmHead",
       "lmHeadGrad", "attention", "attentionGrad", "rope", "ropeGrad", "gelu", "geluGrad", "silu",
       "siluGrad", "mul", "mulGrad", "crossEntropyRowMax", "crossEntropyRowSums",
-      "crossEntropyFinish", "crossEntropyGrad", "maxOverBlocks", "adamW", "runTrainer"};
+      "crossEntropyFinish", "crossEntropyGrad", "maxOverBlocks", "adamW", "runTrainer",
+      "setThreadsPerRank", "describe"};
   if (names.count(name))
     return true;
   // The emitter's own functions: sN_... and stageN.

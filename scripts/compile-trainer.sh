@@ -18,7 +18,8 @@ common=(runtime/data/libmistrtData.a runtime/checkpoint/libmistrtCheckpoint.a
         runtime/comm/libmistrtComm.a schedule/libmistSchedule.a format/libmistFormat.a)
 if [[ $kind == cpu ]]; then
   libs=(runtime/trainer/libmistrtTrainer.a runtime/ops/libmistrtOps.a
-        runtime/device/libmistrtTensor.a runtime/device/libmistrtDeviceHost.a "${common[@]}" stdlib/kernels/libmistKernelsRef.a)
+        runtime/device/libmistrtTensor.a runtime/device/libmistrtDeviceHost.a "${common[@]}"
+        stdlib/kernels/libmistKernelsCpu.a stdlib/kernels/libmistKernelsRef.a)
 else
   libs=(runtime/trainer/libmistrtTrainerCuda.a runtime/ops/libmistrtOpsCuda.a
         stdlib/kernels/libmistKernelsCuda.a runtime/device/libmistrtTensor.a
@@ -41,8 +42,10 @@ if [[ $kind == cpu ]]; then
   if [[ -f $build/trainer-pch/${opt#-}/TrainerHeaders.h.gch ]]; then
     pch=(-I"$build/trainer-pch/${opt#-}" -include TrainerHeaders.h)
   fi
+  # oneDNN and OpenMP for the fast CPU kernels, as CMake found them for this build.
+  read -r -a extra <"$build/stdlib/kernels/cpu-kernels-link.txt" || extra=()
   mpicxx -std=c++20 "$opt" -DMIST_CPU "${pch[@]}" -I"$src" -x c++ "$train" -x none \
-    "${libs[@]/#/$build/}" -o "$out"
+    "${libs[@]/#/$build/}" "${extra[@]}" -o "$out"
 else
   nvcc=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
   [[ -x $nvcc ]] || { echo "compile-trainer.sh: no nvcc (set CUDACXX)" >&2; exit 1; }

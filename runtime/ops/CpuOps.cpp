@@ -1,17 +1,24 @@
-//===- CpuOps.cpp - The IR's ops on CPU ranks, over the reference kernels -===//
+//===- CpuOps.cpp - The IR's ops on CPU ranks, over the fast CPU kernels --===//
+/// \file
+/// Each op calls its fast CPU kernel (stdlib/kernels/<op>/<Op>Cpu.h, tested
+/// against the reference beside it); the embeddings and the loss's final
+/// sum are the references themselves, which are already as fast as a copy.
+//===----------------------------------------------------------------------===//
 #include "runtime/ops/Ops.h"
 
 #include "runtime/ops/Fp32Staging.h"
-#include "stdlib/kernels/adamw/AdamW.h"
+#include "stdlib/kernels/adamw/AdamWCpu.h"
+#include "stdlib/kernels/cpu/Gemm.h"
+#include "stdlib/kernels/cpu/Threads.h"
 
-#include "stdlib/kernels/activation/Activation.h"
-#include "stdlib/kernels/attention/Attention.h"
-#include "stdlib/kernels/crossentropy/CrossEntropy.h"
+#include "stdlib/kernels/activation/ActivationCpu.h"
+#include "stdlib/kernels/attention/AttentionCpu.h"
+#include "stdlib/kernels/crossentropy/CrossEntropyCpu.h"
 #include "stdlib/kernels/embedding/Embedding.h"
-#include "stdlib/kernels/layernorm/LayerNorm.h"
-#include "stdlib/kernels/linear/Linear.h"
-#include "stdlib/kernels/rmsnorm/RMSNorm.h"
-#include "stdlib/kernels/rope/Rope.h"
+#include "stdlib/kernels/layernorm/LayerNormCpu.h"
+#include "stdlib/kernels/linear/LinearCpu.h"
+#include "stdlib/kernels/rmsnorm/RMSNormCpu.h"
+#include "stdlib/kernels/rope/RopeCpu.h"
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -19,6 +26,14 @@
 namespace k = mist::kernels;
 
 namespace mist::rt::ops {
+
+void setThreadsPerRank(int threads) { k::cpu::setCpuThreads(threads); }
+
+std::string describe() {
+  int threads = k::cpu::cpuThreads();
+  return std::string("CPU kernels, GEMMs through ") + k::cpu::gemmBackend() + ", " +
+         std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " per rank";
+}
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart) {
@@ -49,10 +64,7 @@ void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index s
 
 void add(Tensor outT, ConstTensor aT, ConstTensor bT, Index n) {
   Fp32Staging st;
-  const float *a = st.in(aT, n), *b = st.in(bT, n);
-  float *out = st.out(outT, n);
-  for (Index i = 0; i < n; ++i)
-    out[i] = a[i] + b[i];
+  k::addFwdCpu({st.out(outT, n), st.in(aT, n), st.in(bT, n), nullptr, nullptr, nullptr, n});
 }
 
 void copy(Tensor out, ConstTensor in, Index n) { device::convert(out, in, size_t(n)); }
@@ -61,7 +73,7 @@ void layerNorm(Tensor out, Tensor statsT, ConstTensor x, ConstTensor weight, Con
                Index rows, Index channels, float eps) {
   Fp32Staging st;
   std::vector<float> mean(rows), rstd(rows);
-  k::layerNormFwdRef({st.out(out, rows * channels), mean.data(), rstd.data(),
+  k::layerNormFwdCpu({st.out(out, rows * channels), mean.data(), rstd.data(),
                       st.in(x, rows * channels), st.in(weight, channels), st.in(bias, channels),
                       nullptr, nullptr, nullptr, nullptr, rows, channels, eps});
   float *stats = st.out(statsT, 2 * rows);
@@ -80,7 +92,7 @@ void layerNormGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Co
     mean[n] = stats[2 * n];
     rstd[n] = stats[2 * n + 1];
   }
-  k::layerNormBwdRef({nullptr, mean.data(), rstd.data(), st.in(x, rows * channels),
+  k::layerNormBwdCpu({nullptr, mean.data(), rstd.data(), st.in(x, rows * channels),
                       st.in(weight, channels), nullptr, st.out(dx, rows * channels),
                       st.inout(dweight, channels), st.inout(dbias, channels),
                       st.in(dout, rows * channels), rows, channels, 0.f});
@@ -89,14 +101,14 @@ void layerNormGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Co
 void rmsNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, Index rows,
              Index channels, float eps) {
   Fp32Staging st;
-  k::rmsNormFwdRef({st.out(out, rows * channels), st.out(stats, rows), st.in(x, rows * channels),
+  k::rmsNormFwdCpu({st.out(out, rows * channels), st.out(stats, rows), st.in(x, rows * channels),
                     st.in(weight, channels), nullptr, nullptr, nullptr, rows, channels, eps});
 }
 
 void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, ConstTensor weight,
                  ConstTensor stats, Index rows, Index channels) {
   Fp32Staging st;
-  k::rmsNormBwdRef({nullptr, const_cast<float *>(st.in(stats, rows)), st.in(x, rows * channels),
+  k::rmsNormBwdCpu({nullptr, const_cast<float *>(st.in(stats, rows)), st.in(x, rows * channels),
                     st.in(weight, channels), st.out(dx, rows * channels),
                     st.inout(dweight, channels), st.in(dout, rows * channels), rows, channels,
                     0.f});
@@ -105,14 +117,14 @@ void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, Con
 void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Index rows, Index in,
             Index outF) {
   Fp32Staging st;
-  k::linearFwdRef({st.out(out, rows * outF), st.in(x, rows * in), st.in(weight, in * outF),
+  k::linearFwdCpu({st.out(out, rows * outF), st.in(x, rows * in), st.in(weight, in * outF),
                    st.in(bias, outF), nullptr, nullptr, nullptr, nullptr, rows, in, outF});
 }
 
 void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
                 ConstTensor weight, Index rows, Index in, Index outF) {
   Fp32Staging st;
-  k::linearBwdRef({nullptr, st.in(x, rows * in), st.in(weight, in * outF), nullptr,
+  k::linearBwdCpu({nullptr, st.in(x, rows * in), st.in(weight, in * outF), nullptr,
                    st.out(dx, rows * in), st.inout(dweight, in * outF), st.inout(dbias, outF),
                    st.in(dout, rows * outF), rows, in, outF});
 }
@@ -120,14 +132,14 @@ void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Const
 void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab) {
   Fp32Staging st;
-  k::lmHeadFwdRef(st.out(logits, rows * vocab), st.in(x, rows * channels),
+  k::lmHeadFwdCpu(st.out(logits, rows * vocab), st.in(x, rows * channels),
                   st.in(table, vocab * channels), rows, channels, vocab);
 }
 
 void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, ConstTensor table,
                 Index rows, Index channels, Index vocab) {
   Fp32Staging st;
-  k::lmHeadBwdRef(st.out(dx, rows * channels), st.inout(dtable, vocab * channels),
+  k::lmHeadBwdCpu(st.out(dx, rows * channels), st.inout(dtable, vocab * channels),
                   st.in(dlogits, rows * vocab), st.in(x, rows * channels),
                   st.in(table, vocab * channels), rows, channels, vocab);
 }
@@ -137,7 +149,7 @@ void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor
   Fp32Staging st;
   const Index tokens = s.batch * s.seq, width = s.heads * s.headDim;
   auto [q32, k32, v32] = st.inQkv(q, k, v, tokens, qStride, kvStride, width, s.kvHeads * s.headDim);
-  k::attentionFwdRef({st.out(out, tokens * width), st.out(lse, tokens * s.heads), q32, k32, v32,
+  k::attentionFwdCpu({st.out(out, tokens * width), st.out(lse, tokens * s.heads), q32, k32, v32,
                       nullptr, nullptr, nullptr, nullptr, s.batch, s.seq, s.heads, s.kvHeads,
                       s.headDim, qStride, kvStride, s.causal});
 }
@@ -150,7 +162,7 @@ void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTenso
               kvWidth = s.kvHeads * s.headDim;
   auto [q32, k32, v32] = st.inQkv(q, k, v, tokens, qStride, kvStride, width, kvWidth);
   auto [dq32, dk32, dv32] = st.outQkv(dq, dk, dv, tokens, qStride, kvStride, width, kvWidth);
-  k::attentionBwdRef({const_cast<float *>(st.in(out, tokens * width)),
+  k::attentionBwdCpu({const_cast<float *>(st.in(out, tokens * width)),
                       const_cast<float *>(st.in(lse, tokens * s.heads)), q32, k32, v32, dq32, dk32,
                       dv32, st.in(dout, tokens * width), s.batch, s.seq, s.heads, s.kvHeads,
                       s.headDim, qStride, kvStride, s.causal});
@@ -160,45 +172,45 @@ void rope(Tensor out, ConstTensor x, Index batch, Index seq, Index heads, Index 
           float theta, Index rotaryDim) {
   Fp32Staging st;
   const Index n = batch * seq * heads * headDim;
-  k::ropeRef({st.out(out, n), st.in(x, n), batch, seq, heads, headDim, theta, false, rotaryDim});
+  k::ropeCpu({st.out(out, n), st.in(x, n), batch, seq, heads, headDim, theta, false, rotaryDim});
 }
 
 void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, Index headDim,
               float theta, Index rotaryDim) {
   Fp32Staging st;
   const Index n = batch * seq * heads * headDim;
-  k::ropeRef({st.out(dx, n), st.in(dout, n), batch, seq, heads, headDim, theta, true, rotaryDim});
+  k::ropeCpu({st.out(dx, n), st.in(dout, n), batch, seq, heads, headDim, theta, true, rotaryDim});
 }
 
 void gelu(Tensor out, ConstTensor x, Index n) {
   Fp32Staging st;
-  k::geluFwdRef({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
+  k::geluFwdCpu({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
 }
 void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
   Fp32Staging st;
-  k::geluBwdRef({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
+  k::geluBwdCpu({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
 }
 void silu(Tensor out, ConstTensor x, Index n) {
   Fp32Staging st;
-  k::siluFwdRef({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
+  k::siluFwdCpu({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
 }
 void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
   Fp32Staging st;
-  k::siluBwdRef({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
+  k::siluBwdCpu({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
 }
 void mul(Tensor out, ConstTensor a, ConstTensor b, Index n) {
   Fp32Staging st;
-  k::mulFwdRef({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n});
+  k::mulFwdCpu({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n});
 }
 void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor b, Index n) {
   Fp32Staging st;
-  k::mulBwdRef(
+  k::mulBwdCpu(
       {nullptr, st.in(a, n), st.in(b, n), st.out(da, n), st.out(db, n), st.in(dout, n), n});
 }
 
 void crossEntropyRowMax(float *rowMax, ConstTensor logits, Index rows, Index vocab) {
   Fp32Staging st;
-  k::crossEntropyMaxRef({st.in(logits, rows * vocab), nullptr, rowMax, nullptr, nullptr, nullptr,
+  k::crossEntropyMaxCpu({st.in(logits, rows * vocab), nullptr, rowMax, nullptr, nullptr, nullptr,
                          rows, vocab, 0, rows});
 }
 
@@ -206,7 +218,7 @@ void crossEntropyRowSums(float *sumExp, float *targetLogit, ConstTensor logits,
                          const int32_t *targets, const float *rowMax, Index rows, Index vocab,
                          Index vocabStart) {
   Fp32Staging st;
-  k::crossEntropySumRef({st.in(logits, rows * vocab), targets, const_cast<float *>(rowMax), sumExp,
+  k::crossEntropySumCpu({st.in(logits, rows * vocab), targets, const_cast<float *>(rowMax), sumExp,
                          targetLogit, nullptr, rows, vocab, vocabStart, rows});
 }
 
@@ -231,7 +243,7 @@ void crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits, con
     rowMax[n] = stats[2 * n];
     sumExp[n] = std::exp(stats[2 * n + 1] - stats[2 * n]);
   }
-  k::crossEntropyBwdRef({st.in(logits, rows * vocab), targets, rowMax.data(), sumExp.data(),
+  k::crossEntropyBwdCpu({st.in(logits, rows * vocab), targets, rowMax.data(), sumExp.data(),
                          nullptr, st.out(dlogits, rows * vocab), rows, vocab, vocabStart, rows,
                          *dloss.f32()});
 }
@@ -248,7 +260,7 @@ void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
 void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, Index n,
            const AdamWStep &s) {
   Fp32Staging st;
-  k::adamWRef({master, m, v, st.out(param, n), st.in(grad, n), n, s.lr, s.beta1, s.beta2, s.eps,
+  k::adamWCpu({master, m, v, st.out(param, n), st.in(grad, n), n, s.lr, s.beta1, s.beta2, s.eps,
                s.weightDecay, s.gradScale, s.step});
 }
 

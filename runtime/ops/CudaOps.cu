@@ -184,6 +184,10 @@ void requireHeadDim(Index headDim, const char *op) {
 
 } // namespace
 
+void setThreadsPerRank(int) {} // the GPU runs the ops; one host thread drives it
+
+std::string describe() { return "CUDA kernels, cuBLASLt GEMMs"; }
+
 //===----------------------------------------------------------------------===//
 // Embeddings and elementwise
 //

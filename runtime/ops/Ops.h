@@ -28,10 +28,18 @@
 
 #include "runtime/device/Tensor.h"
 #include <cstdint>
+#include <string>
 
 namespace mist::rt::ops {
 
 using Index = int64_t;
+
+/// Threads each rank's ops may use (the trainer's `--threads`): the CPU
+/// ops split GEMMs, rows and heads over them; GPU ops ignore it.
+void setThreadsPerRank(int threads);
+/// How the ops run, for the trainer's start-up log (e.g. "CPU kernels,
+/// GEMMs through oneDNN 2.6.3, 1 thread per rank").
+std::string describe();
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart);

@@ -8,12 +8,13 @@
 namespace mist::rt {
 
 void usage(const std::string &why) {
-  std::fprintf(stderr,
-               "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] "
-               "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
-               "[--reschedule]]] "
-               "[--stop-after N] [--trace FILE]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] [--threads N] "
+      "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
+      "[--reschedule]]] "
+      "[--stop-after N] [--trace FILE]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -37,7 +38,11 @@ Options parseOptions(int argc, char **argv) {
       o.steps = static_cast<int>(integer(value()));
     else if (a == "--log-every")
       o.logEvery = std::max(1, static_cast<int>(integer(value())));
-    else if (a == "--seed")
+    else if (a == "--threads") {
+      o.threads = static_cast<int>(integer(value()));
+      if (o.threads < 1 || o.threads > 1024)
+        usage("--threads takes 1 to 1024 threads per rank");
+    } else if (a == "--seed")
       o.seed = static_cast<uint64_t>(integer(value()));
     else if (a == "--lr") {
       std::string v = value();

@@ -8,6 +8,7 @@ namespace mist::rt {
 
 struct Options {
   int steps = 10, logEvery = 1;
+  int threads = 1; ///< per rank, for the CPU ops (GPU ranks ignore it)
   uint64_t seed = 1234;
   float lr = -1;        ///< < 0: the model's
   std::string trace;    ///< write the last step's measured timeline here
@@ -20,7 +21,7 @@ struct Options {
   bool reschedule = false; ///< --resume with this run's lr schedule, not the checkpoint's
 };
 
-/// Parses --steps N, --lr X, --seed N, --log-every N, --data FILE (an
+/// Parses --steps N, --lr X, --seed N, --log-every N, --threads N, --data FILE (an
 /// llm.c-style token file; --shuffle reads its windows in an order drawn
 /// from --seed) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
 /// --resume [--reschedule], --stop-after N and --trace FILE. A bad flag prints the usage

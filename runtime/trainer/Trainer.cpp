@@ -13,6 +13,7 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/device/Device.h"
 #include "runtime/device/DeviceCommunicator.h"
+#include "runtime/ops/Ops.h"
 #include "runtime/trainer/Checkpointing.h"
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/StageRunner.h"
@@ -340,6 +341,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   MpiRuntime mpi(argc, argv);
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
   const Options o = parseOptions(argc, argv);
+  ops::setThreadsPerRank(o.threads);
   const std::optional<RankLayout> layout = placeRank(spec, *world);
   const int ranks = world->size();
   // The device of this rank: ranks of one node share its GPUs in turn.
@@ -394,6 +396,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     std::printf("mistrt: precision: %s weights and activations, fp32 master weights and Adam "
                 "moments, %s gradients\n",
                 nameOf(spec.weightDtype), nameOf(spec.gradDtype));
+    std::printf("mistrt: ops: %s\n", ops::describe().c_str());
     describeUtilization(spec, deviceName);
   }
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};

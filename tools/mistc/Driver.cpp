@@ -36,6 +36,9 @@
 #ifndef MIST_BUILD_DIR
 #define MIST_BUILD_DIR "build"
 #endif
+#ifndef MIST_CPU_KERNELS_LINK
+#define MIST_CPU_KERNELS_LINK ""
+#endif
 #ifndef MIST_CLUSTER_DIR
 #define MIST_CLUSTER_DIR ""
 #endif
@@ -263,6 +266,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.trainer.modelFile = inputPath;
   pa.trainer.sourceRoot = MIST_SOURCE_DIR;
   pa.trainer.buildDir = MIST_BUILD_DIR;
+  pa.trainer.cpuKernelsLink = MIST_CPU_KERNELS_LINK;
   return pa;
 }
 
