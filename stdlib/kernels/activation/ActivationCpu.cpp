@@ -16,6 +16,7 @@ constexpr float geluScale = 0.7978845608028654f; // sqrt(2 / pi)
 constexpr Index grain = 1 << 15;
 
 MIST_CPU_KERNEL void geluFwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i) {
     float v = x.a[i];
     x.out[i] = v * cpu::fastSigmoid(2.f * geluScale * (v + 0.044715f * v * v * v));
@@ -23,6 +24,7 @@ MIST_CPU_KERNEL void geluFwd(const ElementwiseArgs &x, Index begin, Index end) {
 }
 
 MIST_CPU_KERNEL void geluBwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i) {
     float v = x.a[i];
     float sg = cpu::fastSigmoid(2.f * geluScale * (v + 0.044715f * v * v * v));
@@ -32,11 +34,13 @@ MIST_CPU_KERNEL void geluBwd(const ElementwiseArgs &x, Index begin, Index end) {
 }
 
 MIST_CPU_KERNEL void siluFwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i)
     x.out[i] = x.a[i] * cpu::fastSigmoid(x.a[i]);
 }
 
 MIST_CPU_KERNEL void siluBwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i) {
     float sg = cpu::fastSigmoid(x.a[i]);
     x.da[i] = x.dout[i] * sg * (1.f + x.a[i] * (1.f - sg));
@@ -44,11 +48,13 @@ MIST_CPU_KERNEL void siluBwd(const ElementwiseArgs &x, Index begin, Index end) {
 }
 
 MIST_CPU_KERNEL void mulFwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i)
     x.out[i] = x.a[i] * x.b[i];
 }
 
 MIST_CPU_KERNEL void mulBwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i) {
     float dy = x.dout[i], a = x.a[i], b = x.b[i]; // da may alias a: read first
     x.da[i] = dy * b;
@@ -57,6 +63,7 @@ MIST_CPU_KERNEL void mulBwd(const ElementwiseArgs &x, Index begin, Index end) {
 }
 
 MIST_CPU_KERNEL void addFwd(const ElementwiseArgs &x, Index begin, Index end) {
+#pragma omp simd
   for (Index i = begin; i < end; ++i)
     x.out[i] = x.a[i] + x.b[i];
 }

@@ -13,15 +13,15 @@ namespace {
 MIST_CPU_KERNEL void update(const AdamWArgs &a, float mScale, float vScale, Index begin,
                             Index end) {
   const float b1 = a.beta1, b2 = a.beta2;
+#pragma omp simd
   for (Index i = begin; i < end; ++i) {
     float g = a.grad[i] * a.gradScale;
     float m = b1 * a.m[i] + (1 - b1) * g;
     float v = b2 * a.v[i] + (1 - b2) * g * g;
     a.m[i] = m;
     a.v[i] = v;
-    float master =
-        a.master[i] - a.lr * ((m * mScale) / (std::sqrt(v * vScale) + a.eps) +
-                              a.weightDecay * a.master[i]);
+    float master = a.master[i] - a.lr * ((m * mScale) / (std::sqrt(v * vScale) + a.eps) +
+                                         a.weightDecay * a.master[i]);
     a.master[i] = master;
     a.param[i] = master;
   }

@@ -51,8 +51,10 @@ MIST_CPU_KERNEL float softmaxRow(float *p, Index keys, Index width) {
     sum += p[s];
   }
   float inv = 1.f / sum;
+#pragma omp simd
   for (Index s = 0; s < keys; ++s)
     p[s] *= inv;
+#pragma omp simd
   for (Index s = keys; s < width; ++s)
     p[s] = 0.f;
   return mx + std::log(sum);
@@ -62,10 +64,12 @@ MIST_CPU_KERNEL float softmaxRow(float *p, Index keys, Index width) {
 /// of the dp row ds = p * (dp - rowDot) * scale.
 MIST_CPU_KERNEL void softmaxGradRow(float *p, float *dp, Index keys, Index width, float lse,
                                     float rowDot, float scale) {
+#pragma omp simd
   for (Index s = 0; s < keys; ++s) {
     p[s] = cpu::fastExp(p[s] - lse);
     dp[s] = p[s] * (dp[s] - rowDot) * scale;
   }
+#pragma omp simd
   for (Index s = keys; s < width; ++s)
     p[s] = dp[s] = 0.f;
 }

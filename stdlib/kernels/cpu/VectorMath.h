@@ -13,6 +13,9 @@
 /// AVX-512, AVX2+FMA and the baseline, and picks at load time for the CPU
 /// at hand, so one trainer binary runs everywhere and fast where it can.
 /// Each CPU always takes the same variant, so results repeat run to run.
+/// Their element loops carry `#pragma omp simd`: outputs may be their
+/// inputs (in-place ops), which defeats the compiler's overlap check though
+/// every element only reads its own index.
 //===----------------------------------------------------------------------===//
 #pragma once
 

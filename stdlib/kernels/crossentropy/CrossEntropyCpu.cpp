@@ -42,6 +42,7 @@ MIST_CPU_KERNEL void rowGrads(const CrossEntropyArgs &a, Index begin, Index end)
     const float *logits = a.logits + n * a.vocab;
     float *dlogits = a.dlogits + n * a.vocab;
     const float mx = a.rowMax[n], factor = scale / a.sumExp[n];
+#pragma omp simd
     for (Index v = 0; v < a.vocab; ++v)
       dlogits[v] = cpu::fastExp(logits[v] - mx) * factor;
     Index t = Index(a.targets[n]) - a.vocabStart;

@@ -27,9 +27,11 @@ MIST_CPU_KERNEL void forwardRows(const LayerNormArgs &a, Index begin, Index end)
     a.rstd[n] = rstd;
     float *out = a.out + n * C;
     if (a.bias)
+#pragma omp simd
       for (Index c = 0; c < C; ++c)
         out[c] = (x[c] - mean) * rstd * a.weight[c] + a.bias[c];
     else
+#pragma omp simd
       for (Index c = 0; c < C; ++c)
         out[c] = (x[c] - mean) * rstd * a.weight[c];
   }
@@ -50,6 +52,7 @@ MIST_CPU_KERNEL void inputGradRows(const LayerNormArgs &a, Index begin, Index en
     }
     const float gMean = gSum / float(C), gxMean = gxSum / float(C);
     float *dx = a.dinp + n * C;
+#pragma omp simd
     for (Index c = 0; c < C; ++c) {
       float xhat = (x[c] - mean) * rstd;
       dx[c] = rstd * (dy[c] * a.weight[c] - gMean - xhat * gxMean);
@@ -63,9 +66,11 @@ MIST_CPU_KERNEL void parameterGradColumns(const LayerNormArgs &a, Index begin, I
   for (Index n = 0; n < a.rows; ++n) {
     const float *x = a.inp + n * C, *dy = a.dout + n * C;
     const float mean = a.mean[n], rstd = a.rstd[n];
+#pragma omp simd
     for (Index c = begin; c < end; ++c)
       a.dweight[c] += dy[c] * ((x[c] - mean) * rstd);
     if (a.dbias)
+#pragma omp simd
       for (Index c = begin; c < end; ++c)
         a.dbias[c] += dy[c];
   }

@@ -19,6 +19,7 @@ MIST_CPU_KERNEL void addColumnSums(float *sums, const float *x, Index rows, Inde
                                    Index begin, Index end) {
   for (Index n = 0; n < rows; ++n) {
     const float *row = x + n * columns;
+#pragma omp simd
     for (Index c = begin; c < end; ++c)
       sums[c] += row[c];
   }
@@ -33,8 +34,8 @@ void linearFwdCpu(const LinearArgs &a) {
       std::copy(a.bias, a.bias + a.outFeatures, a.out + n * a.outFeatures);
     beta = 1.f;
   }
-  gemm(Trans::No, Trans::No, a.rows, a.outFeatures, a.in, 1.f, a.inp, a.in, a.weight,
-       a.outFeatures, beta, a.out, a.outFeatures);
+  gemm(Trans::No, Trans::No, a.rows, a.outFeatures, a.in, 1.f, a.inp, a.in, a.weight, a.outFeatures,
+       beta, a.out, a.outFeatures);
 }
 
 void linearBwdCpu(const LinearArgs &a) {
@@ -42,8 +43,8 @@ void linearBwdCpu(const LinearArgs &a) {
     gemm(Trans::No, Trans::Yes, a.rows, a.in, a.outFeatures, 1.f, a.dout, a.outFeatures, a.weight,
          a.outFeatures, 0.f, a.dinp, a.in);
   // dW += x^T dout
-  gemm(Trans::Yes, Trans::No, a.in, a.outFeatures, a.rows, 1.f, a.inp, a.in, a.dout,
-       a.outFeatures, 1.f, a.dweight, a.outFeatures);
+  gemm(Trans::Yes, Trans::No, a.in, a.outFeatures, a.rows, 1.f, a.inp, a.in, a.dout, a.outFeatures,
+       1.f, a.dweight, a.outFeatures);
   if (a.dbias)
     cpu::parallelFor(a.outFeatures, 256, [&](Index begin, Index end) {
       addColumnSums(a.dbias, a.dout, a.rows, a.outFeatures, begin, end);

@@ -21,6 +21,7 @@ MIST_CPU_KERNEL void forwardRows(const RMSNormArgs &a, Index begin, Index end) {
     float rstd = 1.f / std::sqrt(squares / float(C) + a.eps);
     a.rstd[n] = rstd;
     float *out = a.out + n * C;
+#pragma omp simd
     for (Index c = 0; c < C; ++c)
       out[c] = x[c] * rstd * a.weight[c];
   }
@@ -38,6 +39,7 @@ MIST_CPU_KERNEL void inputGradRows(const RMSNormArgs &a, Index begin, Index end)
       gx += dy[c] * a.weight[c] * x[c];
     const float correction = rstd * rstd * rstd * (gx / float(C));
     float *dx = a.dinp + n * C;
+#pragma omp simd
     for (Index c = 0; c < C; ++c)
       dx[c] = rstd * dy[c] * a.weight[c] - x[c] * correction;
   }
@@ -48,6 +50,7 @@ MIST_CPU_KERNEL void weightGradColumns(const RMSNormArgs &a, Index begin, Index 
   for (Index n = 0; n < a.rows; ++n) {
     const float *x = a.inp + n * C, *dy = a.dout + n * C;
     const float rstd = a.rstd[n];
+#pragma omp simd
     for (Index c = begin; c < end; ++c)
       a.dweight[c] += dy[c] * x[c] * rstd;
   }
