@@ -288,7 +288,8 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
         "-DMIST_RUNTIME_ONLY=ON):\n";
   os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by "
         "-I above)\n";
-  os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--lr X] [--seed N] [--log-every N] "
+  os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--threads T] [--lr X] [--seed N] "
+                    "[--log-every N] "
                     "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume "
                     "[--reschedule]]] [--trace "
                     "timeline.json]\n",

@@ -34,6 +34,8 @@ def main():
     p.add_argument("--threads", type=int, required=True)
     p.add_argument("--dtype", choices=["f32", "bf16"], required=True)
     p.add_argument("--json", required=True)
+    p.add_argument("--stop-after", type=int, default=0,
+                   help="run only this many of the --steps (the schedule still spans --steps)")
     for name, kind, default in [("vocab", int, 256), ("hidden", int, 256), ("layers", int, 4),
                                 ("heads", int, 4), ("seq", int, 256), ("batch", int, 16),
                                 ("micro-batch", int, 8), ("steps", int, 8), ("lr", float, 1e-3),
@@ -70,7 +72,7 @@ def main():
                     for i in range(a.micro_batch)]
             batches.append((torch.tensor([r[0] for r in rows]), torch.tensor([r[1] for r in rows])))
     times, losses = [], []
-    for step in range(1, a.steps + 1):
+    for step in range(1, (a.stop_after or a.steps) + 1):
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
         total = 0.0

@@ -12,7 +12,8 @@
 #   vs-pytorch.sh MISTC [OUT.json]      (default bench/results/cpu-vs-pytorch.json)
 # PyTorch: $MIST_TORCH_PYTHON, else the exports venv ($MIST_EXPORTS_VENV or
 # .venv-exports), else a venv the script makes (.venv-bench, pip install
-# torch safetensors; STEPS=N sets the steps, default 8). Exits 77 (skipped)
+# torch safetensors; STEPS=N sets the steps, default 8). Writes the table to
+# OUT.txt beside the JSON. Exits 77 (skipped)
 # with a message when no PyTorch can be had. Run it on an idle machine.
 set -euo pipefail
 [[ $# -ge 1 ]] || { echo "usage: vs-pytorch.sh MISTC [OUT.json]" >&2; exit 2; }
@@ -91,8 +92,12 @@ for dtype in f32 bf16; do
     trainer_times "$work/$1.log" >"$work/$1.json"
   }
   run_pytorch() { # name threads
+    # PyTorch's bf16 autocast is 10-20x slower than its fp32 on CPUs without
+    # AVX-512-BF16: TORCH_BF16_STEPS (default 5) bounds its run.
+    local n=$steps
+    [[ $dtype == bf16 ]] && n=$((steps < ${TORCH_BF16_STEPS:-5} ? steps : ${TORCH_BF16_STEPS:-5}))
     "$python" "$root/bench/cpu/pytorch_gpt_step.py" --checkpoint "$work/ckpt-$dtype/latest.safetensors" \
-      --threads "$2" --dtype "$dtype" --steps "$steps" --json "$work/$1.json"
+      --threads "$2" --dtype "$dtype" --steps "$steps" --stop-after "$n" --json "$work/$1.json"
   }
   echo "== $dtype: 1 rank vs 1 thread" >&2
   run_trainer "mistc-$dtype-1x1" 1 1
@@ -107,7 +112,7 @@ done
 grep -m1 '^mistrt: ops:' "$work/mistc-f32-1x1.log" >"$work/ops.txt" || true
 lscpu >"$work/lscpu.txt"
 
-python3 - "$work" "$out" "${rows[@]}" <<'PY'
+python3 - "$work" "$out" "${rows[@]}" <<'PY' | tee "${out%.json}.txt"
 import json, statistics, sys
 work, out, rows = sys.argv[1], sys.argv[2], sys.argv[3:]
 load = lambda name: json.load(open(f"{work}/{name}.json"))
@@ -118,7 +123,7 @@ isa = "avx512f" if "avx512f" in flags else ("avx2" if "avx2" in flags else "base
 results = []
 print(f"CPU: {cpu.get('Model name', '?')} ({isa}); {open(f'{work}/ops.txt').read().strip()}")
 print(f"{'dtype':5} {'trainer':22} {'tokens/s':>9} {'PyTorch eager':16} {'tokens/s':>9} "
-      f"{'ratio':>6}  {'loss (trainer / PyTorch), last step'}")
+      f"{'ratio':>6}  {'loss (trainer / PyTorch)'}")
 for row in rows:
     dtype, layout, threads = row.split()
     ranks, per_rank = layout.split("x")
@@ -131,13 +136,14 @@ for row in rows:
          "trainer_losses": mine["losses"], "trainer_step_seconds_all": mine["step_seconds"]}
     line = f"{dtype:5} {ranks + ' rank(s) x ' + per_rank + ' thr':22} {tokens / t_mine:9.0f} "
     if theirs:
+        last = min(len(mine["losses"]), len(theirs["losses"]))  # PyTorch bf16 may stop early
         t_theirs = statistics.median(theirs["step_seconds"][2:])
         r.update({"pytorch_threads": int(threads), "pytorch_step_seconds": t_theirs,
                   "pytorch_tokens_per_s": tokens / t_theirs, "ratio": t_theirs / t_mine,
                   "pytorch_losses": theirs["losses"], "torch": theirs["torch"],
                   "pytorch_step_seconds_all": theirs["step_seconds"]})
         line += (f"{threads + ' thread(s)':16} {tokens / t_theirs:9.0f} {t_theirs / t_mine:6.2f}  "
-                 f"{mine['losses'][-1]:.5f} / {theirs['losses'][-1]:.5f}")
+                 f"{mine['losses'][last - 1]:.5f} / {theirs['losses'][last - 1]:.5f} (step {last})")
     else:
         line += f"{'-':16} {'':9} {'':6}  {mine['losses'][-1]:.5f}"
     print(line)

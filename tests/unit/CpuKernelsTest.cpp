@@ -83,7 +83,8 @@ TEST(CpuGemm, AllTransposesWithLeadingDimensionsMatchALoop) {
         for (Index j = 0; j < n; ++j) {
           double acc = 0;
           for (Index p = 0; p < k; ++p)
-            acc += double(ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+            acc += double(ta ? a[p * lda + i] : a[i * lda + p]) *
+                   (tb ? b[j * ldb + p] : b[p * ldb + j]);
           expected[i * ldc + j] = float(0.5 * acc + 2.0 * c[i * ldc + j]);
         }
       cpu::gemm(cpu::Trans(ta), cpu::Trans(tb), m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 2.f,
@@ -131,15 +132,17 @@ TEST(CpuKernels, LinearWithAndWithoutBias) {
       Floats x = random(rows * in, 1), w = random(in * out, 2, 0.3f), b = random(out, 3),
              dy = random(rows * out, 4);
       Floats yRef(rows * out), dxRef(rows * in), dwRef = random(in * out, 5),
-          dbRef = random(out, 6);
-      LinearArgs ref{yRef.data(), x.data(),     w.data(),     withBias ? b.data() : nullptr,
-                     dxRef.data(), dwRef.data(), dbRef.data(), dy.data(), rows, in, out};
+                                                 dbRef = random(out, 6);
+      LinearArgs ref{yRef.data(),  x.data(),     w.data(),     withBias ? b.data() : nullptr,
+                     dxRef.data(), dwRef.data(), dbRef.data(), dy.data(),
+                     rows,         in,           out};
       linearFwdRef(ref);
       linearBwdRef(ref);
       onThreadCounts([&](int) {
         Floats y(rows * out), dx(rows * in), dw = random(in * out, 5), db = random(out, 6);
         LinearArgs fast{y.data(),  x.data(),  w.data(),  withBias ? b.data() : nullptr,
-                        dx.data(), dw.data(), db.data(), dy.data(), rows, in, out};
+                        dx.data(), dw.data(), db.data(), dy.data(),
+                        rows,      in,        out};
         linearFwdCpu(fast);
         linearBwdCpu(fast);
         expectClose("out", y, yRef);
@@ -182,8 +185,8 @@ TEST_P(CpuAttention, MatchesTheReferenceAndRepeats) {
   const Index qStride = c.fused ? (H + 2 * KV) * D : H * D, kvStride = c.fused ? qStride : KV * D;
   // Fused: q, k, v side by side per token in one buffer (and so their gradients).
   Floats qkv = random(size_t(tokens * (H + 2 * KV) * D), 11, 0.8f);
-  Floats sq = random(size_t(tokens * H * D), 12, 0.8f), sk = random(size_t(tokens * KV * D), 13, 0.8f),
-         sv = random(size_t(tokens * KV * D), 14);
+  Floats sq = random(size_t(tokens * H * D), 12, 0.8f),
+         sk = random(size_t(tokens * KV * D), 13, 0.8f), sv = random(size_t(tokens * KV * D), 14);
   const float *q = c.fused ? qkv.data() : sq.data(), *k = c.fused ? qkv.data() + H * D : sk.data(),
               *v = c.fused ? qkv.data() + (H + KV) * D : sv.data();
   Floats dout = random(size_t(tokens * H * D), 15);
@@ -194,11 +197,23 @@ TEST_P(CpuAttention, MatchesTheReferenceAndRepeats) {
     Result r{Floats(tokens * H * D), Floats(tokens * H), {}, {}, {}};
     Floats grads(c.fused ? qkv.size() : 0), dq(c.fused ? 0 : sq.size()),
         dk(c.fused ? 0 : sk.size()), dv(c.fused ? 0 : sv.size());
-    AttentionArgs a{r.out.data(), r.lse.data(), q, k, v,
+    AttentionArgs a{r.out.data(),
+                    r.lse.data(),
+                    q,
+                    k,
+                    v,
                     c.fused ? grads.data() : dq.data(),
                     c.fused ? grads.data() + H * D : dk.data(),
                     c.fused ? grads.data() + (H + KV) * D : dv.data(),
-                    dout.data(), c.batch, c.seq, H, KV, D, qStride, kvStride, c.causal};
+                    dout.data(),
+                    c.batch,
+                    c.seq,
+                    H,
+                    KV,
+                    D,
+                    qStride,
+                    kvStride,
+                    c.causal};
     fast ? attentionFwdCpu(a) : attentionFwdRef(a);
     fast ? attentionBwdCpu(a) : attentionBwdRef(a);
     r.dq = c.fused ? grads : dq; // fused: the whole dqkv buffer, compared at once
@@ -226,11 +241,11 @@ TEST_P(CpuAttention, MatchesTheReferenceAndRepeats) {
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, CpuAttention,
-    ::testing::Values(AttentionCase{2, 70, 4, 4, 16, true, true},   // fused, seq past one block
-                      AttentionCase{1, 130, 4, 2, 8, false, true},  // grouped query heads
-                      AttentionCase{3, 5, 3, 1, 4, false, true},    // multi-query, tiny
-                      AttentionCase{2, 64, 2, 2, 32, true, false},  // not causal, one full block
-                      AttentionCase{1, 1, 2, 1, 8, true, true}));   // one token
+    ::testing::Values(AttentionCase{2, 70, 4, 4, 16, true, true},  // fused, seq past one block
+                      AttentionCase{1, 130, 4, 2, 8, false, true}, // grouped query heads
+                      AttentionCase{3, 5, 3, 1, 4, false, true},   // multi-query, tiny
+                      AttentionCase{2, 64, 2, 2, 32, true, false}, // not causal, one full block
+                      AttentionCase{1, 1, 2, 1, 8, true, true}));  // one token
 
 TEST(CpuKernels, LayerNormAndRMSNorm) {
   for (Index channels : {Index(7), Index(96)}) {
@@ -241,17 +256,19 @@ TEST(CpuKernels, LayerNormAndRMSNorm) {
     auto layerNorm = [&](bool fast, bool withBias) {
       Floats out(rows * channels), mean(rows), rstd(rows), dx(rows * channels),
           dw = random(channels, 20), db = random(channels, 21);
-      LayerNormArgs a{out.data(), mean.data(), rstd.data(), x.data(), w.data(),
-                      withBias ? b.data() : nullptr, dx.data(), dw.data(),
-                      withBias ? db.data() : nullptr, dy.data(), rows, channels, 1e-5f};
+      LayerNormArgs a{out.data(), mean.data(), rstd.data(),
+                      x.data(),   w.data(),    withBias ? b.data() : nullptr,
+                      dx.data(),  dw.data(),   withBias ? db.data() : nullptr,
+                      dy.data(),  rows,        channels,
+                      1e-5f};
       fast ? layerNormFwdCpu(a) : layerNormFwdRef(a);
       fast ? layerNormBwdCpu(a) : layerNormBwdRef(a);
       return std::vector<Floats>{out, mean, rstd, dx, dw, db};
     };
     auto rmsNorm = [&](bool fast) {
       Floats out(rows * channels), rstd(rows), dx(rows * channels), dw = random(channels, 22);
-      RMSNormArgs a{out.data(), rstd.data(), x.data(), w.data(), dx.data(), dw.data(), dy.data(),
-                    rows,       channels,    1e-6f};
+      RMSNormArgs a{out.data(), rstd.data(), x.data(), w.data(), dx.data(),
+                    dw.data(),  dy.data(),   rows,     channels, 1e-6f};
       fast ? rmsNormFwdCpu(a) : rmsNormFwdRef(a);
       fast ? rmsNormBwdCpu(a) : rmsNormBwdRef(a);
       return std::vector<Floats>{out, rstd, dx, dw};
@@ -284,13 +301,11 @@ TEST(CpuKernels, Elementwise) {
     Kernel ref, fast;
     bool backward;
   };
-  const Pair pairs[] = {{"gelu", geluFwdRef, geluFwdCpu, false},
-                        {"gelu'", geluBwdRef, geluBwdCpu, true},
-                        {"silu", siluFwdRef, siluFwdCpu, false},
-                        {"silu'", siluBwdRef, siluBwdCpu, true},
-                        {"mul", mulFwdRef, mulFwdCpu, false},
-                        {"mul'", mulBwdRef, mulBwdCpu, true},
-                        {"add", addFwdRef, addFwdCpu, false}};
+  const Pair pairs[] = {
+      {"gelu", geluFwdRef, geluFwdCpu, false}, {"gelu'", geluBwdRef, geluBwdCpu, true},
+      {"silu", siluFwdRef, siluFwdCpu, false}, {"silu'", siluBwdRef, siluBwdCpu, true},
+      {"mul", mulFwdRef, mulFwdCpu, false},    {"mul'", mulBwdRef, mulBwdCpu, true},
+      {"add", addFwdRef, addFwdCpu, false}};
   for (const Pair &p : pairs) {
     SCOPED_TRACE(p.name);
     auto run = [&](Kernel kernel) {
@@ -315,7 +330,7 @@ TEST(CpuKernels, CrossEntropyPhasesOverAVocabularySlice) {
     targets[size_t(n)] = int32_t((n * 37) % 300); // some outside this rank's slice
   auto run = [&](bool fast) {
     Floats mx(rows), se(rows), tl(rows), dl(rows * vocab);
-    CrossEntropyArgs a{logits.data(), targets.data(), mx.data(), se.data(), tl.data(), dl.data(),
+    CrossEntropyArgs a{logits.data(), targets.data(), mx.data(),  se.data(), tl.data(), dl.data(),
                        rows,          vocab,          vocabStart, 2 * rows,  0.7f};
     fast ? crossEntropyMaxCpu(a) : crossEntropyMaxRef(a);
     fast ? crossEntropySumCpu(a) : crossEntropySumRef(a);

@@ -22,15 +22,18 @@
 #include <bit>
 #include <cstdint>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define MIST_CPU_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&                             \
+    !defined(__SANITIZE_ADDRESS__)
+#define MIST_CPU_KERNEL                                                                            \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define MIST_CPU_KERNEL
 #endif
 
 namespace mist::kernels::cpu {
 
-/// e^x; 0 below -87.3 (where expf is denormal or 0), e^88.38 above 88.38 (the largest power of two stays finite).
+/// e^x; 0 below -87.3 (where expf is denormal or 0), e^88.38 above 88.38 (the largest power of two
+/// stays finite).
 inline float fastExp(float x) {
   const float lo = -87.33654f, hi = 88.3762626647949f;
   bool underflow = x < lo;
