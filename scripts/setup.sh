@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(cmake ninja-build g++ pkg-config python3
           llvm-14-dev llvm-14-tools libginac-dev libglpk-dev libfmt-dev libyaml-cpp-dev
           libgtest-dev libopenmpi-dev openmpi-bin
-          libdnnl-dev # the CPU trainer's GEMMs (stdlib/kernels/cpu/Gemm.cpp)
+          libopenblas-openmp-dev # the CPU trainer's GEMMs (stdlib/kernels/cpu/Gemm.cpp)
           clang-format-14) # scripts/check-format.sh (CTest: format-check)
 missing=()
 for p in "${packages[@]}"; do

@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <malloc.h>
 #include <mutex>
 #include <unordered_map>
 
@@ -64,7 +66,17 @@ thread_local Stream current = nullptr;
 
 const char *backendName() { return "cpu"; }
 
-std::string initialize(int) { return "CPU"; }
+std::string initialize(int) {
+  // Freed memory stays mapped for the next allocation, as a GPU's caching
+  // allocator keeps it. Without this glibc hands blocks above its mmap and
+  // trim thresholds back to the kernel at every free (GEMM workspaces,
+  // the ops' scratch), and each step then spends about a tenth
+  // of its time in page faults on fresh zeroed pages (perf, on the GPT of
+  // bench/cpu/vs-pytorch.sh). 32 MiB is glibc's largest mmap threshold.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  return "CPU";
+}
 
 void *allocate(size_t bytes, const char *what) {
   if (bytes == 0)

@@ -38,7 +38,7 @@ using Index = int64_t;
 /// ops split GEMMs, rows and heads over them; GPU ops ignore it.
 void setThreadsPerRank(int threads);
 /// How the ops run, for the trainer's start-up log (e.g. "CPU kernels,
-/// GEMMs through oneDNN 2.6.3, 1 thread per rank").
+/// GEMMs through OpenBLAS 0.3.21 ..., 1 thread per rank").
 std::string describe();
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,

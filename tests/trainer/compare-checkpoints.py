@@ -11,7 +11,7 @@ Both must hold the same tensors with the same shapes, and:
   1e-3 (CKPT_TENSOR_TOL) of its own norm: a tensor laid out or updated wrongly
   differs by O(1).
 Plans sum gradients in different orders, so they agree to rounding: the CPU
-ops' GEMMs (oneDNN) block their sums by the matrices' shapes, which differ
+ops' GEMMs (OpenBLAS) block their sums by the matrices' shapes, which differ
 with the micro-batch and tp slices. A tensor that starts at zero (the biases)
 and whose gradients are small shows that rounding most, after Adam's
 normalized steps, up to a few 1e-4 of its norm after three steps; the test

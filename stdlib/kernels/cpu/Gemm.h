@@ -3,12 +3,12 @@
 /// Every fast CPU kernel multiplies matrices through this function: a
 /// row-major single-precision GEMM with leading dimensions, so kernels can
 /// multiply strided views (one head of a fused qkv buffer, a block of rows)
-/// without copying. It runs oneDNN's sgemm where the build found oneDNN
-/// (CMake: MIST_HAVE_DNNL), else a plain loop nest that is correct and
-/// slow; `gemmBackend()` says which, for the trainer's start-up line.
-/// oneDNN splits the work over the threads set by setCpuThreads
-/// (Threads.h); for a fixed thread count its results are the same from
-/// run to run.
+/// without copying. It runs OpenBLAS's cblas_sgemm (its OpenMP build, so
+/// it splits work over the threads set by setCpuThreads (Threads.h) and runs
+/// on one thread inside the kernels' own parallel loops) where the build
+/// found it (CMake: MIST_HAVE_OPENBLAS), else a plain loop nest that is
+/// correct and slow; `gemmBackend()` says which, for the trainer's start-up
+/// line. For a fixed thread count its results are the same run to run.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -25,7 +25,7 @@ enum class Trans : bool { No = false, Yes = true };
 void gemm(Trans transA, Trans transB, Index m, Index n, Index k, float alpha, const float *a,
           Index lda, const float *b, Index ldb, float beta, float *c, Index ldc);
 
-/// "oneDNN <version>" or "reference loops".
+/// OpenBLAS's configuration string (version and kernels) or "reference loops".
 const char *gemmBackend();
 
 } // namespace mist::kernels::cpu

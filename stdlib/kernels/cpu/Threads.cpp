@@ -7,7 +7,7 @@
 
 namespace mist::kernels::cpu {
 
-// OpenMP's own per-process setting is the one place the count lives: oneDNN
+// OpenMP's own per-process setting is the one place the count lives: OpenBLAS
 // reads it too.
 void setCpuThreads(int threads) {
 #ifdef _OPENMP
