@@ -42,7 +42,7 @@ if [[ $kind == cpu ]]; then
   if [[ -f $build/trainer-pch/${opt#-}/TrainerHeaders.h.gch ]]; then
     pch=(-I"$build/trainer-pch/${opt#-}" -include TrainerHeaders.h)
   fi
-  # oneDNN and OpenMP for the fast CPU kernels, as CMake found them for this build.
+  # OpenBLAS and OpenMP for the fast CPU kernels, as CMake found them for this build.
   read -r -a extra <"$build/stdlib/kernels/cpu-kernels-link.txt" || extra=()
   mpicxx -std=c++20 "$opt" -DMIST_CPU "${pch[@]}" -I"$src" -x c++ "$train" -x none \
     "${libs[@]/#/$build/}" "${extra[@]}" -o "$out"
