@@ -204,7 +204,10 @@ int main(int argc, char **argv) {
   m.tool = "mist-profile-cpu";
   m.timer = "the steady clock";
   m.when = utcNow();
-  m.software = "mist-profile-cpu, CPU ops over the reference kernels, one thread";
+  // One thread, as each trainer rank runs by default (--threads 1): OpenMP
+  // would otherwise give the ops every core and halve their times.
+  mist::rt::ops::setThreadsPerRank(1);
+  m.software = "mist-profile-cpu, " + mist::rt::ops::describe();
   m.repeats = opts.repeats;
   m.warmup = opts.warmup;
   NodeLayout layout = nodeLayout(*world);
