@@ -21,6 +21,7 @@
 #include "stdlib/kernels/rope/RopeCpu.h"
 #include <algorithm>
 #include <cmath>
+#include <sched.h>
 #include <vector>
 
 namespace k = mist::kernels;
@@ -31,8 +32,18 @@ void setThreadsPerRank(int threads) { k::cpu::setCpuThreads(threads); }
 
 std::string describe() {
   int threads = k::cpu::cpuThreads();
-  return std::string("CPU kernels, GEMMs through ") + k::cpu::gemmBackend() + ", " +
-         std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " per rank";
+  std::string text = std::string("CPU kernels, GEMMs through ") + k::cpu::gemmBackend() + ", " +
+                     std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+                     " per rank";
+  // mpirun binds each rank to one core by default: more threads than the
+  // cores a rank may use only take turns on them.
+  cpu_set_t allowed;
+  if (threads > 1 && sched_getaffinity(0, sizeof(allowed), &allowed) == 0 &&
+      CPU_COUNT(&allowed) < threads)
+    text += " (but rank 0 may use only " + std::to_string(CPU_COUNT(&allowed)) +
+            " core(s): give each rank its cores, e.g. mpirun --map-by slot:PE=" +
+            std::to_string(threads) + ", or --bind-to none)";
+  return text;
 }
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,

@@ -2,7 +2,7 @@
 # Failures stop the whole job quickly with a message naming the rank and the
 # cause, never a hang: unreadable data, a token outside the vocabulary, a
 # non-finite loss, the wrong number of ranks, a bad flag, a checkpoint folder
-# that cannot be written.
+# that cannot be written; and more threads than cores is said, not failed.
 #   failures.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
 mistc=$1 model=$2 work=$3
@@ -43,6 +43,14 @@ expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.
 expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
 RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1' --steps 1
 expect bad-flag 'unknown flag --bogus' --bogus
+expect bad-threads 'mistrt: --threads takes 1 to 1024 threads per rank' --threads 0
+# More threads than the cores a rank may use is no failure, but the log says
+# so and how to launch instead (the job here is confined to one core).
+timeout 60 taskset -c 0 mpirun --oversubscribe -np 2 "$work/train" --steps 1 --threads 2 \
+  >"$work/threads.txt" 2>&1 || { echo "threads: the job failed"; cat "$work/threads.txt"; exit 1; }
+grep -q "2 threads per rank (but rank 0 may use only 1 core(s): give each rank its cores" \
+  "$work/threads.txt" || { echo "threads: no warning in:"; cat "$work/threads.txt"; exit 1; }
+echo "threads: $(grep -o 'but rank 0 may use only 1 core.*' "$work/threads.txt")"
 # A checkpoint folder that cannot take a file fails the job before training,
 # not at its first save (even root cannot create files in /proc/self).
 expect unwritable-checkpoints 'mistrt: rank 0: the checkpoint folder /proc/self cannot take a file' \
