@@ -13,11 +13,10 @@ namespace mist::kernels::cpu {
 namespace {
 
 /// The fallback where OpenBLAS is missing (e.g. a GPU host that only builds
-/// the CPU trainer to compare with): i-k-j order, so the inner loop runs
-/// along rows of B and C.
-[[maybe_unused]] void gemmLoops(Trans transA, Trans transB, Index m, Index n, Index k, float alpha,
-                                const float *a, Index lda, const float *b, Index ldb, float beta,
-                                float *c, Index ldc) {
+/// the CPU trainer to compare with), and empty products: i-k-j order, so the
+/// inner loop runs along rows of B and C.
+void gemmLoops(Trans transA, Trans transB, Index m, Index n, Index k, float alpha, const float *a,
+               Index lda, const float *b, Index ldb, float beta, float *c, Index ldc) {
   for (Index i = 0; i < m; ++i) {
     float *ci = c + i * ldc;
     for (Index j = 0; j < n; ++j)
@@ -42,13 +41,9 @@ void gemm(Trans transA, Trans transB, Index m, Index n, Index k, float alpha, co
           Index lda, const float *b, Index ldb, float beta, float *c, Index ldc) {
   if (m <= 0 || n <= 0)
     return;
-  if (k <= 0) { // nothing to multiply: C = beta * C
-    for (Index i = 0; i < m; ++i)
-      for (Index j = 0; j < n; ++j)
-        c[i * ldc + j] = beta == 0.f ? 0.f : beta * c[i * ldc + j];
-    return;
-  }
 #ifdef MIST_HAVE_OPENBLAS
+  if (k <= 0) // nothing to multiply, C = beta * C: the loops do just that
+    return gemmLoops(transA, transB, m, n, 0, alpha, a, lda, b, ldb, beta, c, ldc);
   cblas_sgemm(CblasRowMajor, transA == Trans::Yes ? CblasTrans : CblasNoTrans,
               transB == Trans::Yes ? CblasTrans : CblasNoTrans, blasint(m), blasint(n), blasint(k),
               alpha, a, blasint(lda), b, blasint(ldb), beta, c, blasint(ldc));
