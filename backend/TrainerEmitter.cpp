@@ -465,9 +465,10 @@ void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
   os << fmt::format("StageSpec stage{}() {{\n  StageSpec spec;\n", i);
   os << fmt::format(
       "  spec.firstLayer = {};\n  spec.layers = {};\n  spec.microBatch = {};\n  spec.dp = {};\n"
-      "  spec.tp = {};\n  spec.ckptLayers = {};\n",
+      "  spec.tp = {};\n  spec.ckptLayers = {};\n"
+      "  spec.mesh = {{.nodes = {}, .gpusPerNode = {}}}; // where the plan put the stage\n",
       sp.firstLayer, sp.layers(), c.e.knob(SymbolKind::Batch, sp.microBatch), sp.dp,
-      c.e.knob(SymbolKind::TP, sp.tp), sp.ckptLayers);
+      c.e.knob(SymbolKind::TP, sp.tp), sp.ckptLayers, sp.meshNodes, sp.meshGpusPerNode);
   os << fmt::format(
       "  spec.zeroOptimizer = {};\n  spec.zeroGrads = {};\n  spec.zeroWeights = {};\n",
       boolean(sp.zero.optimizer), boolean(sp.zero.grads), boolean(sp.zero.weights));
@@ -554,6 +555,9 @@ void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64
                     seqLen, vocab, plan.gradAccum, src.modelFlopsPerSample);
   os << fmt::format("  spec.device = \"{}\";\n  spec.devicePeakTflops = {};\n", src.deviceName,
                     src.devicePeakTflops);
+  os << fmt::format(
+      "  spec.cluster = {{.name = \"{}\", .gpusPerNode = {}, .tpAcrossNodes = {}}};\n",
+      src.clusterName, src.gpusPerNode, boolean(src.tpAcrossNodes));
   os << fmt::format(
       "  spec.lr = float({});\n  spec.beta1 = float({});\n  spec.beta2 = float({});\n"
       "  spec.eps = float({});\n  spec.weightDecay = float({});\n  spec.gradClip = float({});\n"

@@ -30,6 +30,8 @@ struct TrainerSource {
   std::string planFile;                 ///< the plan's file (--plan, or where the tuned one went)
   bool planTuned = false;               ///< tuned by this run (else read from planFile)
   std::string clusterName;              ///< the cluster the plan was tuned or priced for
+  int gpusPerNode = 1;                  ///< its nodes' GPUs, for the placement check and sbatch
+  bool tpAcrossNodes = false;           ///< whether it lets a tp group span nodes
   double predictedIterationSeconds = 0; ///< the pipeline formula's (what the tuner minimizes)
 };
 

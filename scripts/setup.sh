@@ -5,6 +5,7 @@ packages=(cmake ninja-build g++ pkg-config python3
           llvm-14-dev llvm-14-tools libginac-dev libglpk-dev libfmt-dev libyaml-cpp-dev
           libgtest-dev libopenmpi-dev openmpi-bin
           libopenblas-openmp-dev # the CPU trainer's GEMMs (stdlib/kernels/cpu/Gemm.cpp)
+          iproute2 # tests/trainer/two-hosts.sh makes hosts with network namespaces
           clang-format-14) # scripts/check-format.sh (CTest: format-check)
 missing=()
 for p in "${packages[@]}"; do

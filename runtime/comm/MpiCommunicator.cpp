@@ -87,6 +87,12 @@ template <class Move> void inChunks(size_t n, size_t chunk, Move move) {
   std::_Exit(1); // not live, or MPI_Abort returned
 }
 
+[[noreturn]] void abortJobTogether(Communicator &group, const std::string &why) {
+  if (group.rank() != 0)
+    group.barrier(); // rank 0 never arrives: its MPI_Abort ends the wait
+  abortJob(why);
+}
+
 //===----------------------------------------------------------------------===//
 // MpiRuntime
 //===----------------------------------------------------------------------===//
@@ -317,6 +323,32 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
   if (part == MPI_COMM_NULL)
     return nullptr;
   return std::unique_ptr<Communicator>(new MpiCommunicator(part, /*owned=*/true, maxPerCall));
+}
+
+std::vector<std::string> MpiCommunicator::allGatherText(const std::string &mine) {
+  int length = int(std::min(mine.size(), size_t(1) << 20));
+  std::vector<int> lengths(static_cast<size_t>(groupSize)), offsets(lengths.size());
+  check(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  int total = 0;
+  for (int r = 0; r < groupSize; ++r) {
+    offsets[size_t(r)] = total;
+    total += lengths[size_t(r)];
+  }
+  std::string all(size_t(total), '\0');
+  check(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
+                       MPI_CHAR, comm),
+        "MPI_Allgatherv");
+  std::vector<std::string> texts;
+  for (int r = 0; r < groupSize; ++r)
+    texts.push_back(all.substr(size_t(offsets[size_t(r)]), size_t(lengths[size_t(r)])));
+  return texts;
+}
+
+std::string MpiCommunicator::hostName() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int length = 0;
+  check(MPI_Get_processor_name(name, &length), "MPI_Get_processor_name");
+  return std::string(name, size_t(length));
 }
 
 int MpiCommunicator::localRank() const {

@@ -37,6 +37,11 @@ namespace mist::rt {
 /// process when MPI is not running). Call it from the thread that runs MPI.
 [[noreturn]] void abortJob(const std::string &why);
 
+/// For a failure every member of `group` found together (they gathered the
+/// same facts and reached the same verdict): its rank 0 says `why` once and
+/// stops the job; the others wait to be stopped rather than print it again.
+[[noreturn]] void abortJobTogether(Communicator &group, const std::string &why);
+
 /// Owns MPI's lifetime: MPI_Init_thread(FUNNELED) on construction,
 /// MPI_Finalize on destruction. Create one at the top of main, before any
 /// Communicator, and let it outlive them all; one per process. It also
@@ -75,6 +80,12 @@ public:
   double allReduceSumDouble(double v) override;
   void barrier() override;
   std::unique_ptr<Communicator> split(int color, int key) override;
+
+  /// Every member's `mine`, in rank order (host names, per-rank verdicts).
+  /// Collective over the group.
+  std::vector<std::string> allGatherText(const std::string &mine);
+  /// The name of the host this process runs on (MPI_Get_processor_name).
+  static std::string hostName();
 
   MPI_Comm handle() const { return comm; }
   /// This process's rank among the group's processes on its node (which

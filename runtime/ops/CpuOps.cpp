@@ -42,7 +42,8 @@ std::string describe() {
       CPU_COUNT(&allowed) < threads)
     text += " (but rank 0 may use only " + std::to_string(CPU_COUNT(&allowed)) +
             " core(s): give each rank its cores, e.g. mpirun --map-by slot:PE=" +
-            std::to_string(threads) + ", or --bind-to none)";
+            std::to_string(threads) +
+            " or --bind-to none, srun --cpus-per-task=" + std::to_string(threads) + ")";
   return text;
 }
 

@@ -3,10 +3,12 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
+#include "runtime/trainer/Hash.h"
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <map>
 
@@ -74,8 +76,10 @@ std::string floatText(float v) {
   return buf;
 }
 
-/// The schedule a checkpoint records (none in older ones).
-std::optional<LrSchedule> recordedSchedule(const SafetensorsFile &ckpt, const std::string &path) {
+/// The schedule a checkpoint records (none in older ones); `error` when it
+/// does not read back.
+std::optional<LrSchedule> recordedSchedule(const SafetensorsFile &ckpt, const std::string &path,
+                                           std::string &error) {
   auto lr = ckpt.metadata.find("lr"), warmup = ckpt.metadata.find("warmup_steps"),
        total = ckpt.metadata.find("schedule_steps");
   if (lr == ckpt.metadata.end() || warmup == ckpt.metadata.end() || total == ckpt.metadata.end())
@@ -89,11 +93,46 @@ std::optional<LrSchedule> recordedSchedule(const SafetensorsFile &ckpt, const st
   };
   if (!end || *end || !(s.lr >= 0) || !whole(warmup->second, s.warmupSteps) ||
       !whole(total->second, s.totalSteps))
-    abortJob(path + ": its learning-rate schedule (lr '" + lr->second + "', warmup_steps '" +
-             warmup->second + "', schedule_steps '" + total->second + "') does not read back");
+    error = path + ": its learning-rate schedule (lr '" + lr->second + "', warmup_steps '" +
+            warmup->second + "', schedule_steps '" + total->second + "') does not read back";
   if (s.totalSteps == 0) // a checkpoint of the initial weights (--steps 0) schedules nothing
     return std::nullopt;
   return s;
+}
+
+/// A hash of every tensor's name and bytes, in name order (the order a
+/// file is read back in): recorded in the metadata, so two checkpoints of
+/// one step with other contents (another run, another host's copy) have
+/// different identities, and a damaged file is found before it is used.
+uint64_t contentHash(const std::vector<TensorData> &tensors) {
+  std::vector<const TensorData *> byName;
+  for (const TensorData &t : tensors)
+    byName.push_back(&t);
+  std::sort(byName.begin(), byName.end(),
+            [](const TensorData *a, const TensorData *b) { return a->name < b->name; });
+  uint64_t h = 0x6d69737463686b70ull; // any fixed start
+  for (const TensorData *tensor : byName) {
+    const TensorData &t = *tensor;
+    h = splitmix64(h ^ fnv1a(t.name));
+    const std::byte *p = t.bytes.data();
+    size_t n = t.bytes.size(), i = 0;
+    for (; i + 8 <= n; i += 8) {
+      uint64_t word;
+      std::memcpy(&word, p + i, 8);
+      h = splitmix64(h ^ word);
+    }
+    uint64_t tail = n - i;
+    for (; i < n; ++i)
+      tail = (tail << 8) | uint64_t(p[i]);
+    h = splitmix64(h ^ tail);
+  }
+  return h;
+}
+
+std::string hex(uint64_t v) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)v);
+  return text;
 }
 
 } // namespace
@@ -176,39 +215,62 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                                           // The weights are stored widened to F32 (exactly);
                                           // this says what the run held them in.
                                           {"weights_dtype", nameOf(spec.weightDtype)},
-                                          {"grad_dtype", nameOf(spec.gradDtype)}};
+                                          {"grad_dtype", nameOf(spec.gradDtype)},
+                                          {"content_hash", hex(contentHash(tensors))}};
   if (auto error = writeSafetensors(path, tensors, meta))
     abortJob("cannot write the checkpoint: " + *error);
   std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
 }
 
-CheckpointState loadCheckpoint(const std::string &path, const TrainerSpec &spec,
-                               const StageSpec &stage, ParameterStore &store) {
-  std::string error;
-  auto ckpt = readSafetensors(path, error);
-  if (!ckpt)
-    abortJob(error);
-  auto meta = [&](const char *key) -> std::string {
-    auto it = ckpt->metadata.find(key);
-    if (it == ckpt->metadata.end())
-      abortJob(path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)");
-    return it->second;
+OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec) {
+  OpenedCheckpoint opened;
+  auto fail = [&](std::string why) {
+    opened.file.reset();
+    opened.error = std::move(why);
+    return std::move(opened);
   };
-  if (meta("format") != formatName)
-    abortJob(path + ": checkpoint format '" + meta("format") + "', this trainer reads '" +
-             formatName + "'");
-  if (meta("model") != spec.model)
-    abortJob(path + ": a checkpoint of '" + meta("model") + "', not of '" + spec.model + "'");
-  const std::string stepText = meta("step");
-  int step = -1;
-  auto [end, ec] = std::from_chars(stepText.data(), stepText.data() + stepText.size(), step);
-  if (ec != std::errc() || end != stepText.data() + stepText.size() || step < 0)
-    abortJob(path + ": step '" + stepText + "' in its metadata is not a whole number >= 0");
+  opened.file = readSafetensors(path, opened.error);
+  if (!opened.file)
+    return fail(opened.error);
+  const auto &metadata = opened.file->metadata;
+  for (const char *key : {"format", "model", "step"})
+    if (!metadata.count(key))
+      return fail(path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)");
+  if (metadata.at("format") != formatName)
+    return fail(path + ": checkpoint format '" + metadata.at("format") + "', this trainer reads '" +
+                formatName + "'");
+  if (metadata.at("model") != spec.model)
+    return fail(path + ": a checkpoint of '" + metadata.at("model") + "', not of '" + spec.model +
+                "'");
+  const std::string &stepText = metadata.at("step");
+  auto [end, ec] = std::from_chars(stepText.data(), stepText.data() + stepText.size(), opened.step);
+  if (ec != std::errc() || end != stepText.data() + stepText.size() || opened.step < 0)
+    return fail(path + ": step '" + stepText + "' in its metadata is not a whole number >= 0");
+  std::string error;
+  opened.schedule = recordedSchedule(*opened.file, path, error);
+  if (!error.empty())
+    return fail(error);
+  // Checkpoints written before the record have no content hash.
+  auto recorded = metadata.find("content_hash");
+  if (recorded != metadata.end() && recorded->second != hex(contentHash(opened.file->tensors)))
+    return fail(path +
+                ": its tensors do not match the content hash recorded when it was "
+                "written (" +
+                recorded->second + "): a damaged or altered file");
+  std::string described;
+  for (const auto &[key, value] : metadata)
+    described += key + "=" + value + "\n";
+  opened.identity = fnv1a(described);
+  return opened;
+}
+
+void loadCheckpoint(const OpenedCheckpoint &ckpt, const std::string &path, const StageSpec &stage,
+                    ParameterStore &store) {
   for (size_t p = 0; p < stage.params.size(); ++p)
     for (int l = 0; l < copiesOf(stage, p); ++l)
       for (ParamTensor what : allTensors) {
         const std::string name = tensorName(stage, p, l) + suffixOf(what);
-        const TensorData *t = ckpt->find(name);
+        const TensorData *t = ckpt.file->find(name);
         if (!t)
           abortJob(path + ": no tensor '" + name + "'");
         // The same element count in another shape (transposed, flattened)
@@ -222,7 +284,6 @@ CheckpointState loadCheckpoint(const std::string &path, const TrainerSpec &spec,
                    " or has another size than the model's F32 " + shapeText(stage.params[p].shape));
         store.load(p, l, what, *values);
       }
-  return {step, recordedSchedule(*ckpt, path)};
 }
 
 } // namespace mist::rt

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/ProcessGroups.h"
 #include "runtime/trainer/ParameterStore.h"
 
@@ -42,16 +43,30 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,
                     const LrSchedule &schedule);
 
-/// What a checkpoint says of the run that wrote it.
-struct CheckpointState {
+/// A checkpoint as one rank found it, before any of its tensors is used:
+/// every rank opens it, the ranks compare what they found (the trainer's
+/// resume agreement), and only then does each load its stage's part.
+struct OpenedCheckpoint {
+  std::optional<SafetensorsFile> file; ///< read and of this model; else `error` says why not
+  std::string error;
   int step = 0;                       ///< written after this step
   std::optional<LrSchedule> schedule; ///< none in checkpoints older than the record
+  /// Names this checkpoint among others of the model: a hash of its
+  /// metadata, which holds the step, seed, schedule and (since the record)
+  /// a hash of every tensor's bytes. Ranks that read different files see
+  /// different identities.
+  uint64_t identity = 0;
 };
 
-/// Reads `path` into this rank's parameters and optimizer state (before
-/// ParameterStore::settle). A missing, corrupt or mismatched checkpoint ends
-/// the job with the cause.
-CheckpointState loadCheckpoint(const std::string &path, const TrainerSpec &spec,
-                               const StageSpec &stage, ParameterStore &store);
+/// Reads and checks `path` (format, model, step, schedule); a missing,
+/// corrupt or mismatched file comes back with `error` set, it does not end
+/// the job (the ranks decide together).
+OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec);
+
+/// Copies the opened checkpoint's tensors of `stage` into this rank's
+/// parameters and optimizer state (before ParameterStore::settle). A missing
+/// tensor or one of another shape ends the job with the cause.
+void loadCheckpoint(const OpenedCheckpoint &ckpt, const std::string &path, const StageSpec &stage,
+                    ParameterStore &store);
 
 } // namespace mist::rt

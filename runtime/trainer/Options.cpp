@@ -13,7 +13,7 @@ void usage(const std::string &why) {
       "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] [--threads N] "
       "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
       "[--reschedule]]] "
-      "[--stop-after N] [--trace FILE]\n",
+      "[--stop-after N] [--trace FILE] [--any-placement] [--print-sbatch]\n",
       why.c_str());
   std::exit(2);
 }
@@ -66,6 +66,10 @@ Options parseOptions(int argc, char **argv) {
       o.resume = true;
     else if (a == "--reschedule")
       o.reschedule = true;
+    else if (a == "--any-placement")
+      o.anyPlacement = true;
+    else if (a == "--print-sbatch")
+      o.printSbatch = true;
     else if (a == "--stop-after")
       o.stopAfter = static_cast<int>(integer(value()));
     else

@@ -14,8 +14,10 @@
 #include "runtime/device/Device.h"
 #include "runtime/device/DeviceCommunicator.h"
 #include "runtime/ops/Ops.h"
+#include "runtime/trainer/CheckpointFolder.h"
 #include "runtime/trainer/Checkpointing.h"
 #include "runtime/trainer/Options.h"
+#include "runtime/trainer/SbatchScript.h"
 #include "runtime/trainer/StageRunner.h"
 #include <cerrno>
 #include <cmath>
@@ -60,10 +62,14 @@ RankLayout placeRank(const TrainerSpec &spec, const Communicator &world) {
                   std::to_string(s.tp);
     ranks += s.dp * s.tp;
   }
-  if (world.size() != ranks)
-    abortJob("the plan needs " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") + " (" +
-             stagesText + "), the job has " + std::to_string(world.size()) +
-             " (run it with mpirun -np " + std::to_string(ranks) + ")");
+  if (world.size() != ranks) {
+    const Launcher launcher = detectLauncher();
+    abortJob(
+        "the plan needs " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") + " (" +
+        stagesText + "), the job has " + std::to_string(world.size()) + " (" +
+        (launcher.kind == LauncherKind::Unknown ? "" : "started by " + launcher.name() + "; ") +
+        launcher.launchCommand(ranks) + ")");
+  }
   std::string error;
   auto layout = RankLayout::build(shapes, world.size(), world.rank(), error);
   if (!layout)
@@ -71,48 +77,27 @@ RankLayout placeRank(const TrainerSpec &spec, const Communicator &world) {
   return std::move(*layout);
 }
 
-/// Fails the job now, not at its first save, when the checkpoint folder
-/// cannot take a file or has less room than one checkpoint needs.
-void checkCheckpointFolder(const std::string &dir, int64_t bytes) {
-  const std::string probe = dir + "/.mistrt-write-check";
-  {
-    std::FILE *f = std::fopen(probe.c_str(), "wb");
-    const bool wrote = f && std::fputc(0, f) != EOF;
-    const int err = errno;
-    if (f)
-      std::fclose(f);
-    if (!wrote)
-      abortJob("the checkpoint folder " + dir + " cannot take a file (" + std::strerror(err) +
-               "): the run would lose its training at its first save");
-    std::remove(probe.c_str());
+/// Compares the hosts the ranks run on with the plan's meshes
+/// (runtime/comm/Placement.h): warnings are printed by rank 0, a refusal
+/// ends the job unless --any-placement.
+void checkHosts(const TrainerSpec &spec, const RankLayout &layout,
+                const std::vector<std::string> &hostOfRank, bool anyPlacement,
+                Communicator &world) {
+  std::vector<StageMesh> meshes;
+  for (const StageSpec &s : spec.stages)
+    meshes.push_back(s.mesh);
+  const Launcher launcher = detectLauncher();
+  const auto findings = checkPlacement(layout, meshes, spec.cluster, hostOfRank, launcher);
+  const bool root = layout.myWorldRank == 0;
+  if (root && hostOfRank.size() > 1 && hostOfRank.front() != hostOfRank.back())
+    std::printf("mistrt: ranks on hosts %s\n", describeHosts(hostOfRank).c_str());
+  for (const PlacementFinding &f : findings) {
+    if (f.refuses && !anyPlacement)
+      abortJobTogether(world, "placement: " + f.text + " (--any-placement runs it anyway)");
+    if (root)
+      std::fprintf(stderr, "mistrt: warning: placement: %s\n", f.text.c_str());
   }
-  std::error_code ec;
-  const std::filesystem::space_info room = std::filesystem::space(dir, ec);
-  if (!ec && int64_t(room.available) < bytes)
-    abortJob("the checkpoint folder " + dir + " has " + std::to_string(room.available >> 20) +
-             " MiB free; a checkpoint of this model "
-             "needs " +
-             std::to_string(bytes >> 20) + " MiB");
-}
-
-/// Rank 0 creates the checkpoint folder of a new run, checks that it can
-/// hold a checkpoint and removes the partial files interrupted saves left
-/// (only it writes checkpoints).
-void prepareCheckpointFolder(const Options &o, const TrainerSpec &spec, int worldRank) {
-  if (o.ckptDir.empty() || worldRank != 0)
-    return;
-  if (!o.resume) {
-    std::error_code ec;
-    std::filesystem::create_directories(o.ckptDir, ec);
-    if (ec)
-      abortJob("cannot create the checkpoint folder " + o.ckptDir + ": " + ec.message());
-  }
-  checkCheckpointFolder(o.ckptDir, checkpointBytes(spec));
-  std::string why;
-  for (const std::string &stale : removeInterruptedWrites(o.ckptDir + "/latest.safetensors", why))
-    std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
-  if (!why.empty())
-    std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
+  std::fflush(stderr);
 }
 
 /// The peak the log's MFU divides by: the plan's device's, and only when
@@ -234,14 +219,15 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
   std::fflush(stdout);
 }
 
-/// --resume: loads the checkpoint into `store` and returns the step after it.
-/// Loads the checkpoint and returns the first step to train. The run goes on
-/// with the checkpoint's learning-rate schedule, not one sized to this run's
-/// --steps, unless --reschedule says otherwise: both are logged.
-int resumeFromCheckpoint(const std::string &ckptPath, const TrainerSpec &spec,
+/// --resume: loads the checkpoint every rank agreed on into `store` and
+/// returns the first step to train. The run goes on with the checkpoint's
+/// learning-rate schedule, not one sized to this run's --steps, unless
+/// --reschedule says otherwise: both are logged.
+int resumeFromCheckpoint(const std::string &ckptPath, OpenedCheckpoint state,
                          const StageSpec &stage, ParameterStore &store, int worldRank,
                          const Options &o, LrSchedule &schedule) {
-  const CheckpointState state = loadCheckpoint(ckptPath, spec, stage, store);
+  loadCheckpoint(state, ckptPath, stage, store);
+  state.file.reset(); // the tensors are in the store now
   const int firstStep = state.step + 1;
   const LrSchedule asked = schedule;
   if (state.schedule && !o.reschedule)
@@ -338,11 +324,19 @@ void writeTraceIfAsked(const Options &o, const TrainerSpec &spec, const RankLayo
 } // namespace
 
 int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
+  const Options o = parseOptions(argc, argv);
+  if (o.printSbatch) { // on a login node, before any launcher
+    std::fputs(
+        sbatchScript(spec, o, argc, argv, std::string(device::backendName()) == "cuda").c_str(),
+        stdout);
+    return 0;
+  }
   MpiRuntime mpi(argc, argv);
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
-  const Options o = parseOptions(argc, argv);
   ops::setThreadsPerRank(o.threads);
   const std::optional<RankLayout> layout = placeRank(spec, *world);
+  const std::vector<std::string> hostOfRank = world->allGatherText(MpiCommunicator::hostName());
+  checkHosts(spec, *layout, hostOfRank, o.anyPlacement, *world);
   const int ranks = world->size();
   // The device of this rank: ranks of one node share its GPUs in turn.
   const std::string deviceName = device::initialize(world->localRank());
@@ -354,7 +348,13 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   checkOrder(stage, spec.gradAccum, layout->stage);
   const TiedGroups tied = makeTiedGroups(*deviceWorld, *layout, stages);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
-  prepareCheckpointFolder(o, spec, worldRank);
+  const std::string ckptPath = o.ckptDir + "/latest.safetensors";
+  // Every rank opens the checkpoint and the ranks compare what they found
+  // before a tensor is used; a new run checks that all ranks see the folder.
+  std::optional<OpenedCheckpoint> resumed;
+  if (o.resume)
+    resumed = openCheckpointOnEveryRank(ckptPath, spec, *world, hostOfRank);
+  prepareCheckpointFolder(o.ckptDir, o.resume, checkpointBytes(spec), *world, hostOfRank);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
   std::optional<TokenFile> tokenFile;
@@ -370,10 +370,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       {groups.tp(), groups.dp(), tied.whole.get(), tied.shards.get(), layout->isFirstStage()},
       offload, streams);
   store.initialize(o.seed);
-  const std::string ckptPath = o.ckptDir + "/latest.safetensors";
   LrSchedule schedule{lr, spec.warmupSteps, o.steps};
-  const int firstStep =
-      o.resume ? resumeFromCheckpoint(ckptPath, spec, stage, store, worldRank, o, schedule) : 1;
+  const int firstStep = resumed ? resumeFromCheckpoint(ckptPath, std::move(*resumed), stage, store,
+                                                       worldRank, o, schedule)
+                                : 1;
+  resumed.reset();
   store.settle();
   ActivationStash stash(stage, memory, offload, streams);
   streams.synchronize();

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "format/Region.h"
+#include "runtime/comm/Placement.h"
 #include "runtime/device/DeviceArray.h"
 #include "runtime/device/DeviceTensor.h"
 #include <array>
@@ -132,6 +133,7 @@ struct StageSpec {
   int microBatch = 1;
   int dp = 1, tp = 1; ///< ranks of the stage: dp x tp, tp innermost
   int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
+  StageMesh mesh;     ///< the plan's nodes x GPUs per node for the stage
   /// The scratch arenas of the forward and backward runs of pre, layer and
   /// post (2 x region + 1 for a backward), each held while such a run goes on.
   std::array<int64_t, 6> scratchBytes{};
@@ -166,6 +168,9 @@ struct TrainerSpec {
   /// (on CPU ranks and other GPUs the log shows no MFU).
   std::string device;
   double devicePeakTflops = 0;
+  /// The cluster the plan was made for: the job's hosts are checked against
+  /// it and the stages' meshes at start (runtime/comm/Placement.h).
+  PlannedCluster cluster;
   // Training setup from the model's train section.
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weightDecay = 0.1f, gradClip = 1.f;
   int warmupSteps = 0;

@@ -41,8 +41,26 @@ with open(sys.argv[1], "wb") as f:
 PY
 expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.bin"
 expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
-RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1' --steps 1
+RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1 \(started by mpirun \(Open MPI\); mpirun -np 2 ' --steps 1
+# The advice speaks the launcher found: none (the binary run alone), or srun.
+expectAlone() {
+  local name=$1 pattern=$2; shift 2
+  if env -u OMPI_COMM_WORLD_SIZE timeout 60 "$@" "$work/train" --steps 1 >"$work/$name.txt" 2>&1; then
+    echo "$name: the job succeeded"; cat "$work/$name.txt"; exit 1
+  fi
+  grep -qE "$pattern" "$work/$name.txt" || { echo "$name: no '$pattern' in:"; cat "$work/$name.txt"; exit 1; }
+  echo "$name: $(grep -oE "$pattern" "$work/$name.txt" | head -1)"
+}
+expectAlone alone 'the job has 1 \(launch 2 ranks, e\.g\. mpirun -np 2 .* or srun -n 2 --mpi=pmix ' env
+expectAlone under-srun 'the job has 1 \(started by srun \(Slurm\); srun -n 2 --mpi=pmix ' \
+  env SLURM_STEP_ID=0 SLURM_PROCID=0
 expect bad-flag 'unknown flag --bogus' --bogus
+# --print-sbatch needs no launcher: a script bash accepts, passing the other flags on.
+"$work/train" --print-sbatch --steps 5 --data "$work/my tokens.bin" >"$work/sbatch.sh"
+bash -n "$work/sbatch.sh" || { cat "$work/sbatch.sh"; echo "sbatch: not a valid script"; exit 1; }
+grep -q "^srun --mpi=pmix --ntasks-per-node=2 --distribution=block:block --cpu-bind=cores $work/train --steps 5 --data '$work/my tokens.bin'\$" \
+  "$work/sbatch.sh" || { cat "$work/sbatch.sh"; echo "sbatch: no srun line for the plan"; exit 1; }
+echo "sbatch: $(grep -c '^#SBATCH' "$work/sbatch.sh") #SBATCH lines, $(grep '^srun' "$work/sbatch.sh" | cut -c1-60)..."
 expect bad-threads 'mistrt: --threads takes 1 to 1024 threads per rank' --threads 0
 # More threads than the cores a rank may use is no failure, but the log says
 # so and how to launch instead (the job here is confined to one core).

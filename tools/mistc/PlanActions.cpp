@@ -360,6 +360,8 @@ bool writeTrainer(const Module &m, const PricedPlan &p, const PlanActionOptions 
   src.planFile = p.tuned ? opts.planOut : opts.planPath;
   src.planTuned = p.tuned;
   src.clusterName = p.cluster.name;
+  src.gpusPerNode = p.cluster.gpusPerNode;
+  src.tpAcrossNodes = p.cluster.tpAcrossNodes;
   src.predictedIterationSeconds = p.estimate.iterationSeconds;
   return emitTrainer(m, p.plan, src, diag, out);
 }

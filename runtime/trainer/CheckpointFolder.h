@@ -1,0 +1,39 @@
+//===- CheckpointFolder.h - One checkpoint folder for all of a job's ranks ===//
+/// \file
+/// Rank 0 writes checkpoints; every rank reads the one it resumes from. On
+/// several hosts that holds only when the folder is on a filesystem they
+/// all mount: a node-local folder makes a save look fine and the resume
+/// fail, and a host holding an older copy would resume its ranks from
+/// another step. So, before the first step:
+/// - a new run proves that every rank sees the folder rank 0 writes (rank 0
+///   leaves a file with a token only this job knows, every rank reads it);
+/// - a resumed run opens the checkpoint on every rank and compares what the
+///   ranks found (step and identity) before any tensor is used.
+/// Either ends the job with one message naming each rank's host and what
+/// it found, instead of a hang or a silent mix of weights.
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/comm/MpiCommunicator.h"
+#include "runtime/trainer/Checkpointing.h"
+
+#include <string>
+#include <vector>
+
+namespace mist::rt {
+
+/// Rank 0 creates `dir` (unless resuming), checks that it takes a file and
+/// has room for `checkpointBytes`, and removes files that interrupted saves
+/// left; then, unless resuming, every rank checks that it sees the folder
+/// rank 0 writes. `hostOfRank` names each world rank's host for messages.
+/// Collective over `world`.
+void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkpointBytes,
+                             MpiCommunicator &world, const std::vector<std::string> &hostOfRank);
+
+/// Every rank opens `path`; returns it when all found the same checkpoint,
+/// else ends the job naming what each rank found. Collective over `world`.
+OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const TrainerSpec &spec,
+                                           MpiCommunicator &world,
+                                           const std::vector<std::string> &hostOfRank);
+
+} // namespace mist::rt
