@@ -28,7 +28,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan-suppressions
 # shows up as <target>_NOT_BUILT below and fails the run.
 targets=(
   mistUnitTests mistrtCheckpointTests mistrtDataTests mistrtRankLayoutTest
-  mistrtTrainerPartsTests mist-safetensors-tool # label unit
+  mistrtTrainerPartsTests mistrtPlacementTest mist-safetensors-tool # label unit
   mistc mist-yaml-check mist-profile-cpu        # run by the lit tests
 )
 
