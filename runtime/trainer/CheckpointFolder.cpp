@@ -59,8 +59,7 @@ void checkCheckpointFolder(const std::string &dir, int64_t bytes) {
   const std::filesystem::space_info room = std::filesystem::space(dir, ec);
   if (!ec && int64_t(room.available) < bytes)
     abortJob("the checkpoint folder " + dir + " has " + std::to_string(room.available >> 20) +
-             " MiB free; a checkpoint of this model needs " + std::to_string(bytes >> 20) +
-             " MiB");
+             " MiB free; a checkpoint of this model needs " + std::to_string(bytes >> 20) + " MiB");
 }
 
 /// Rank 0's part: the folder exists, takes a checkpoint, holds no partial
@@ -142,9 +141,9 @@ OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const Traine
   OpenedCheckpoint opened = openCheckpoint(path, spec);
   char identity[17];
   std::snprintf(identity, sizeof identity, "%016llx", (unsigned long long)opened.identity);
-  const std::string mine = opened.file ? "step " + std::to_string(opened.step) + ", checkpoint " +
-                                             identity
-                                       : opened.error;
+  const std::string mine = opened.file
+                               ? "step " + std::to_string(opened.step) + ", checkpoint " + identity
+                               : opened.error;
   const std::vector<std::string> verdicts = world.allGatherText(mine);
   bool same = true;
   for (const std::string &v : verdicts)
@@ -153,9 +152,8 @@ OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const Traine
     return opened;
   if (same) // every rank found the same problem: say it once
     abortJobTogether(world, opened.error);
-  abortJobTogether(world, "--resume: the ranks did not find the same checkpoint at " + path +
-                              " (" + byVerdict(verdicts, hostOfRank) + "); " +
-                              sharedFolderAdvice);
+  abortJobTogether(world, "--resume: the ranks did not find the same checkpoint at " + path + " (" +
+                              byVerdict(verdicts, hostOfRank) + "); " + sharedFolderAdvice);
 }
 
 } // namespace mist::rt

@@ -11,8 +11,8 @@ namespace {
 /// `text` as one word of a POSIX shell command.
 std::string shellQuoted(const std::string &text) {
   const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("-_./=:,+@%").find(c) !=
-                                                              std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("-_./=:,+@%").find(c) != std::string_view::npos;
   });
   if (plain)
     return text;
@@ -44,8 +44,8 @@ std::string sbatchScript(const TrainerSpec &spec, const Options &o, int argc, ch
   std::string s = "#!/bin/bash\n";
   s += "# " + spec.model + ", plan " + spec.plan + ", made for the " + spec.cluster.name +
        " cluster: " + std::to_string(ranks) + " rank" + (ranks == 1 ? "" : "s") + " on " +
-       std::to_string(nodes) + " node" + (nodes == 1 ? "" : "s") + " x " +
-       std::to_string(perNode) + (gpus ? " GPUs" : " CPU ranks") + ".\n";
+       std::to_string(nodes) + " node" + (nodes == 1 ? "" : "s") + " x " + std::to_string(perNode) +
+       (gpus ? " GPUs" : " CPU ranks") + ".\n";
   s += "# Written by train --print-sbatch; submit with sbatch. The binary, the token file and\n"
        "# the checkpoint folder must be on a filesystem every node mounts (docs/launch.md).\n";
   s += "#SBATCH --job-name=" + shellQuoted(spec.model) + "\n";

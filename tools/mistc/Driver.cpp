@@ -7,6 +7,7 @@
 /// command line without an input.
 //===----------------------------------------------------------------------===//
 #include "MistVersion.h"
+#include "backend/HuggingFaceExport.h"
 #include "backend/Summary.h"
 #include "format/Limits.h"
 #include "frontend/Frontend.h"
@@ -65,6 +66,9 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::IR, "ir", "IR after shape-infer, tp-shard, backward"),
                clEnumValN(Emit::CostedIR, "costed-ir", "IR with symbolic costs"),
                clEnumValN(Emit::Summary, "summary", "parameters and per-layer costs"),
+               clEnumValN(Emit::HuggingFace, "hf",
+                          "a trainer checkpoint (--checkpoint) as a Hugging Face transformers "
+                          "model folder (-o DIR): config.json and model.safetensors"),
                clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
                clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
                clEnumValN(Emit::Timeline, "timeline",
@@ -107,6 +111,9 @@ cl::opt<std::string> clusterName("cluster", cl::desc("cluster preset name or YAM
                                  cl::value_desc("name|file"), cl::cat(category));
 cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster file)"), cl::init(0),
                    cl::cat(category));
+cl::opt<std::string> checkpointPath(
+    "checkpoint", cl::desc("--emit=hf: the trainer checkpoint to convert (DIR/latest.safetensors)"),
+    cl::value_desc("latest.safetensors"), cl::cat(category));
 cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
                               cl::value_desc("plan.yaml"), cl::cat(category));
 cl::opt<std::string> planOut("plan-out",
@@ -270,6 +277,18 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   return pa;
 }
 
+/// --emit=hf: a folder, not a file, so not through the output file.
+int writeHuggingFace(unsigned id, DiagnosticEngine &diag) {
+  if (checkpointPath.empty() || outputPath == "-") {
+    diag.error({}, "--emit=hf needs --checkpoint (a trainer checkpoint, DIR/latest.safetensors) "
+                   "and -o (the folder to write)");
+    return 1;
+  }
+  bool done = false;
+  std::unique_ptr<Module> m = compileInput(id, Emit::HuggingFace, diag, llvm::nulls(), done);
+  return m && exportHuggingFace(*m, checkpointPath, outputPath, diag) ? 0 : 1;
+}
+
 int run() {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::errs());
@@ -289,6 +308,8 @@ int run() {
     return 1;
   }
   unsigned id = srcMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  if (*what == Emit::HuggingFace)
+    return writeHuggingFace(id, diag);
   std::error_code ec;
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec) {

@@ -15,6 +15,8 @@ const char *mist::emitName(Emit e) {
     return "costed-ir";
   case Emit::Summary:
     return "summary";
+  case Emit::HuggingFace:
+    return "hf";
   case Emit::Plan:
     return "plan";
   case Emit::Report:

@@ -16,6 +16,7 @@ enum class Emit {
   IR,
   CostedIR,
   Summary,
+  HuggingFace, ///< a trainer checkpoint as a transformers model folder (--checkpoint)
   // On a plan (tuned, or --plan) and a cluster: runPlanActions.
   Plan,
   Report,

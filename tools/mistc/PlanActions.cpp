@@ -422,6 +422,7 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
   case Emit::IR:
   case Emit::CostedIR:
   case Emit::Summary:
+  case Emit::HuggingFace:
     return true;
   }
   return true;

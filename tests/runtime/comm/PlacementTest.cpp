@@ -2,8 +2,8 @@
 /// Which placements are refused, which warned about, and that messages speak
 /// the launcher found in the environment.
 //===----------------------------------------------------------------------===//
-#include "runtime/comm/Launcher.h"
 #include "runtime/comm/Placement.h"
+#include "runtime/comm/Launcher.h"
 
 #include <gtest/gtest.h>
 #include <map>
@@ -35,10 +35,11 @@ const Launcher openMpi{LauncherKind::OpenMpi};
 } // namespace
 
 TEST(Launcher, RecognisedFromTheEnvironment) {
-  EXPECT_EQ(launcherOf({{"OMPI_MCA_orte_hnp_uri", "1;tcp://x"}, {"SLURM_STEP_ID", "0"},
-                        {"SLURM_PROCID", "0"}})
-                .kind,
-            LauncherKind::OpenMpi); // mpirun inside an sbatch allocation
+  EXPECT_EQ(
+      launcherOf(
+          {{"OMPI_MCA_orte_hnp_uri", "1;tcp://x"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}})
+          .kind,
+      LauncherKind::OpenMpi); // mpirun inside an sbatch allocation
   EXPECT_EQ(launcherOf({{"SLURM_STEP_ID", "3"}, {"SLURM_PROCID", "1"}}).kind, LauncherKind::Slurm);
   EXPECT_EQ(launcherOf({{"OMPI_COMM_WORLD_SIZE", "2"}}).kind, LauncherKind::OpenMpi);
   EXPECT_EQ(launcherOf({{"PMI_RANK", "0"}}).kind, LauncherKind::Hydra);
@@ -60,8 +61,8 @@ TEST(Launcher, AdviceSpeaksTheLauncher) {
 TEST(Placement, OneHostHasNothingToCompare) {
   // Two nodes' worth of ranks rehearsed on one machine cross no network.
   const RankLayout layout = layoutOf({{16, 8, 2}});
-  EXPECT_TRUE(checkPlacement(layout, {{2, 8}}, dgx, std::vector<std::string>(16, "h"), openMpi)
-                  .empty());
+  EXPECT_TRUE(
+      checkPlacement(layout, {{2, 8}}, dgx, std::vector<std::string>(16, "h"), openMpi).empty());
 }
 
 TEST(Placement, PackedRanksMatchTheMesh) {
@@ -86,8 +87,8 @@ TEST(Placement, ATpGroupOverHostsIsRefused) {
       << findings[0].text;
   EXPECT_NE(findings[0].text.find("--map-by ppr:8:node"), std::string::npos);
   // A cluster that lets tp span nodes only gets the stage's warning.
-  const auto allowed = checkPlacement(layoutOf({{4, 2, 2}}), {{1, 4}},
-                                      {"ib-cluster", 8, true}, hosts, openMpi);
+  const auto allowed =
+      checkPlacement(layoutOf({{4, 2, 2}}), {{1, 4}}, {"ib-cluster", 8, true}, hosts, openMpi);
   ASSERT_EQ(allowed.size(), 1u);
   EXPECT_FALSE(allowed[0].refuses);
 }
@@ -112,8 +113,8 @@ TEST(Placement, AStageOverMoreHostsThanItsMeshIsAWarning) {
 
 TEST(Placement, MoreRanksOnAHostThanANodeHasGpus) {
   const PlannedCluster small{"pairs", 2, false};
-  const auto findings = checkPlacement(layoutOf({{4, 4, 1}}), {{2, 2}}, small,
-                                       {"a", "a", "a", "b"}, Launcher{LauncherKind::Slurm});
+  const auto findings = checkPlacement(layoutOf({{4, 4, 1}}), {{2, 2}}, small, {"a", "a", "a", "b"},
+                                       Launcher{LauncherKind::Slurm});
   ASSERT_FALSE(findings.empty());
   const PlacementFinding &last = findings.back();
   EXPECT_FALSE(last.refuses);

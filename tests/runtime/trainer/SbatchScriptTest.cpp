@@ -36,8 +36,8 @@ bool has(const std::string &text, const std::string &part) {
 } // namespace
 
 TEST(SbatchScript, FillsNodesWithConsecutiveRanks) {
-  const std::string s = scriptOf(twoStages(8), {"/opt/run/train", "--print-sbatch", "--steps", "9"},
-                                 true);
+  const std::string s =
+      scriptOf(twoStages(8), {"/opt/run/train", "--print-sbatch", "--steps", "9"}, true);
   EXPECT_TRUE(has(s, "#SBATCH --nodes=2\n")) << s;
   EXPECT_TRUE(has(s, "#SBATCH --ntasks-per-node=8\n")) << s;
   EXPECT_TRUE(has(s, "#SBATCH --gpus-per-node=8\n")) << s;

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `mistc --emit=hf` against Hugging Face transformers: the tiny GPT and Llama
+# (fp32, one rank) train 3 steps and save; mistc converts the checkpoint to a
+# transformers folder; transformers loads it (GPT2LMHeadModel,
+# LlamaForCausalLM) and its loss on step 4's batch must equal the loss the
+# trainer logged at step 4 within 1e-5 relative (hf-export-check.py). The
+# bf16 GPT's folder must load too, in bfloat16.
+#   hf-export.sh MISTC WORK
+# Needs a Python with torch and transformers: $MIST_TORCH_PYTHON, else the
+# exports venv ($MIST_EXPORTS_VENV or .venv-exports, bench/exports/setup-venv.sh);
+# exits 77 (skipped) without one.
+set -euo pipefail
+[[ $# -ge 2 ]] || { echo "usage: hf-export.sh MISTC WORK" >&2; exit 2; }
+mistc=$1 work=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+python=${MIST_TORCH_PYTHON:-${MIST_EXPORTS_VENV:-$root/.venv-exports}/bin/python}
+if ! "$python" -c "import torch, transformers, safetensors" 2>/dev/null; then
+  echo "hf-export.sh: no Python with torch, transformers and safetensors ($python): skipped"
+  exit 77
+fi
+mkdir -p "$work"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for family in gpt llama; do
+  name=$family-f32
+  sed "s/^train {\$/train {\\n  dtype = f32/" "$root/examples/tiny-$family.mist" >"$work/$name.mist"
+  "$root/scripts/build-trainer.sh" "$mistc" "$work/$name.mist" \
+    "$root/tests/trainer/tiny-$family-1rank.yaml" "$work/$name" 2>/dev/null
+  rm -rf "$work/$name.ckpt" "$work/$name.hf"
+  mpirun -np 1 "$work/$name" --steps 4 --ckpt-every 3 --stop-after 3 --ckpt-dir "$work/$name.ckpt" >/dev/null
+  mpirun -np 1 "$work/$name" --steps 4 --log-every 1 >"$work/$name.log"
+  "$mistc" "$work/$name.mist" --emit=hf --checkpoint "$work/$name.ckpt/latest.safetensors" -o "$work/$name.hf"
+  class=GPT2LMHeadModel
+  [[ $family == llama ]] && class=LlamaForCausalLM
+  "$python" "$root/tests/trainer/hf-export-check.py" --dir "$work/$name.hf" \
+    --trainer-log "$work/$name.log" --step 4 --expect-class $class
+done
+# bf16: the folder holds BF16 tensors and says so; transformers loads it as bfloat16.
+"$root/scripts/build-trainer.sh" "$mistc" "$root/examples/tiny-gpt.mist" \
+  "$root/tests/trainer/tiny-gpt-1rank.yaml" "$work/gpt-bf16" 2>/dev/null
+rm -rf "$work/gpt-bf16.ckpt" "$work/gpt-bf16.hf"
+mpirun -np 1 "$work/gpt-bf16" --steps 1 --ckpt-dir "$work/gpt-bf16.ckpt" >/dev/null
+"$mistc" "$root/examples/tiny-gpt.mist" --emit=hf --checkpoint "$work/gpt-bf16.ckpt/latest.safetensors" \
+  -o "$work/gpt-bf16.hf"
+"$python" - "$work/gpt-bf16.hf" "$work/gpt-bf16.ckpt/latest.safetensors" <<'PY'
+import sys, torch
+from safetensors.torch import load_file
+from transformers import AutoModelForCausalLM
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype="auto")
+ours = load_file(sys.argv[2])
+wte = model.transformer.wte.weight
+assert wte.dtype == torch.bfloat16, wte.dtype
+# The trainer's bf16 weights, stored widened: exactly the exported values.
+assert torch.equal(wte.float(), ours["pre.embedding.weight"]), "the token table changed in export"
+print(f"bf16 GPT: {type(model).__name__} in {wte.dtype}, token table equal to the checkpoint's")
+PY
+echo "hf export checks passed"
