@@ -40,6 +40,10 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
           "# (the same cost; activations differ by at most 4.8e-4).\n";
   if (std::string decay = weightDecayRemark(model.train, ExportTarget::Megatron); !decay.empty())
     os << "# Not as the model says: " << decay << ".\n";
+  if (model.train.lrDecay == "wsd")
+    os << fmt::format("# WSD: add --lr-wsd-decay-iters, {:g} of the iterations after warmup (the "
+                      "decay's length is a count in Megatron-LM, a fraction in mistc).\n",
+                      model.train.decayFractionValue());
 }
 
 void modelArgs(const ExportModel &model, const ArgWriter &arg) {
@@ -136,6 +140,10 @@ void trainingArgs(const TrainConfig &t, const ArgWriter &arg) {
   arg(fmt::format("--clip-grad {:g}", t.gradClip));
   if (t.warmupSteps > 0)
     arg(fmt::format("--lr-warmup-iters {}", t.warmupSteps));
+  // Megatron-LM's defaults (linear decay to 0) are not mistc's (cosine to lr/10).
+  arg(fmt::format("--lr-decay-style {} --min-lr {:g}",
+                  t.lrDecay == "wsd" ? std::string("WSD --lr-wsd-decay-style linear") : t.lrDecay,
+                  t.minLrValue()));
 }
 
 } // namespace

@@ -156,8 +156,15 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
   os << "\n[optimizer]\nname = \"AdamW\"\n";
   os << fmt::format("lr = {:g}\nbeta1 = {:g}\nbeta2 = {:g}\neps = {:g}\nweight_decay = {:g}\n",
                     t.lr, t.beta1, t.beta2, t.eps, t.weightDecay);
-  // mistc's schedule: linear warmup, then cosine to a tenth of lr.
-  os << fmt::format("\n[lr_scheduler]\nwarmup_steps = {}\ndecay_type = \"cosine\"\n"
-                    "min_lr_factor = 0.1\n",
-                    t.warmupSteps);
+  // mistc's schedule: linear warmup, then its decay to min_lr (a constant
+  // rate decays to itself; wsd decays linearly over the last decay_ratio).
+  const bool constant = t.lrDecay == "constant";
+  os << fmt::format("\n[lr_scheduler]\nwarmup_steps = {}\ndecay_type = \"{}\"\n"
+                    "min_lr_factor = {:g}\n",
+                    t.warmupSteps, t.lrDecay == "cosine" ? "cosine" : "linear",
+                    constant ? 1.0 : t.minLrValue() / t.lr);
+  if (t.lrDecay == "wsd")
+    os << fmt::format("decay_ratio = {:g} # of the steps after warmup in mistc, of all in "
+                      "TorchTitan\n",
+                      t.decayFractionValue());
 }

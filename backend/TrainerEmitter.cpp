@@ -563,6 +563,17 @@ void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64
       "  spec.eps = float({});\n  spec.weightDecay = float({});\n  spec.gradClip = float({});\n"
       "  spec.warmupSteps = {};\n",
       t.lr, t.beta1, t.beta2, t.eps, t.weightDecay, t.gradClip, t.warmupSteps);
+  // The schedule after warmup, where the model's differs from the default
+  // (cosine to a tenth of lr).
+  if (t.lrDecay != "cosine") {
+    std::string kind = t.lrDecay == "wsd" ? "Wsd" : t.lrDecay;
+    kind[0] = char(std::toupper(static_cast<unsigned char>(kind[0])));
+    os << fmt::format("  spec.lrDecay = LrDecay::{};\n", kind);
+  }
+  if (t.minLr)
+    os << fmt::format("  spec.minLr = float({});\n", *t.minLr);
+  if (t.decayFraction)
+    os << fmt::format("  spec.decayFraction = float({});\n", *t.decayFraction);
   auto runtimeType = [](DType d) { return d == DType::BF16 ? "DType::BF16" : "DType::F32"; };
   os << fmt::format("  spec.weightDtype = {};\n  spec.gradDtype = {};\n", runtimeType(t.dtype),
                     runtimeType(t.gradientDtype()));

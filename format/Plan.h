@@ -49,6 +49,11 @@ struct PlanPrediction {
 struct Plan {
   int version = planFormatVersion;
   std::string model;
+  /// What the model trained with when the plan was tuned (absent in plans
+  /// written by hand or before they were recorded): a plan used with another
+  /// sequence length or precision is re-priced, with a warning.
+  int seqLen = 0;    ///< 0: not recorded
+  std::string dtype; ///< the weights' ("bf16", "f16", "f32"); "": not recorded
   std::string cluster;
   int globalBatch = 0;
   int gradAccum = 1; ///< G: micro-batches per iteration

@@ -20,8 +20,9 @@ public:
     auto top = r.parseTopMapping("plan");
     if (!top)
       return std::nullopt;
-    static const llvm::StringRef keys[] = {"mist_plan",  "model",  "cluster",  "global_batch",
-                                           "grad_accum", "stages", "predicted"};
+    static const llvm::StringRef keys[] = {"mist_plan",  "model",   "seq_len",
+                                           "dtype",      "cluster", "global_batch",
+                                           "grad_accum", "stages",  "predicted"};
     YamlMap m(r, *top, "plan", keys);
     if (locations) {
       locations->top["plan"] = r.bufferStart();
@@ -35,6 +36,10 @@ public:
                                            std::to_string(planFormatVersion) + ")");
     }
     m.getString("model", p.model, Need::Optional);
+    m.getInt("seq_len", p.seqLen, Need::Optional, Range::Count);
+    if (m.getString("dtype", p.dtype, Need::Optional) && !p.dtype.empty() && p.dtype != "bf16" &&
+        p.dtype != "f16" && p.dtype != "f32")
+      r.error(m.valueLoc("dtype"), "dtype must be bf16, f16 or f32, not '" + p.dtype + "'");
     m.getString("cluster", p.cluster, Need::Optional);
     batchOk = m.getInt("global_batch", p.globalBatch, Need::Required, Range::Count);
     batchOk &= m.getInt("grad_accum", p.gradAccum, Need::Required, Range::Count);

@@ -60,6 +60,10 @@ void mist::writePlan(const Plan &plan, llvm::raw_ostream &os) {
   os << "mist_plan: " << plan.version << "\n";
   if (!plan.model.empty())
     os << "model: " << yamlQuote(plan.model) << "\n";
+  if (plan.seqLen > 0)
+    os << "seq_len: " << plan.seqLen << "\n";
+  if (!plan.dtype.empty())
+    os << "dtype: " << plan.dtype << "\n";
   if (!plan.cluster.empty())
     os << "cluster: " << yamlQuote(plan.cluster) << "\n";
   os << "global_batch: " << plan.globalBatch << "\n";

@@ -3,6 +3,7 @@
 
 #include "format/Cluster.h"
 #include "format/Limits.h"
+#include "ir/Printer.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
@@ -186,6 +187,21 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
                        groupDigits(limits::maxCount) + " mistc accepts",
                    e.value->range);
     (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
+  } else if (k == "lr_decay") {
+    auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());
+    if (!id || !isLrDecay(id->name))
+      return error(e.value->loc(), "lr_decay must be one of cosine, linear, constant, wsd",
+                   e.value->range);
+    t.lrDecay = id->name;
+  } else if (k == "min_lr" || k == "decay_fraction") {
+    auto v = evalRealArg(*e.value, empty, k.c_str());
+    if (!v)
+      return false;
+    if (k == "min_lr" && !(*v >= 0))
+      return error(e.value->loc(), "min_lr must not be negative", e.value->range);
+    if (k == "decay_fraction" && !(*v > 0 && *v <= 1))
+      return error(e.value->loc(), "decay_fraction must lie in (0, 1]", e.value->range);
+    (k == "min_lr" ? t.minLr : t.decayFraction) = *v;
   } else if (k == "lr" || k == "grad_clip") {
     auto v = evalRealArg(*e.value, empty, k.c_str());
     if (!v)
@@ -217,7 +233,8 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
     return error(e.keyRange.Start,
                  "unknown train setting '" + k +
                      "' (expected global_batch, seq_len, optimizer, lr, "
-                     "warmup_steps, grad_clip, dtype, master_dtype, grad_dtype, cluster)",
+                     "warmup_steps, lr_decay, min_lr, decay_fraction, grad_clip, dtype, "
+                     "master_dtype, grad_dtype, cluster)",
                  e.keyRange);
   }
   return true;
@@ -228,14 +245,28 @@ bool IRGen::evalTrain() {
   int64_t seqLen = 0;
   inTrain = true;
   auto leaveTrain = llvm::make_scope_exit([&] { inTrain = false; });
-  const TrainEntry *gradDtypeEntry = nullptr;
+  const TrainEntry *gradDtypeEntry = nullptr, *minLrEntry = nullptr, *fractionEntry = nullptr;
   if (const TrainDecl *td = prog.train)
     for (const TrainEntry &e : td->entries) {
       if (!evalTrainEntry(e, seqLen))
         return false;
       if (e.key == "grad_dtype")
         gradDtypeEntry = &e;
+      else if (e.key == "min_lr")
+        minLrEntry = &e;
+      else if (e.key == "decay_fraction")
+        fractionEntry = &e;
     }
+  // The schedule's settings against each other, once all are known.
+  if (minLrEntry && *t.minLr > t.lr)
+    return error(minLrEntry->value->loc(),
+                 "min_lr (" + formatReal(*t.minLr) + ") is above lr (" + formatReal(t.lr) +
+                     "): the schedule decays from lr to min_lr",
+                 minLrEntry->value->range);
+  if (fractionEntry && t.lrDecay != "wsd")
+    return error(fractionEntry->value->loc(),
+                 "decay_fraction is the decaying part of a wsd schedule; lr_decay is " + t.lrDecay,
+                 fractionEntry->value->range);
   // Gradients narrower than the weights would round every update twice.
   if (gradDtypeEntry && dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
     return error(gradDtypeEntry->value->loc(),

@@ -107,6 +107,11 @@ struct Assumption {
   Expr dividend, divisor; ///< dividend % divisor == 0
 };
 
+/// The schedules `lr_decay` names: cosine, linear, constant, wsd.
+inline bool isLrDecay(llvm::StringRef s) {
+  return s == "cosine" || s == "linear" || s == "constant" || s == "wsd";
+}
+
 /// Training hyper-parameters from the `train { }` section.
 struct TrainConfig {
   int64_t globalBatch = 0; ///< 0 = not given
@@ -114,6 +119,16 @@ struct TrainConfig {
   double lr = 3e-4, beta1 = 0.9, beta2 = 0.95, weightDecay = 0.1, eps = 1e-8;
   double gradClip = 1.0;
   int64_t warmupSteps = 0;
+  /// The learning rate after warmup: "cosine" (the default) or "linear"
+  /// decay to minLr over the rest of the run, "constant", or "wsd" (warmup,
+  /// stable, decay: lr until the last decayFraction of the steps after
+  /// warmup, then linear decay to minLr). The run's length is the trainer's
+  /// --steps.
+  std::string lrDecay = "cosine";
+  std::optional<double> minLr;         ///< unset: a tenth of lr
+  std::optional<double> decayFraction; ///< wsd only; unset: 0.2
+  double minLrValue() const { return minLr ? *minLr : 0.1 * lr; }
+  double decayFractionValue() const { return decayFraction ? *decayFraction : 0.2; }
   DType dtype = DType::BF16;      ///< parameters and activations
   DType masterDtype = DType::F32; ///< master weights and optimizer state
   /// Weight gradients, as accumulated over micro-batches and reduced over

@@ -263,6 +263,10 @@ bool IRParser::parseTrain() {
           t.gradDtype = *dt;
         else
           (key == "dtype" ? t.dtype : t.masterDtype) = *dt;
+      } else if (key == "lr_decay") {
+        if (!isLrDecay(v))
+          return error("unknown lr_decay '" + v + "' (cosine, linear, constant, wsd)");
+        t.lrDecay = v;
       } else if (key == "cluster") {
         t.cluster = v;
         t.clusterLoc = tok.loc();
@@ -288,6 +292,11 @@ bool IRParser::parseTrain() {
       if (!parseInt(v))
         return false;
       (key == "global_batch" ? t.globalBatch : t.warmupSteps) = v;
+    } else if (key == "min_lr" || key == "decay_fraction") {
+      double v = 0;
+      if (!parseReal(v, key.c_str()))
+        return false;
+      (key == "min_lr" ? t.minLr : t.decayFraction) = v;
     } else {
       double *slot = key == "lr"             ? &t.lr
                      : key == "beta1"        ? &t.beta1

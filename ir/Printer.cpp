@@ -65,6 +65,13 @@ private:
        << "\", master_dtype = \"" << dtypeName(t.masterDtype) << "\"";
     if (t.gradDtype) // unset: the master dtype (printed as given, for round trips)
       os << ", grad_dtype = \"" << dtypeName(*t.gradDtype) << "\"";
+    // The schedule's settings only where they differ from the defaults.
+    if (t.lrDecay != "cosine")
+      os << ", lr_decay = \"" << t.lrDecay << "\"";
+    if (t.minLr)
+      os << ", min_lr = " << formatReal(*t.minLr);
+    if (t.decayFraction)
+      os << ", decay_fraction = " << formatReal(*t.decayFraction);
     if (t.noDecayText() != "bias,norm,embedding") // the default is not printed
       os << ", no_decay = \"" << t.noDecayText() << "\"";
     if (!t.cluster.empty())

@@ -137,6 +137,16 @@ private:
     require(t.globalBatch >= 0 && t.globalBatch <= limits::maxCount,
             "global_batch must lie in [0, 16,777,216]", double(t.globalBatch));
     require(t.warmupSteps >= 0, "warmup_steps must not be negative", double(t.warmupSteps));
+    if (!isLrDecay(t.lrDecay))
+      fail({}, "train: lr_decay '" + t.lrDecay + "' is not cosine, linear, constant or wsd");
+    if (t.minLr)
+      require(*t.minLr >= 0 && *t.minLr <= t.lr, "min_lr must lie in [0, lr]", *t.minLr);
+    if (t.decayFraction) {
+      require(*t.decayFraction > 0 && *t.decayFraction <= 1, "decay_fraction must lie in (0, 1]",
+              *t.decayFraction);
+      if (t.lrDecay != "wsd")
+        fail({}, "train: decay_fraction applies to lr_decay = \"wsd\" only");
+    }
     if (dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
       fail({}, "train: grad_dtype " + dtypeName(t.gradientDtype()).str() +
                    " is narrower than the weights' dtype " + dtypeName(t.dtype).str());

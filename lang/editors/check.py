@@ -61,8 +61,8 @@ BUILTINS = ["embedding", "position_embedding", "layernorm", "rmsnorm", "linear",
 SHARD_WORDS = ["none", "column", "row", "vocab"]
 DTYPES = ["bf16", "f16", "f32", "i32", "u8"]
 DIMENSIONS = ["b", "s"]
-TRAIN_KEYS = ["global_batch", "seq_len", "warmup_steps", "lr", "grad_clip", "dtype",
-              "master_dtype", "grad_dtype", "optimizer", "cluster"]
+TRAIN_KEYS = ["global_batch", "seq_len", "warmup_steps", "lr_decay", "min_lr", "decay_fraction",
+              "lr", "grad_clip", "dtype", "master_dtype", "grad_dtype", "optimizer", "cluster"]
 OPTIMIZER_SETTINGS = ["lr", "betas", "weight_decay", "wd", "eps", "no_decay"]
 OPTIMIZERS = ["adamw", "sgd"]
 

@@ -69,37 +69,6 @@ bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
   return !(ps.tiedAcrossStages && s + 1 == spec.stages.size() && spec.stages.size() > 1);
 }
 
-/// Shortest text that reads back as the same float.
-std::string floatText(float v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", double(v));
-  return buf;
-}
-
-/// The schedule a checkpoint records (none in older ones); `error` when it
-/// does not read back.
-std::optional<LrSchedule> recordedSchedule(const SafetensorsFile &ckpt, const std::string &path,
-                                           std::string &error) {
-  auto lr = ckpt.metadata.find("lr"), warmup = ckpt.metadata.find("warmup_steps"),
-       total = ckpt.metadata.find("schedule_steps");
-  if (lr == ckpt.metadata.end() || warmup == ckpt.metadata.end() || total == ckpt.metadata.end())
-    return std::nullopt;
-  LrSchedule s;
-  char *end = nullptr;
-  s.lr = std::strtof(lr->second.c_str(), &end);
-  auto whole = [&](const std::string &text, int &out) {
-    auto [e, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-    return ec == std::errc() && e == text.data() + text.size() && out >= 0;
-  };
-  if (!end || *end || !(s.lr >= 0) || !whole(warmup->second, s.warmupSteps) ||
-      !whole(total->second, s.totalSteps))
-    error = path + ": its learning-rate schedule (lr '" + lr->second + "', warmup_steps '" +
-            warmup->second + "', schedule_steps '" + total->second + "') does not read back";
-  if (s.totalSteps == 0) // a checkpoint of the initial weights (--steps 0) schedules nothing
-    return std::nullopt;
-  return s;
-}
-
 /// A hash of every tensor's name and bytes, in name order (the order a
 /// file is read back in): recorded in the metadata, so two checkpoints of
 /// one step with other contents (another run, another host's copy) have
@@ -136,25 +105,6 @@ std::string hex(uint64_t v) {
 }
 
 } // namespace
-
-float LrSchedule::at(int step) const {
-  if (warmupSteps > 0 && step <= warmupSteps)
-    return lr * float(step) / float(warmupSteps);
-  if (totalSteps <= warmupSteps)
-    return lr;
-  // Past the schedule's end (a resumed run trained longer) the lr stays at
-  // its floor. (The operations in this order give the values of the runs
-  // before schedules were recorded, bit for bit.)
-  const int span = totalSteps - warmupSteps, into = std::min(step - warmupSteps, span);
-  return lr * float(0.1 + 0.45 * (1 + std::cos(3.141592653589793 * into / span)));
-}
-
-std::string LrSchedule::str() const {
-  char peak[32];
-  std::snprintf(peak, sizeof peak, "%g", double(lr));
-  return "lr " + std::string(peak) + ", warmup " + std::to_string(warmupSteps) + ", " +
-         std::to_string(totalSteps) + " steps";
-}
 
 int64_t checkpointBytes(const TrainerSpec &spec) {
   int64_t bytes = 0;
@@ -209,14 +159,12 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                                           {"model", spec.model},
                                           {"step", std::to_string(step)},
                                           {"seed", std::to_string(seed)},
-                                          {"lr", floatText(schedule.lr)},
-                                          {"warmup_steps", std::to_string(schedule.warmupSteps)},
-                                          {"schedule_steps", std::to_string(schedule.totalSteps)},
                                           // The weights are stored widened to F32 (exactly);
                                           // this says what the run held them in.
                                           {"weights_dtype", nameOf(spec.weightDtype)},
                                           {"grad_dtype", nameOf(spec.gradDtype)},
                                           {"content_hash", hex(contentHash(tensors))}};
+  schedule.toMetadata(meta);
   if (auto error = writeSafetensors(path, tensors, meta))
     abortJob("cannot write the checkpoint: " + *error);
   std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
@@ -247,9 +195,9 @@ OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec
   if (ec != std::errc() || end != stepText.data() + stepText.size() || opened.step < 0)
     return fail(path + ": step '" + stepText + "' in its metadata is not a whole number >= 0");
   std::string error;
-  opened.schedule = recordedSchedule(*opened.file, path, error);
+  opened.schedule = LrSchedule::fromMetadata(metadata, error);
   if (!error.empty())
-    return fail(error);
+    return fail(path + ": " + error);
   // Checkpoints written before the record have no content hash.
   auto recorded = metadata.find("content_hash");
   if (recorded != metadata.end() && recorded->second != hex(contentHash(opened.file->tensors)))

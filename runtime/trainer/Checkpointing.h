@@ -13,6 +13,7 @@
 
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/ProcessGroups.h"
+#include "runtime/trainer/LrSchedule.h"
 #include "runtime/trainer/ParameterStore.h"
 
 #include <optional>
@@ -27,17 +28,6 @@ namespace mist::rt {
 /// Bytes of a checkpoint of the whole model: weights, masters and both Adam
 /// moments of every parameter, fp32, a tied weight once.
 int64_t checkpointBytes(const TrainerSpec &spec);
-
-/// The learning-rate schedule of a run (peak lr, linear warmup, cosine to a
-/// tenth of lr at `totalSteps`): part of the run, so a checkpoint records it
-/// and a resumed run continues it.
-struct LrSchedule {
-  float lr = 0;
-  int warmupSteps = 0, totalSteps = 0;
-  bool operator==(const LrSchedule &) const = default;
-  float at(int step) const; ///< the lr of `step` (the floor after totalSteps)
-  std::string str() const;  ///< "lr 0.001, warmup 0, 8 steps"
-};
 
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,

@@ -10,7 +10,9 @@ namespace mist::rt {
 void usage(const std::string &why) {
   std::fprintf(
       stderr,
-      "mistrt: %s\nusage: train [--steps N] [--lr X] [--seed N] [--log-every N] [--threads N] "
+      "mistrt: %s\nusage: train [--steps N] [--lr X] [--warmup-steps N] "
+      "[--lr-decay cosine|linear|constant|wsd] [--min-lr X] [--decay-fraction F] [--seed N] "
+      "[--log-every N] [--threads N] "
       "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
       "[--reschedule]]] "
       "[--stop-after N] [--trace FILE] [--any-placement] [--print-sbatch]\n",
@@ -50,6 +52,22 @@ Options parseOptions(int argc, char **argv) {
       o.lr = std::strtof(v.c_str(), &end);
       if (!end || *end || !(o.lr > 0))
         usage("not a positive learning rate: " + v);
+    } else if (a == "--warmup-steps") {
+      o.warmupSteps = static_cast<int>(integer(value()));
+    } else if (a == "--lr-decay") {
+      std::string v = value();
+      o.lrDecay = lrDecayNamed(v);
+      if (!o.lrDecay)
+        usage("--lr-decay takes cosine, linear, constant or wsd, not " + v);
+    } else if (a == "--min-lr" || a == "--decay-fraction") {
+      std::string v = value();
+      char *end = nullptr;
+      const float x = std::strtof(v.c_str(), &end);
+      const bool fraction = a == "--decay-fraction";
+      if (v.empty() || !end || *end || !(fraction ? x > 0 && x <= 1 : x >= 0))
+        usage(fraction ? "--decay-fraction takes a fraction in (0, 1], not " + v
+                       : "--min-lr takes a learning rate >= 0, not " + v);
+      (fraction ? o.decayFraction : o.minLr) = x;
     } else if (a == "--synthetic")
       o.data.clear();
     else if (a == "--trace")

@@ -1,7 +1,9 @@
 //===- Options.h - The emitted trainer's command line ---------------------===//
 #pragma once
 
+#include "runtime/trainer/LrSchedule.h"
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mist::rt {
@@ -10,10 +12,15 @@ struct Options {
   int steps = 10, logEvery = 1;
   int threads = 1; ///< per rank, for the CPU ops (GPU ranks ignore it)
   uint64_t seed = 1234;
-  float lr = -1;        ///< < 0: the model's
-  std::string trace;    ///< write the last step's measured timeline here
-  std::string data;     ///< token file; empty: synthetic data
-  bool shuffle = false; ///< read the token file's windows in a seeded shuffled order
+  float lr = -1; ///< < 0: the model's
+  // The schedule after warmup, overriding the model's train section.
+  int warmupSteps = -1;           ///< < 0: the model's
+  std::optional<LrDecay> lrDecay; ///< unset: the model's
+  float minLr = -2;               ///< -2: the model's (-1 is "a tenth of lr")
+  float decayFraction = -1;       ///< < 0: the model's
+  std::string trace;              ///< write the last step's measured timeline here
+  std::string data;               ///< token file; empty: synthetic data
+  bool shuffle = false;           ///< read the token file's windows in a seeded shuffled order
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;
@@ -23,7 +30,8 @@ struct Options {
   bool printSbatch = false;  ///< print a Slurm batch script for this trainer and leave
 };
 
-/// Parses --steps N, --lr X, --seed N, --log-every N, --threads N, --data FILE (an
+/// Parses --steps N, --lr X, --warmup-steps N, --lr-decay cosine|linear|constant|wsd,
+/// --min-lr X, --decay-fraction F, --seed N, --log-every N, --threads N, --data FILE (an
 /// llm.c-style token file; --shuffle reads its windows in an order drawn
 /// from --seed) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
 /// --resume [--reschedule], --stop-after N, --trace FILE, --any-placement and

@@ -219,6 +219,21 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
   std::fflush(stdout);
 }
 
+/// This run's learning-rate schedule: the model's, with the command line's
+/// overrides. A floor above the peak ends the job here.
+LrSchedule runSchedule(const TrainerSpec &spec, const Options &o, float lr) {
+  LrSchedule s{lr,
+               o.warmupSteps >= 0 ? o.warmupSteps : spec.warmupSteps,
+               o.steps,
+               o.lrDecay.value_or(spec.lrDecay),
+               o.minLr > -2 ? o.minLr : spec.minLr,
+               o.decayFraction > 0 ? o.decayFraction : spec.decayFraction};
+  if (s.minLr > s.lr)
+    usage("the learning rate's floor (min_lr " + std::to_string(s.minLr) +
+          ") is above its peak (lr " + std::to_string(s.lr) + ")");
+  return s;
+}
+
 /// --resume: loads the checkpoint every rank agreed on into `store` and
 /// returns the first step to train. The run goes on with the checkpoint's
 /// learning-rate schedule, not one sized to this run's --steps, unless
@@ -370,7 +385,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       {groups.tp(), groups.dp(), tied.whole.get(), tied.shards.get(), layout->isFirstStage()},
       offload, streams);
   store.initialize(o.seed);
-  LrSchedule schedule{lr, spec.warmupSteps, o.steps};
+  LrSchedule schedule = runSchedule(spec, o, lr);
   const int firstStep = resumed ? resumeFromCheckpoint(ckptPath, std::move(*resumed), stage, store,
                                                        worldRank, o, schedule)
                                 : 1;

@@ -16,6 +16,7 @@
 #include "runtime/comm/Placement.h"
 #include "runtime/device/DeviceArray.h"
 #include "runtime/device/DeviceTensor.h"
+#include "runtime/trainer/LrSchedule.h"
 #include <array>
 #include <cstdint>
 #include <string>
@@ -174,6 +175,10 @@ struct TrainerSpec {
   // Training setup from the model's train section.
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, weightDecay = 0.1f, gradClip = 1.f;
   int warmupSteps = 0;
+  /// After warmup (runtime/trainer/LrSchedule.h): the decay, its floor (< 0:
+  /// a tenth of lr) and, for wsd, the decaying fraction of the steps.
+  LrDecay lrDecay = LrDecay::Cosine;
+  float minLr = -1, decayFraction = 0.2f;
   /// The plan's precision (the buffers' own types follow it): weights and
   /// activations, and weight gradients; masters and moments are fp32.
   DType weightDtype = DType::F32, gradDtype = DType::F32;

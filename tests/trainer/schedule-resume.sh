@@ -38,4 +38,18 @@ for s in 1 8; do
   [[ $(lossOf $s "$work/from-zero.log") == "$(lossOf $s "$work/straight.log")" ]] ||
     fail "from the step-0 checkpoint, step $s loss $(lossOf $s "$work/from-zero.log") differs from a fresh run's $(lossOf $s "$work/straight.log")"
 done
-echo "schedule-resume.sh: schedules survive resume; --reschedule and the step-0 checkpoint work"
+# Another schedule from the command line (wsd: stable, then the last half of
+# the steps decay linearly to --min-lr): recorded, and continued by a resumed
+# run that does not repeat the flags.
+rm -rf "$work/wsd"
+run --steps 8 --lr-decay wsd --decay-fraction 0.5 --min-lr 1e-5 --ckpt-dir "$work/wsd" \
+  --ckpt-every 4 --stop-after 4 >"$work/wsd-first.log"
+for s in 1 4; do
+  [[ $(lrOf $s "$work/wsd-first.log") == 0.001 ]] || fail "wsd: step $s lr $(lrOf $s "$work/wsd-first.log") is not the stable 0.001"
+done
+run --steps 8 --ckpt-dir "$work/wsd" --resume >"$work/wsd-resumed.log"
+grep -q "continuing the checkpoint's schedule (lr 0.001, warmup 0, 8 steps, wsd (decaying over the last 0.5) to 1e-05)" \
+  "$work/wsd-resumed.log" || fail "the resumed run did not say it continues the wsd schedule"
+[[ $(lrOf 6 "$work/wsd-resumed.log") == 0.000505 && $(lrOf 8 "$work/wsd-resumed.log") == 1e-05 ]] ||
+  fail "wsd after resume: step 6 lr $(lrOf 6 "$work/wsd-resumed.log") (not 0.000505), step 8 $(lrOf 8 "$work/wsd-resumed.log") (not 1e-05)"
+echo "schedule-resume.sh: schedules (the default and wsd) survive resume; --reschedule and the step-0 checkpoint work"

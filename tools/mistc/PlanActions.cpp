@@ -144,6 +144,41 @@ bool exportPlan(const Module &m, const Plan &plan, const PipelineEstimate &estim
   return true;
 }
 
+/// Where a plan and the model disagree, a warning at the plan's key and a
+/// note at the model: the plan's batch is the one that runs, and a plan
+/// tuned for another model, sequence length or precision is priced again
+/// for this one (its fit is checked, its recorded prediction is stale).
+void warnOfConflicts(const Plan &plan, const PlanLocations &where, const Module &m,
+                     DiagnosticEngine &diag) {
+  const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq);
+  const int64_t seqLen = seq && seq->value ? *seq->value : 0;
+  const std::string dtype = dtypeName(m.train.dtype).str();
+  auto conflict = [&](const char *key, const std::string &text, const std::string &model) {
+    diag.warning(where.of(-1, key), text);
+    if (m.loc.isValid())
+      diag.note(m.loc, model);
+  };
+  if (!plan.model.empty() && plan.model != m.name)
+    conflict("model", "the plan was made for model '" + plan.model + "', not '" + m.name + "'",
+             "the model compiled here is '" + m.name + "'");
+  if (m.train.globalBatch > 0 && plan.globalBatch != m.train.globalBatch)
+    conflict("global_batch",
+             fmt::format("the plan's global batch ({}) replaces the model's ({})", plan.globalBatch,
+                         m.train.globalBatch),
+             fmt::format("model '{}' trains with global_batch = {}", m.name, m.train.globalBatch));
+  if (plan.seqLen > 0 && seqLen > 0 && plan.seqLen != seqLen)
+    conflict("seq_len",
+             fmt::format("the plan was tuned for sequences of {} tokens; priced again for the "
+                         "model's {}",
+                         plan.seqLen, seqLen),
+             fmt::format("model '{}' trains with seq_len = {}", m.name, seqLen));
+  if (!plan.dtype.empty() && plan.dtype != dtype)
+    conflict("dtype",
+             fmt::format("the plan was tuned for {} training; priced again for the model's {}",
+                         plan.dtype, dtype),
+             fmt::format("model '{}' trains with dtype = {}", m.name, dtype));
+}
+
 /// Reads the plan file of --plan; `locations` receives where it says what.
 std::optional<Plan> readPlan(const Module &m, const std::string &path, DiagnosticEngine &diag,
                              PlanLocations *locations = nullptr) {
@@ -156,13 +191,8 @@ std::optional<Plan> readPlan(const Module &m, const std::string &path, Diagnosti
   PlanLocations own;
   PlanLocations &where = locations ? *locations : own;
   auto plan = loadPlan(id, diag, &where);
-  if (plan && !plan->model.empty() && plan->model != m.name)
-    diag.warning({}, "the plan was made for model '" + plan->model + "', not '" + m.name + "'");
-  // The plan's batch is the one that runs; say so when the model says another.
-  if (plan && m.train.globalBatch > 0 && plan->globalBatch != m.train.globalBatch)
-    diag.warning(where.of(-1, "global_batch"),
-                 fmt::format("the plan's global batch ({}) replaces the model's ({})",
-                             plan->globalBatch, m.train.globalBatch));
+  if (plan)
+    warnOfConflicts(*plan, where, m, diag);
   return plan;
 }
 
@@ -345,6 +375,9 @@ std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts
                               "contexts, {} MILPs\n",
                               tuned->stats.seconds, tuned->stats.evaluations, tuned->stats.contexts,
                               tuned->stats.milps);
+  // What the plan was proven for, so a later use with other settings is told.
+  tuned->plan.seqLen = int(model->seqLen);
+  tuned->plan.dtype = dtypeName(m.train.dtype).str();
   if (!opts.planOut.empty() && !writePlanFile(tuned->plan, opts.planOut, diag))
     return std::nullopt;
   return PricedPlan{tuned->plan, tuned->estimate, *cluster, *model, true};

@@ -69,7 +69,7 @@ syn match   mistInputName   '\h\w*' contained
 " train { ... }: settings, optimizer settings and optimizer names.
 syn cluster mistTrainItems  contains=mistError,mistOperator,mistDelimiter,mistNumber,mistFloat,mistBuiltin,mistShardArg,mistStringError,mistString,mistInclude,mistKeyword,mistSection,mistReturn,mistBoolean,mistType,mistDimension,mistComment,mistTrainKey,mistOptimizer
 syn region  mistTrainBody   matchgroup=mistDelimiter start='{' end='}' contained transparent contains=@mistTrainItems
-syn keyword mistTrainKey    contained global_batch seq_len warmup_steps lr grad_clip dtype master_dtype grad_dtype optimizer cluster
+syn keyword mistTrainKey    contained global_batch seq_len warmup_steps lr_decay min_lr decay_fraction lr grad_clip dtype master_dtype grad_dtype optimizer cluster
 syn keyword mistTrainKey    contained betas weight_decay wd eps no_decay
 syn keyword mistOptimizer   contained adamw sgd
 
