@@ -120,7 +120,7 @@ int64_t checkpointBytes(const TrainerSpec &spec) {
 
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,
-                    const LrSchedule &schedule) {
+                    const LrSchedule &schedule, const std::map<std::string, std::string> &run) {
   const RankLayout &layout = groups.layout();
   Communicator &world = hostWorld;
   const int me = layout.myWorldRank;
@@ -165,6 +165,7 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                                           {"grad_dtype", nameOf(spec.gradDtype)},
                                           {"content_hash", hex(contentHash(tensors))}};
   schedule.toMetadata(meta);
+  meta.insert(run.begin(), run.end());
   if (auto error = writeSafetensors(path, tensors, meta))
     abortJob("cannot write the checkpoint: " + *error);
   std::printf("checkpoint of step %d written to %s\n", step, path.c_str());

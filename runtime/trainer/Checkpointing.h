@@ -16,6 +16,7 @@
 #include "runtime/trainer/LrSchedule.h"
 #include "runtime/trainer/ParameterStore.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -29,9 +30,11 @@ namespace mist::rt {
 /// moments of every parameter, fp32, a tied weight once.
 int64_t checkpointBytes(const TrainerSpec &spec);
 
+/// `run`: more of the run for the metadata (the plan, where the data stood:
+/// runRecord in Trainer.cpp).
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,
-                    const LrSchedule &schedule);
+                    const LrSchedule &schedule, const std::map<std::string, std::string> &run);
 
 /// A checkpoint as one rank found it, before any of its tensors is used:
 /// every rank opens it, the ranks compare what they found (the trainer's

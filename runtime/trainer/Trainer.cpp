@@ -219,6 +219,33 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
   std::fflush(stdout);
 }
 
+/// What a checkpoint records of the run besides its schedule: the plan it
+/// ran, and where its data stood after `step` (the file, its order, the
+/// next sequence a resumed run reads).
+std::map<std::string, std::string> runRecord(const TrainerSpec &spec, const Options &o, int step,
+                                             int64_t samplesPerStep) {
+  return {{"plan", spec.plan},
+          {"data", o.data.empty() ? "synthetic" : o.data},
+          {"data_order", o.shuffle ? "shuffled, seed " + std::to_string(o.seed) : "file order"},
+          {"next_sequence", std::to_string(int64_t(step) * samplesPerStep)}};
+}
+
+/// A resumed run that reads other data, or in another order, than the run
+/// it continues trains on other batches than that run would have: say so.
+void compareData(const OpenedCheckpoint &ckpt, const TrainerSpec &spec, const Options &o) {
+  const auto &meta = ckpt.file->metadata;
+  auto data = meta.find("data"), order = meta.find("data_order");
+  if (data == meta.end() || order == meta.end()) // written before the record
+    return;
+  const auto now = runRecord(spec, o, 0, 0);
+  if (data->second != now.at("data") || order->second != now.at("data_order"))
+    std::fprintf(stderr,
+                 "mistrt: warning: the checkpoint's run read %s (%s), this run reads %s (%s): "
+                 "from step %d on it trains on other batches than that run would have\n",
+                 data->second.c_str(), order->second.c_str(), now.at("data").c_str(),
+                 now.at("data_order").c_str(), ckpt.step + 1);
+}
+
 /// This run's learning-rate schedule: the model's, with the command line's
 /// overrides. A floor above the peak ends the job here.
 LrSchedule runSchedule(const TrainerSpec &spec, const Options &o, float lr) {
@@ -239,9 +266,11 @@ LrSchedule runSchedule(const TrainerSpec &spec, const Options &o, float lr) {
 /// learning-rate schedule, not one sized to this run's --steps, unless
 /// --reschedule says otherwise: both are logged.
 int resumeFromCheckpoint(const std::string &ckptPath, OpenedCheckpoint state,
-                         const StageSpec &stage, ParameterStore &store, int worldRank,
-                         const Options &o, LrSchedule &schedule) {
+                         const TrainerSpec &spec, const StageSpec &stage, ParameterStore &store,
+                         int worldRank, const Options &o, LrSchedule &schedule) {
   loadCheckpoint(state, ckptPath, stage, store);
+  if (worldRank == 0)
+    compareData(state, spec, o);
   state.file.reset(); // the tensors are in the store now
   const int firstStep = state.step + 1;
   const LrSchedule asked = schedule;
@@ -386,8 +415,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       offload, streams);
   store.initialize(o.seed);
   LrSchedule schedule = runSchedule(spec, o, lr);
-  const int firstStep = resumed ? resumeFromCheckpoint(ckptPath, std::move(*resumed), stage, store,
-                                                       worldRank, o, schedule)
+  const int firstStep = resumed ? resumeFromCheckpoint(ckptPath, std::move(*resumed), spec, stage,
+                                                       store, worldRank, o, schedule)
                                 : 1;
   resumed.reset();
   store.settle();
@@ -418,7 +447,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};
   // --steps 0 --ckpt-dir D: the initial weights, e.g. to load into another framework.
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
-    saveCheckpoint(ckptPath, spec, groups, *world, store, 0, o.seed, schedule);
+    saveCheckpoint(ckptPath, spec, groups, *world, store, 0, o.seed, schedule,
+                   runRecord(spec, o, 0, samplesPerStep));
   for (int step = firstStep; step <= o.steps; ++step) {
     const float stepLr = schedule.at(step);
     const StepFigures f = trainStep(training, step, stepLr);
@@ -427,7 +457,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
               samplesPerStep, ranks, f.seconds, offload);
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
-      saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed, schedule);
+      saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed, schedule,
+                     runRecord(spec, o, step, samplesPerStep));
     if (o.stopAfter > 0 && step == o.stopAfter) {
       if (worldRank == 0)
         std::printf("stopping after step %d (--stop-after)\n", step);

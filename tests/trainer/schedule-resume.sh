@@ -52,4 +52,23 @@ grep -q "continuing the checkpoint's schedule (lr 0.001, warmup 0, 8 steps, wsd 
   "$work/wsd-resumed.log" || fail "the resumed run did not say it continues the wsd schedule"
 [[ $(lrOf 6 "$work/wsd-resumed.log") == 0.000505 && $(lrOf 8 "$work/wsd-resumed.log") == 1e-05 ]] ||
   fail "wsd after resume: step 6 lr $(lrOf 6 "$work/wsd-resumed.log") (not 0.000505), step 8 $(lrOf 8 "$work/wsd-resumed.log") (not 1e-05)"
+# The checkpoint records the plan and where the data stood; a resumed run
+# that reads other data says its batches differ from the run it continues.
+python3 - "$work/wsd/latest.safetensors" <<'PY' || fail "the checkpoint does not record the plan and data position"
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+meta = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
+assert meta["plan"].startswith("1 stage: dp 1"), meta["plan"]
+assert (meta["data"], meta["data_order"], meta["next_sequence"]) == ("synthetic", "file order", "128"), meta
+PY
+python3 - "$work/tokens.bin" <<'PY'
+import struct, sys
+tokens = [(7 * i) % 256 for i in range(40000)]
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<256i", 20240520, 1, len(tokens), *([0] * 253)))
+    f.write(struct.pack(f"<{len(tokens)}H", *tokens))
+PY
+run --steps 9 --ckpt-dir "$work/wsd" --resume --data "$work/tokens.bin" >"$work/other-data.log" 2>&1
+grep -q "warning: the checkpoint's run read synthetic (file order), this run reads $work/tokens.bin (file order): from step 9 on" \
+  "$work/other-data.log" || fail "no warning that the resumed run reads other data"
 echo "schedule-resume.sh: schedules (the default and wsd) survive resume; --reschedule and the step-0 checkpoint work"
