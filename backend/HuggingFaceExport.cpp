@@ -383,6 +383,21 @@ std::vector<float> transformed(const std::vector<float> &in, int64_t rows, int64
   return out;
 }
 
+/// A tensor's values: F32 (latest.safetensors) or BF16 (the model file of a
+/// bf16 run).
+std::optional<std::vector<float>> valuesOf(const rt::TensorData &t) {
+  if (t.dtype != "BF16")
+    return t.floats();
+  std::vector<float> v(t.bytes.size() / 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t half;
+    std::memcpy(&half, &t.bytes[2 * i], 2);
+    const uint32_t bits = uint32_t(half) << 16;
+    std::memcpy(&v[i], &bits, 4);
+  }
+  return v;
+}
+
 /// fp32 to bf16, rounding to nearest even (exact for weights a bf16 run held).
 std::vector<std::byte> toBf16(const std::vector<float> &values) {
   std::vector<std::byte> bytes(values.size() * 2);
@@ -464,9 +479,9 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
       const std::string ours = fmt::format(fmt::runtime(t.ourName), l);
       const std::string theirs = fmt::format(fmt::runtime(t.hfName), l);
       const rt::TensorData *found = ckpt->find(ours);
-      auto values = found ? found->floats() : std::nullopt;
+      auto values = found ? valuesOf(*found) : std::nullopt;
       if (!values) {
-        diag.error({}, fmt::format("--checkpoint: {} has no F32 tensor '{}' (for {})",
+        diag.error({}, fmt::format("--checkpoint: {} has no F32 or BF16 tensor '{}' (for {})",
                                    checkpointPath, ours, theirs));
         return false;
       }

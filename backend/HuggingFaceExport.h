@@ -1,6 +1,7 @@
 //===- HuggingFaceExport.h - A trainer checkpoint as a transformers model -===//
 /// \file
-/// `mistc MODEL.mist --emit=hf --checkpoint CKPT -o DIR` writes DIR/config.json
+/// `mistc MODEL.mist --emit=hf --checkpoint CKPT -o DIR` (CKPT: a trainer's
+/// latest.safetensors or the model.safetensors beside it) writes DIR/config.json
 /// and DIR/model.safetensors, a directory `transformers` loads
 /// (`AutoModelForCausalLM.from_pretrained(DIR)`), holding the weights of a
 /// trainer checkpoint of the model.

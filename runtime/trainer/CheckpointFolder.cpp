@@ -72,11 +72,13 @@ void prepareOnRankZero(const std::string &dir, bool resume, int64_t bytes) {
       abortJob("cannot create the checkpoint folder " + dir + ": " + ec.message());
   }
   checkCheckpointFolder(dir, bytes);
-  std::string why;
-  for (const std::string &stale : removeInterruptedWrites(dir + "/latest.safetensors", why))
-    std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
-  if (!why.empty())
-    std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
+  for (const char *file : {"/latest.safetensors", "/model.safetensors"}) {
+    std::string why;
+    for (const std::string &stale : removeInterruptedWrites(dir + file, why))
+      std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
+    if (!why.empty())
+      std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
+  }
 }
 
 /// A text only this job writes: rank 0's host, process and clock.

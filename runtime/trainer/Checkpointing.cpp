@@ -18,6 +18,7 @@ namespace {
 
 constexpr int checkpointTag = 30002;
 constexpr const char *formatName = "mistrt-checkpoint-1";
+constexpr const char *modelFormatName = "mistrt-model-1"; ///< the weights alone, for sharing
 
 const ParamTensor allTensors[] = {ParamTensor::Weight, ParamTensor::Master, ParamTensor::AdamM,
                                   ParamTensor::AdamV};
@@ -104,6 +105,38 @@ std::string hex(uint64_t v) {
   return text;
 }
 
+/// The folder's model.safetensors: the weights alone, in the run's dtype,
+/// with the run's metadata, for sharing the trained model without its
+/// optimizer state (a quarter or an eighth of the checkpoint). Resuming reads
+/// latest.safetensors, which holds everything in one atomic file.
+void writeModelFile(const std::string &checkpointPath, const TrainerSpec &spec,
+                    const std::vector<TensorData> &tensors,
+                    std::map<std::string, std::string> meta) {
+  std::vector<TensorData> weights;
+  for (const TensorData &t : tensors) {
+    const std::string &n = t.name;
+    if (n.ends_with(".master") || n.ends_with(".adam_m") || n.ends_with(".adam_v"))
+      continue;
+    if (spec.weightDtype != DType::BF16) {
+      weights.push_back(t);
+      continue;
+    }
+    TensorData half{t.name, "BF16", t.shape, std::vector<std::byte>(t.bytes.size() / 2)};
+    for (size_t i = 0; i < t.bytes.size() / 4; ++i) {
+      float v;
+      std::memcpy(&v, &t.bytes[4 * i], 4);
+      const uint16_t b = toBf16(v); // exact: the run held these weights in bf16
+      std::memcpy(&half.bytes[2 * i], &b, 2);
+    }
+    weights.push_back(std::move(half));
+  }
+  meta["format"] = modelFormatName;
+  meta["content_hash"] = hex(contentHash(weights));
+  const std::string dir = checkpointPath.substr(0, checkpointPath.find_last_of('/') + 1);
+  if (auto error = writeSafetensors(dir + "model.safetensors", weights, meta))
+    abortJob("cannot write the model file: " + *error);
+}
+
 } // namespace
 
 int64_t checkpointBytes(const TrainerSpec &spec) {
@@ -112,8 +145,9 @@ int64_t checkpointBytes(const TrainerSpec &spec) {
     const StageSpec &stage = spec.stages[s];
     for (size_t p = 0; p < stage.params.size(); ++p)
       if (savedBy(spec, s, stage.params[p]))
+        // Four fp32 tensors in latest.safetensors, the weights again in model.safetensors.
         bytes += copiesOf(stage, p) * elementsOf(stage.params[p]) *
-                 int64_t(std::size(allTensors) * sizeof(float));
+                 int64_t((std::size(allTensors) + 1) * sizeof(float));
   }
   return bytes;
 }
@@ -169,6 +203,7 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
   if (auto error = writeSafetensors(path, tensors, meta))
     abortJob("cannot write the checkpoint: " + *error);
   std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
+  writeModelFile(path, spec, tensors, meta);
 }
 
 OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec) {

@@ -5,7 +5,10 @@
 /// canonical layout (a layer's as `layers.<l>.<name>`, with the model's layer
 /// index), its fp32 master copy and Adam moments beside it (`.master`,
 /// `.adam_m`, `.adam_v`), and the step, seed, model and learning-rate
-/// schedule in the metadata.
+/// schedule, the plan and the data position in the metadata. Beside it,
+/// DIR/model.safetensors holds the weights alone (in the run's dtype, the
+/// same metadata): what one shares of a trained model, without its optimizer
+/// state; resuming reads latest.safetensors only, one atomic file.
 /// Full tensors make it independent of the plan: resuming under any other
 /// plan re-slices them with that plan's shard maps.
 //===----------------------------------------------------------------------===//
@@ -22,16 +25,17 @@
 
 namespace mist::rt {
 
-/// Collective over the world: every stage gathers its tensors, the first
-/// rank of each stage sends them to world rank 0 over `hostWorld` (the MPI
-/// world: the tensors are host copies by then), which writes `path`.
-/// A write failure ends the job (abortJob) with the cause.
 /// Bytes of a checkpoint of the whole model: weights, masters and both Adam
-/// moments of every parameter, fp32, a tied weight once.
+/// moments of every parameter, fp32, a tied weight once, and the weights
+/// again in model.safetensors (counted at fp32).
 int64_t checkpointBytes(const TrainerSpec &spec);
 
-/// `run`: more of the run for the metadata (the plan, where the data stood:
-/// runRecord in Trainer.cpp).
+/// Collective over the world: every stage gathers its tensors, the first
+/// rank of each stage sends them to world rank 0 over `hostWorld` (the MPI
+/// world: the tensors are host copies by then), which writes `path` and the
+/// model file beside it. A write failure ends the job (abortJob) with the
+/// cause. `run`: more of the run for the metadata (the plan, where the data
+/// stood: runRecord in Trainer.cpp).
 void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,
                     const LrSchedule &schedule, const std::map<std::string, std::string> &run);

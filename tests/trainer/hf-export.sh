@@ -34,12 +34,14 @@ for family in gpt llama; do
   "$python" "$root/tests/trainer/hf-export-check.py" --dir "$work/$name.hf" \
     --trainer-log "$work/$name.log" --step 4 --expect-class $class
 done
-# bf16: the folder holds BF16 tensors and says so; transformers loads it as bfloat16.
+# bf16, from the checkpoint folder's model.safetensors (the weights alone, BF16):
+# transformers loads the folder as bfloat16, the weights exactly the checkpoint's.
 "$root/scripts/build-trainer.sh" "$mistc" "$root/examples/tiny-gpt.mist" \
   "$root/tests/trainer/tiny-gpt-1rank.yaml" "$work/gpt-bf16" 2>/dev/null
 rm -rf "$work/gpt-bf16.ckpt" "$work/gpt-bf16.hf"
 mpirun -np 1 "$work/gpt-bf16" --steps 1 --ckpt-dir "$work/gpt-bf16.ckpt" >/dev/null
-"$mistc" "$root/examples/tiny-gpt.mist" --emit=hf --checkpoint "$work/gpt-bf16.ckpt/latest.safetensors" \
+# From the weights-only model file beside the checkpoint (BF16 tensors).
+"$mistc" "$root/examples/tiny-gpt.mist" --emit=hf --checkpoint "$work/gpt-bf16.ckpt/model.safetensors" \
   -o "$work/gpt-bf16.hf"
 "$python" - "$work/gpt-bf16.hf" "$work/gpt-bf16.ckpt/latest.safetensors" <<'PY'
 import sys, torch

@@ -61,6 +61,28 @@ meta = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
 assert meta["plan"].startswith("1 stage: dp 1"), meta["plan"]
 assert (meta["data"], meta["data_order"], meta["next_sequence"]) == ("synthetic", "file order", "128"), meta
 PY
+# Beside it, model.safetensors: the weights alone, in the run's dtype (bf16
+# here, exactly the checkpoint's), with the same metadata.
+python3 - "$work/wsd" <<'PY' || fail "model.safetensors is not the checkpoint's weights alone"
+import json, struct, sys
+def read(path):
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    header = json.loads(raw[8:8 + n])
+    return header, raw[8 + n:]
+ckpt, ckpt_data = read(sys.argv[1] + "/latest.safetensors")
+model, model_data = read(sys.argv[1] + "/model.safetensors")
+weights = sorted(k for k in ckpt if k != "__metadata__" and not k.endswith((".master", ".adam_m", ".adam_v")))
+assert sorted(k for k in model if k != "__metadata__") == weights, "other tensors than the weights"
+assert model["__metadata__"]["format"] == "mistrt-model-1" and model["__metadata__"]["step"] == ckpt["__metadata__"]["step"]
+for k in weights:
+    assert model[k]["dtype"] == "BF16", model[k]
+    a, b = ckpt[k]["data_offsets"], model[k]["data_offsets"]
+    f32 = ckpt_data[a[0]:a[1]]
+    top_halves = b"".join(f32[i + 2:i + 4] for i in range(0, len(f32), 4))  # exact for bf16 weights
+    assert top_halves == model_data[b[0]:b[1]], k
+print(f"model.safetensors: {len(weights)} weights in BF16, equal to the checkpoint's")
+PY
 python3 - "$work/tokens.bin" <<'PY'
 import struct, sys
 tokens = [(7 * i) % 256 for i in range(40000)]
