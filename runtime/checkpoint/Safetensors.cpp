@@ -374,7 +374,9 @@ std::optional<std::string> writeSafetensors(const std::string &path,
   return file->commit();
 }
 
-std::optional<SafetensorsFile> readSafetensors(const std::string &path, std::string &error) {
+std::optional<SafetensorsFile>
+readSafetensors(const std::string &path, std::string &error,
+                const std::function<bool(std::string_view name)> &wanted) {
   auto fail = [&](const std::string &what) {
     error = path + ": " + what;
     return std::nullopt;
@@ -429,6 +431,11 @@ std::optional<SafetensorsFile> readSafetensors(const std::string &path, std::str
     return fail(*invalid);
 
   for (TensorEntry &e : entries) {
+    if (wanted && !wanted(e.data.name)) {
+      e.data.loaded = false;
+      contents.tensors.push_back(std::move(e.data));
+      continue;
+    }
     try {
       e.data.bytes.resize(e.end - e.begin);
     } catch (const std::bad_alloc &) {

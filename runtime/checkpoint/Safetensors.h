@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -50,6 +51,7 @@ struct TensorData {
   std::string dtype;          ///< "F32", "BF16", ...
   std::vector<int64_t> shape; ///< empty: a scalar (one element)
   std::vector<std::byte> bytes;
+  bool loaded = true; ///< false: listed by a selective read, bytes not read
 
   /// An F32 tensor holding `values` (row-major; values.size() must match
   /// the shape for the writer to accept it).
@@ -80,7 +82,11 @@ writeSafetensors(const std::string &path, const std::vector<TensorData> &tensors
                  const std::map<std::string, std::string> &metadata = {});
 
 /// Reads and checks all of `path`; nullopt with `error` (naming the file and
-/// what is wrong) when anything is amiss.
-std::optional<SafetensorsFile> readSafetensors(const std::string &path, std::string &error);
+/// what is wrong) when anything is amiss. With `wanted`, only the tensors it
+/// accepts are read: the others are listed (name, dtype, shape) with
+/// `loaded` false and no bytes, so a rank reads its part of a large file.
+std::optional<SafetensorsFile>
+readSafetensors(const std::string &path, std::string &error,
+                const std::function<bool(std::string_view name)> &wanted = {});
 
 } // namespace mist::rt

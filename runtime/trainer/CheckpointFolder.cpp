@@ -138,9 +138,9 @@ void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkp
 }
 
 OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const TrainerSpec &spec,
-                                           MpiCommunicator &world,
+                                           const StageSpec &stage, MpiCommunicator &world,
                                            const std::vector<std::string> &hostOfRank) {
-  OpenedCheckpoint opened = openCheckpoint(path, spec);
+  OpenedCheckpoint opened = openCheckpoint(path, spec, stage);
   char identity[17];
   std::snprintf(identity, sizeof identity, "%016llx", (unsigned long long)opened.identity);
   const std::string mine = opened.file

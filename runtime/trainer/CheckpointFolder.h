@@ -33,7 +33,7 @@ void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkp
 /// Every rank opens `path`; returns it when all found the same checkpoint,
 /// else ends the job naming what each rank found. Collective over `world`.
 OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const TrainerSpec &spec,
-                                           MpiCommunicator &world,
+                                           const StageSpec &stage, MpiCommunicator &world,
                                            const std::vector<std::string> &hostOfRank);
 
 } // namespace mist::rt

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <set>
 
 namespace mist::rt {
 
@@ -74,30 +75,39 @@ bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
 /// file is read back in): recorded in the metadata, so two checkpoints of
 /// one step with other contents (another run, another host's copy) have
 /// different identities, and a damaged file is found before it is used.
+uint64_t addToHash(uint64_t h, const TensorData &t) {
+  h = splitmix64(h ^ fnv1a(t.name));
+  const std::byte *p = t.bytes.data();
+  size_t n = t.bytes.size(), i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    h = splitmix64(h ^ word);
+  }
+  uint64_t tail = n - i;
+  for (; i < n; ++i)
+    tail = (tail << 8) | uint64_t(p[i]);
+  return splitmix64(h ^ tail);
+}
+
+constexpr uint64_t hashStart = 0x6d69737463686b70ull; // any fixed start
+
 uint64_t contentHash(const std::vector<TensorData> &tensors) {
   std::vector<const TensorData *> byName;
   for (const TensorData &t : tensors)
     byName.push_back(&t);
   std::sort(byName.begin(), byName.end(),
             [](const TensorData *a, const TensorData *b) { return a->name < b->name; });
-  uint64_t h = 0x6d69737463686b70ull; // any fixed start
-  for (const TensorData *tensor : byName) {
-    const TensorData &t = *tensor;
-    h = splitmix64(h ^ fnv1a(t.name));
-    const std::byte *p = t.bytes.data();
-    size_t n = t.bytes.size(), i = 0;
-    for (; i + 8 <= n; i += 8) {
-      uint64_t word;
-      std::memcpy(&word, p + i, 8);
-      h = splitmix64(h ^ word);
-    }
-    uint64_t tail = n - i;
-    for (; i < n; ++i)
-      tail = (tail << 8) | uint64_t(p[i]);
-    h = splitmix64(h ^ tail);
-  }
+  uint64_t h = hashStart;
+  for (const TensorData *tensor : byName)
+    h = addToHash(h, *tensor);
   return h;
 }
+
+/// A tensor's own hash, recorded as metadata `hash:<name>`: each rank
+/// checks the tensors it reads without reading the others.
+uint64_t tensorHash(const TensorData &t) { return addToHash(hashStart, t); }
+constexpr const char *tensorHashPrefix = "hash:";
 
 std::string hex(uint64_t v) {
   char text[17];
@@ -130,6 +140,7 @@ void writeModelFile(const std::string &checkpointPath, const TrainerSpec &spec,
     }
     weights.push_back(std::move(half));
   }
+  std::erase_if(meta, [](const auto &kv) { return kv.first.starts_with(tensorHashPrefix); });
   meta["format"] = modelFormatName;
   meta["content_hash"] = hex(contentHash(weights));
   const std::string dir = checkpointPath.substr(0, checkpointPath.find_last_of('/') + 1);
@@ -198,6 +209,8 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                                           {"weights_dtype", nameOf(spec.weightDtype)},
                                           {"grad_dtype", nameOf(spec.gradDtype)},
                                           {"content_hash", hex(contentHash(tensors))}};
+  for (const TensorData &t : tensors)
+    meta[tensorHashPrefix + t.name] = hex(tensorHash(t));
   schedule.toMetadata(meta);
   meta.insert(run.begin(), run.end());
   if (auto error = writeSafetensors(path, tensors, meta))
@@ -206,14 +219,23 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
   writeModelFile(path, spec, tensors, meta);
 }
 
-OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec) {
+OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec,
+                                const StageSpec &stage) {
   OpenedCheckpoint opened;
   auto fail = [&](std::string why) {
     opened.file.reset();
     opened.error = std::move(why);
     return std::move(opened);
   };
-  opened.file = readSafetensors(path, opened.error);
+  // Only this stage's tensors: on a large model every rank reading the whole
+  // checkpoint would need its size in host memory on each rank.
+  std::set<std::string, std::less<>> names;
+  for (size_t p = 0; p < stage.params.size(); ++p)
+    for (int l = 0; l < copiesOf(stage, p); ++l)
+      for (ParamTensor what : allTensors)
+        names.insert(tensorName(stage, p, l) + suffixOf(what));
+  auto wanted = [&](std::string_view name) { return names.count(name) > 0; };
+  opened.file = readSafetensors(path, opened.error, wanted);
   if (!opened.file)
     return fail(opened.error);
   const auto &metadata = opened.file->metadata;
@@ -234,13 +256,15 @@ OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec
   opened.schedule = LrSchedule::fromMetadata(metadata, error);
   if (!error.empty())
     return fail(path + ": " + error);
-  // Checkpoints written before the record have no content hash.
-  auto recorded = metadata.find("content_hash");
-  if (recorded != metadata.end() && recorded->second != hex(contentHash(opened.file->tensors)))
-    return fail(path +
-                ": its tensors do not match the content hash recorded when it was "
-                "written (" +
-                recorded->second + "): a damaged or altered file");
+  // Each tensor read against the hash recorded when it was written (older
+  // checkpoints have none).
+  for (const TensorData &t : opened.file->tensors) {
+    auto recorded = metadata.find(tensorHashPrefix + t.name);
+    if (t.loaded && recorded != metadata.end() && recorded->second != hex(tensorHash(t)))
+      return fail(path + ": tensor '" + t.name +
+                  "' does not match the hash recorded when it was written (" + recorded->second +
+                  "): a damaged or altered file");
+  }
   std::string described;
   for (const auto &[key, value] : metadata)
     described += key + "=" + value + "\n";

@@ -58,7 +58,10 @@ struct OpenedCheckpoint {
 /// Reads and checks `path` (format, model, step, schedule); a missing,
 /// corrupt or mismatched file comes back with `error` set, it does not end
 /// the job (the ranks decide together).
-OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec);
+/// Reads only `stage`'s tensors, each checked against the hash recorded for
+/// it.
+OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec,
+                                const StageSpec &stage);
 
 /// Copies the opened checkpoint's tensors of `stage` into this rank's
 /// parameters and optimizer state (before ParameterStore::settle). A missing

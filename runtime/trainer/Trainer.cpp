@@ -397,7 +397,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // before a tensor is used; a new run checks that all ranks see the folder.
   std::optional<OpenedCheckpoint> resumed;
   if (o.resume)
-    resumed = openCheckpointOnEveryRank(ckptPath, spec, *world, hostOfRank);
+    resumed = openCheckpointOnEveryRank(ckptPath, spec, stage, *world, hostOfRank);
   prepareCheckpointFolder(o.ckptDir, o.resume, checkpointBytes(spec), *world, hostOfRank);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.

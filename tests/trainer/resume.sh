@@ -142,7 +142,8 @@ run 1 1 --ckpt-dir "$work/full" --resume >"$work/done.txt" 2>&1
 grep -q "mistrt: warning: the checkpoint is at step 6 and --steps is 6: no step left to train" \
   "$work/done.txt" || { cat "$work/done.txt"; exit 1; }
 # Tampered checkpoints are refused, naming what differs: a transposed tensor
-# (the same element count once loaded silently), a step that is no number.
+# (the same element count once loaded silently), a step that is no number, a
+# flipped bit (each tensor is checked against the hash recorded for it).
 refusedAfter() { # refusedAfter PATTERN CHANGE...: resume a changed copy of the step-6 checkpoint
   local pattern=$1; shift
   rm -rf "$work/tamper" && mkdir -p "$work/tamper"
@@ -155,6 +156,7 @@ refusedAfter() { # refusedAfter PATTERN CHANGE...: resume a changed copy of the 
 }
 refusedAfter "latest.safetensors: tensor '.*' has shape \[[0-9]*, [0-9]*\], the model's is \[" transpose
 refusedAfter "latest.safetensors: step 'abc' in its metadata is not a whole number >= 0" step abc
+refusedAfter "latest.safetensors: tensor '.*' does not match the hash recorded when it was written" flip
 
 # A checkpoint of another model is refused with a clear message.
 printf 'not a checkpoint' >"$work/moved/latest.safetensors"

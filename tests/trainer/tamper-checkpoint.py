@@ -2,6 +2,7 @@
     tamper-checkpoint.py FILE step TEXT   sets the metadata's step to TEXT
     tamper-checkpoint.py FILE transpose   gives the first non-square 2-D tensor
                                           its transposed shape (same bytes)
+    tamper-checkpoint.py FILE flip        flips one bit of the first 2-D tensor's data
 Prints the tensor it changed, if any. Standard library only."""
 import json
 import struct
@@ -18,6 +19,11 @@ elif what == "transpose":
     name = next(k for k, v in header.items()
                 if k != "__metadata__" and len(v["shape"]) == 2 and v["shape"][0] != v["shape"][1])
     header[name]["shape"] = header[name]["shape"][::-1]
+    print(name)
+elif what == "flip":
+    name = next(k for k, v in header.items() if k != "__metadata__" and len(v["shape"]) == 2)
+    at = header[name]["data_offsets"][0]
+    body = body[:at] + bytes([body[at] ^ 1]) + body[at + 1:]
     print(name)
 else:
     sys.exit(f"unknown change {what!r}")

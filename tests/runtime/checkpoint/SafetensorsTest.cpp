@@ -133,6 +133,26 @@ TEST(Safetensors, RoundTrip) {
   EXPECT_EQ(file->find("h.bf16")->floats(), std::nullopt);
 }
 
+TEST(Safetensors, SelectiveReadListsAllAndReadsTheWanted) {
+  TempDirectory tmp;
+  const std::string path = tmp.path("model.safetensors");
+  const std::vector<TensorData> tensors = exampleTensors();
+  ASSERT_EQ(writeSafetensors(path, tensors), std::nullopt);
+  std::string error;
+  auto file = readSafetensors(path, error, [](std::string_view n) { return n == "w.matrix"; });
+  ASSERT_TRUE(file) << error;
+  ASSERT_EQ(file->tensors.size(), tensors.size()) << "every tensor is listed";
+  for (const TensorData &expected : tensors) {
+    const TensorData *got = file->find(expected.name);
+    ASSERT_NE(got, nullptr) << expected.name;
+    EXPECT_EQ(got->shape, expected.shape);
+    EXPECT_EQ(got->loaded, expected.name == "w.matrix") << expected.name;
+    EXPECT_EQ(got->bytes.empty(), expected.name != "w.matrix") << expected.name;
+  }
+  EXPECT_EQ(file->find("w.matrix")->floats(),
+            (std::vector<float>{0.5f, -1.25f, 2.f, 3.75f, -0.f, 1e-3f}));
+}
+
 TEST(Safetensors, RoundTripOfNothing) {
   TempDirectory tmp;
   const std::string path = tmp.path("empty.safetensors");
