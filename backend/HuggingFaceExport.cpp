@@ -3,6 +3,7 @@
 
 #include "backend/ExportProjection.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/device/DType.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
@@ -392,20 +393,16 @@ std::optional<std::vector<float>> valuesOf(const rt::TensorData &t) {
   for (size_t i = 0; i < v.size(); ++i) {
     uint16_t half;
     std::memcpy(&half, &t.bytes[2 * i], 2);
-    const uint32_t bits = uint32_t(half) << 16;
-    std::memcpy(&v[i], &bits, 4);
+    v[i] = rt::fromBf16(half);
   }
   return v;
 }
 
-/// fp32 to bf16, rounding to nearest even (exact for weights a bf16 run held).
-std::vector<std::byte> toBf16(const std::vector<float> &values) {
+/// The values as BF16 bytes (exact for weights a bf16 run held).
+std::vector<std::byte> bf16Bytes(const std::vector<float> &values) {
   std::vector<std::byte> bytes(values.size() * 2);
   for (size_t i = 0; i < values.size(); ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &values[i], 4);
-    const uint32_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
-    const uint16_t half = uint16_t(rounded);
+    const uint16_t half = rt::toBf16(values[i]);
     std::memcpy(&bytes[2 * i], &half, 2);
   }
   return bytes;
@@ -505,7 +502,7 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
       d.shape = shape;
       if (m.train.dtype == DType::BF16) {
         d.dtype = "BF16";
-        d.bytes = toBf16(v);
+        d.bytes = bf16Bytes(v);
       } else {
         d = rt::TensorData::fromFloats(theirs, shape, v);
       }

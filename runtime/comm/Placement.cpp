@@ -49,6 +49,14 @@ std::string hostsText(const std::vector<std::pair<std::string, std::vector<int>>
   return text;
 }
 
+/// 0, 1, ..., n - 1.
+std::vector<int> firstRanks(size_t n) {
+  std::vector<int> ranks(n);
+  for (size_t r = 0; r < n; ++r)
+    ranks[r] = int(r);
+  return ranks;
+}
+
 std::vector<int> stageRanks(const RankLayout &layout, int stage) {
   std::vector<int> ranks;
   for (int r = 0; r < layout.stages[size_t(stage)].ranks; ++r)
@@ -60,10 +68,7 @@ std::vector<int> stageRanks(const RankLayout &layout, int stage) {
 
 std::string describeHosts(const std::vector<std::string> &hostOfRank,
                           const std::vector<int> &ranks) {
-  std::vector<int> all(hostOfRank.size());
-  for (size_t r = 0; r < all.size(); ++r)
-    all[r] = int(r);
-  return hostsText(hostsOf(ranks.empty() ? all : ranks, hostOfRank));
+  return hostsText(hostsOf(ranks.empty() ? firstRanks(hostOfRank.size()) : ranks, hostOfRank));
 }
 
 std::vector<PlacementFinding> checkPlacement(const RankLayout &layout,
@@ -72,10 +77,7 @@ std::vector<PlacementFinding> checkPlacement(const RankLayout &layout,
                                              const std::vector<std::string> &hostOfRank,
                                              const Launcher &launcher) {
   std::vector<PlacementFinding> findings;
-  std::vector<int> all(hostOfRank.size());
-  for (size_t r = 0; r < all.size(); ++r)
-    all[r] = int(r);
-  const auto hosts = hostsOf(all, hostOfRank);
+  const auto hosts = hostsOf(firstRanks(hostOfRank.size()), hostOfRank);
   if (hosts.size() <= 1)
     return findings;
   const int perHost = std::max(1, cluster.gpusPerNode);

@@ -207,8 +207,7 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
                                           // The weights are stored widened to F32 (exactly);
                                           // this says what the run held them in.
                                           {"weights_dtype", nameOf(spec.weightDtype)},
-                                          {"grad_dtype", nameOf(spec.gradDtype)},
-                                          {"content_hash", hex(contentHash(tensors))}};
+                                          {"grad_dtype", nameOf(spec.gradDtype)}};
   for (const TensorData &t : tensors)
     meta[tensorHashPrefix + t.name] = hex(tensorHash(t));
   schedule.toMetadata(meta);
