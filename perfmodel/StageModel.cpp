@@ -229,13 +229,18 @@ MemoryBreakdown statesOf(const StageKnobs &k, const StageNumbers &n) {
   // a time for its step, in a buffer the size of the largest.
   if (k.zero.weights || o.weights > 0)
     m.buffers += 2 * wb * L.params;
+  // The largest parameter group (a layer, pre or post): one region's
+  // gradients or staged optimizer state at a time.
+  const double largestGroup =
+      std::max({k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0, k.last ? post : 0.0});
+  // Gradients folded region by region (ZeRO-2's reduce-scatter, or into the
+  // offloaded sum) hold whole buffers for the region being computed and the
+  // one being folded: a layer beside the largest group (pre's or post's
+  // embedding is larger than a layer in small models).
   if (k.zero.grads || o.grads > 0)
-    m.buffers += 2 * gb * L.params;
-  if (o.optimizer > 0) {
-    double largestGroup = std::max(
-        {k.layers > 0 ? L.params : 0.0, k.first ? n.pre.params : 0.0, k.last ? post : 0.0});
+    m.buffers += gb * (L.params + largestGroup);
+  if (o.optimizer > 0)
     m.buffers += o.optimizer * sb * largestGroup / shardO;
-  }
   m.host = wb * P / shardW * o.weights + gb * P / shardG * o.grads + sb * P / shardO * o.optimizer;
   return m;
 }
@@ -257,7 +262,7 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   double before =
       ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
           keep +
-      (o.activations > 0 ? o.activations * L.savedFull : 0);
+      (o.activations > 0 ? o.activations * (fullBefore > 0 ? L.savedFull : L.savedCkpt) : 0);
   bool lastCkpt = k.ckpt > 0;
   double fwdWork = lastCkpt ? L.fwdPeakCkpt : L.fwdPeakFull;
   double bwdWork = std::max(L.bwdPeak, lastCkpt ? L.fwdPeakFull + L.gradIn : 0.0);

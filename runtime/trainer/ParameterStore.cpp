@@ -311,12 +311,18 @@ void ParameterStore::clearGradBuffers() {
       }
 }
 
-bool ParameterStore::foldedPerRegion(size_t p) const { return gradsSliced && !tied(p); }
-
+// ZeRO-2 folds each region's gradients into the rank's slice at once; offloaded
+// gradients are folded into the step's sum (mostly on the host) the same way,
+// so neither keeps every layer's gradient buffer for the whole backward (the
+// memory model counts two layers' buffers beside the resident sum).
 RegionKind ParameterStore::lastBackwardOf(const ParamSpec &ps) const {
   return uses(ps, RegionKind::Pre)     ? RegionKind::Pre
          : uses(ps, RegionKind::Layer) ? RegionKind::Layer
                                        : RegionKind::Post;
+}
+
+bool ParameterStore::foldedPerRegion(size_t p) const {
+  return gradsSliced ? !tied(p) : spec.offloadGrads > 0;
 }
 
 void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
@@ -332,15 +338,22 @@ void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
 void ParameterStore::foldRegionGradients(RegionKind region, int layer) {
   std::vector<std::pair<size_t, size_t>> folded;
   for (auto [p, l] : paramsOf(region, layer))
-    if (foldedPerRegion(p) && lastBackwardOf(spec.params[p]) == region)
+    // ZeRO-2 reduce-scatters a weight pre and post share once, after pre's
+    // backward; an offloaded sum takes each region's part as it is made.
+    if (foldedPerRegion(p) &&
+        (gradsSliced ? lastBackwardOf(spec.params[p]) == region : uses(spec.params[p], region)))
       folded.push_back({p, l});
   if (folded.empty())
     return;
   // After the backward that wrote them, beside the next region's compute
   // (which allocates its own buffers); the step's reduceGradients fence
-  // makes the optimizer wait for every fold.
-  streams.wait(StreamKind::G2G, streams.record(StreamKind::Compute));
-  streams.run(StreamKind::G2G, "reduce-scatter gradients " + regionName(region, layer), [&] {
+  // makes the optimizer wait for every fold. Offloaded sums without ZeRO-2
+  // are accumulated in order on the compute stream.
+  const StreamKind folder = gradsSliced ? StreamKind::G2G : StreamKind::Compute;
+  if (folder != StreamKind::Compute)
+    streams.wait(folder, streams.record(StreamKind::Compute));
+  const std::string what = gradsSliced ? "reduce-scatter gradients " : "accumulate gradients ";
+  streams.run(folder, what + regionName(region, layer), [&] {
     for (auto [p, l] : folded) {
       foldInto(p, l);
       for (int g : spec.params[p].grads)
@@ -359,6 +372,13 @@ void ParameterStore::foldInto(size_t p, size_t l) {
   // the buffers are summed (zero-padded) first.
   const bool direct = scatter && sources.size() == 1 && sources[0]->size() == s.chunk * size_t(dp);
   const DType type = gradType(p);
+  if (!scatter && sources.size() == 1) { // added to the step's sum as it is
+    offload.swapIn(s.grad, s.gradHost);
+    device::accumulate(s.grad.tensor(), sources[0]->tensor(),
+                       std::min(s.local, sources[0]->size()));
+    offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
+    return;
+  }
   DeviceTensor sum(type);
   if (!direct) {
     sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);

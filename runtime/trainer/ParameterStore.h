@@ -148,6 +148,8 @@ private:
   /// after the backward of the last region reading the parameter (pre's for
   /// a weight pre and post share), their buffers freed until the next
   /// micro-batch's backward: only the tied embedding of a pipeline is not.
+  /// Offloaded gradients are added to the step's sum the same way, after
+  /// each region reading them.
   bool foldedPerRegion(size_t p) const;
   RegionKind lastBackwardOf(const ParamSpec &ps) const;
   void foldInto(size_t p, size_t copy); ///< one micro-batch's gradient into the step's sum
