@@ -100,7 +100,10 @@ template <class Move> void inChunks(size_t n, size_t chunk, Move move) {
 MpiRuntime::MpiRuntime(int &argc, char **&argv) {
   int provided = 0;
   // MPI_Init's errors are fatal under the default handler: it never returns one.
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // Multiple: with --overlap the g2g stream's thread calls MPI beside the
+  // compute thread's tp collectives (mpiThreadsConcurrent says if granted).
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  threadMultiple = provided >= MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRankForMessages);
   // Errors not tied to a communicator are raised on MPI_COMM_WORLD (MPI 3)
   // or MPI_COMM_SELF (MPI 4): make both return, so check() reports them.

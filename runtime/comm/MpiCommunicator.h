@@ -52,6 +52,11 @@ public:
   ~MpiRuntime();
   MpiRuntime(const MpiRuntime &) = delete;
   MpiRuntime &operator=(const MpiRuntime &) = delete;
+  /// Whether MPI lets several threads call it at once (MPI_THREAD_MULTIPLE).
+  bool threadsConcurrent() const { return threadMultiple; }
+
+private:
+  bool threadMultiple = false;
 };
 
 class MpiCommunicator final : public Communicator {

@@ -263,7 +263,7 @@ void releasePinned(void *p) {
 size_t bytesInUse() { return allocator().bytesInUse(); }
 size_t peakBytes() { return allocator().peakBytes(); }
 
-Stream createStream() {
+Stream createStream(bool) {
   // Non-blocking: the streams must not serialize with the legacy default
   // stream, or compute, collectives and copies could not overlap.
   cudaStream_t s = nullptr;
@@ -280,6 +280,13 @@ void destroyStream(Stream s) {
 
 Stream currentStream() { return current; }
 void setCurrentStream(Stream s) { current = s; }
+
+void launch(Stream s, const std::function<void()> &work) {
+  const Stream previous = current;
+  current = s;
+  work(); // enqueues its kernels and copies on `s`
+  current = previous;
+}
 
 EventHandle createEvent() {
   cudaEvent_t e = nullptr;

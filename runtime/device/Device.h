@@ -2,8 +2,9 @@
 /// \file
 /// The trainer's runtime is written once against this interface and linked
 /// to one of two implementations:
-/// - HostDevice.cpp (CPU ranks): "device" memory is host memory, streams
-///   run work at once in program order, events are host timestamps;
+/// - HostDevice.cpp and HostStreams.cpp (CPU ranks): "device" memory is
+///   host memory; a concurrent stream is a worker thread with a queue, the
+///   others run work at once in program order; events are host timestamps;
 /// - CudaDevice.cpp (GPU ranks): cudaMalloc'd memory, one CUDA stream per
 ///   StreamKind of runtime/trainer/Streams.h, CUDA events, pinned host memory.
 /// So every line of the runtime that runs on CPU ranks in the tests (ZeRO,
@@ -18,13 +19,17 @@
 /// them overlap compute.
 ///
 /// The current stream is per thread (as CUDA's own current device is): the
-/// runtime drives a device from one thread, and Streams::run sets it around
-/// each piece of work so that the ops the work calls launch there.
+/// runtime drives a device from one thread, and `launch` sets it around
+/// each piece of work so that the ops the work calls go there. On GPUs the
+/// work runs at once on the calling thread and only enqueues; on a CPU
+/// rank's concurrent stream the work itself is queued, so it must own what
+/// it captures (or the caller must wait for an event recorded after it).
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "runtime/device/Tensor.h"
@@ -51,8 +56,15 @@ size_t peakBytes();
 /// Opaque stream and event handles (cudaStream_t / cudaEvent_t on GPUs).
 using Stream = void *;
 using EventHandle = void *;
-Stream createStream();
+/// A stream. `concurrent` matters on CPU ranks only: such a stream runs its
+/// work on a thread of its own; the others run it at once on the calling
+/// thread (GPU streams are always concurrent with the host).
+Stream createStream(bool concurrent = true);
 void destroyStream(Stream s);
+/// Runs `work` as `s`'s next piece of work, with `s` current for the ops it
+/// calls: at once on GPUs and on CPU ranks' other streams, after the work
+/// queued before it on a concurrent CPU stream (`work` is copied there).
+void launch(Stream s, const std::function<void()> &work);
 /// The stream the ops and copies of this thread are enqueued on; null is
 /// the default stream.
 Stream currentStream();

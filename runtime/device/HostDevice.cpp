@@ -1,15 +1,12 @@
-//===- HostDevice.cpp - Device.h on CPU ranks: host memory, program order -===//
+//===- HostDevice.cpp - Device.h on CPU ranks: memory and copies ----------===//
 /// \file
-/// On CPU ranks the device is the host: memory is aligned host memory,
-/// every stream runs its work at once in program order (which satisfies
-/// every event by construction), and an event is the time it was recorded,
-/// so the measured timeline comes out of the same Streams code as on GPUs.
+/// On CPU ranks the device is the host: memory is aligned host memory and
+/// copies are memmove; streams and events are HostStreams.cpp's.
 //===----------------------------------------------------------------------===//
 #include "runtime/device/Device.h"
 
 #include "runtime/comm/MpiCommunicator.h"
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -54,13 +51,6 @@ void *alignedAllocate(size_t bytes) {
   const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
   return std::aligned_alloc(64, rounded);
 }
-
-double nowMs() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-thread_local Stream current = nullptr;
 
 } // namespace
 
@@ -111,21 +101,6 @@ void releasePinned(void *p) { std::free(p); }
 
 size_t bytesInUse() { return accounting().inUse; }
 size_t peakBytes() { return accounting().peak; }
-
-Stream createStream() { return nullptr; }
-void destroyStream(Stream) {}
-Stream currentStream() { return current; }
-void setCurrentStream(Stream s) { current = s; }
-
-EventHandle createEvent() { return new double(0); }
-void destroyEvent(EventHandle e) { delete static_cast<double *>(e); }
-void recordEvent(EventHandle e, Stream) { *static_cast<double *>(e) = nowMs(); }
-void waitEvent(Stream, EventHandle) {} // in program order, the work is done
-double elapsedMs(EventHandle from, EventHandle to) {
-  return *static_cast<double *>(to) - *static_cast<double *>(from);
-}
-void synchronizeStream(Stream) {}
-void synchronizeDevice() {}
 
 void copy(void *dst, const void *src, size_t bytes) {
   if (bytes)

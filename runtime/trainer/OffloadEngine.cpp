@@ -31,25 +31,29 @@ void OffloadEngine::copyOut(const void *device, size_t bytes, HostBytes &host) {
     abortJob("offload: a tensor was copied out twice");
   host.resize(bytes);
   device::copy(host.data(), device, bytes);
-  inHost += bytes;
-  moved += bytes;
-  peakInHost = std::max(peakInHost, inHost);
+  count(std::ptrdiff_t(bytes), bytes);
 }
 
 void OffloadEngine::stageIn(void *device, const HostBytes &host) {
   device::copy(device, host.data(), host.size());
-  moved += host.size();
+  count(0, host.size());
 }
 
 void OffloadEngine::stageOut(const void *device, HostBytes &host) {
   device::copy(host.data(), device, host.size());
-  moved += host.size();
+  count(0, host.size());
+}
+
+void OffloadEngine::count(std::ptrdiff_t held, size_t movedNow) {
+  std::lock_guard<std::mutex> guard(counting);
+  inHost = size_t(std::ptrdiff_t(inHost) + held);
+  moved += movedNow;
+  peakInHost = std::max(peakInHost, inHost);
 }
 
 void OffloadEngine::copyIn(void *device, HostBytes &host) {
   device::copy(device, host.data(), host.size());
-  inHost -= host.size();
-  moved += host.size();
+  count(-std::ptrdiff_t(host.size()), host.size());
   // The pinned block is kept for the next swap out; the copy just enqueued
   // reads it, and nothing writes it before the next copyOut, which is
   // ordered after this copy by the streams' events.

@@ -14,6 +14,7 @@
 
 #include "runtime/device/DeviceTensor.h"
 #include <cstddef>
+#include <mutex>
 
 namespace mist::rt {
 
@@ -39,6 +40,10 @@ public:
   size_t movedBytes() const { return moved; }         ///< both ways, since the start
 
 private:
+  /// `bytes` more (or fewer) held and `moved` more moved: the h2d and d2h
+  /// streams count at once when they run on threads of their own.
+  void count(std::ptrdiff_t held, size_t movedNow);
+  std::mutex counting;
   size_t inHost = 0, peakInHost = 0, moved = 0;
 };
 

@@ -15,7 +15,7 @@ void usage(const std::string &why) {
       "[--log-every N] [--threads N] "
       "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
       "[--reschedule]]] "
-      "[--stop-after N] [--trace FILE] [--any-placement] [--print-sbatch]\n",
+      "[--stop-after N] [--trace FILE] [--any-placement] [--overlap] [--print-sbatch]\n",
       why.c_str());
   std::exit(2);
 }
@@ -86,6 +86,8 @@ Options parseOptions(int argc, char **argv) {
       o.reschedule = true;
     else if (a == "--any-placement")
       o.anyPlacement = true;
+    else if (a == "--overlap")
+      o.overlap = true;
     else if (a == "--print-sbatch")
       o.printSbatch = true;
     else if (a == "--stop-after")

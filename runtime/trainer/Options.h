@@ -28,6 +28,9 @@ struct Options {
   bool reschedule = false;   ///< --resume with this run's lr schedule, not the checkpoint's
   bool anyPlacement = false; ///< run even where the hosts do not match the plan's mesh
   bool printSbatch = false;  ///< print a Slurm batch script for this trainer and leave
+  /// CPU ranks: g2g, h2d and d2h run on threads of their own, beside compute
+  /// (GPU streams always do).
+  bool overlap = false;
 };
 
 /// Parses --steps N, --lr X, --warmup-steps N, --lr-decay cosine|linear|constant|wsd,

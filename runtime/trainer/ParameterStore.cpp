@@ -14,6 +14,7 @@ ParameterStore::ParameterStore(const StageSpec &stage, Frame &global, std::vecto
       streams(streams), tpRank(groups.tp.rank()), dpRank(groups.dp.rank()), tp(groups.tp.size()),
       dp(groups.dp.size()) {
   prefetched.assign(size_t(spec.layers) + 2, Event{});
+  folded.assign(size_t(spec.layers) + 2, Event{});
   sliced = spec.zeroOptimizer && dp > 1;
   gradsSliced = sliced && spec.zeroGrads;
   weightsSliced = gradsSliced && spec.zeroWeights;
@@ -241,7 +242,7 @@ void ParameterStore::prefetch(RegionKind region, int layer) {
   streams.wait(mover, streams.record(StreamKind::Compute));
   if (g < updated.size() && updated[g].recorded())
     streams.wait(mover, updated[g]);
-  streams.run(mover, bringName(region, layer), [&] { bring(region, layer); });
+  streams.run(mover, bringName(region, layer), [this, region, layer] { bring(region, layer); });
   prefetched[g] = streams.record(mover);
 }
 
@@ -326,6 +327,11 @@ bool ParameterStore::foldedPerRegion(size_t p) const {
 }
 
 void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
+  // The previous micro-batch's fold of these buffers is done before they
+  // are made again.
+  Event &lastFold = folded[size_t(groupOfRegion(region, layer) + 1)];
+  if (lastFold.recorded())
+    streams.wait(StreamKind::Compute, lastFold);
   for (auto [p, l] : paramsOf(region, layer))
     if (foldedPerRegion(p))
       for (int g : spec.params[p].grads) {
@@ -336,14 +342,14 @@ void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
 }
 
 void ParameterStore::foldRegionGradients(RegionKind region, int layer) {
-  std::vector<std::pair<size_t, size_t>> folded;
+  std::vector<std::pair<size_t, size_t>> toFold;
   for (auto [p, l] : paramsOf(region, layer))
     // ZeRO-2 reduce-scatters a weight pre and post share once, after pre's
     // backward; an offloaded sum takes each region's part as it is made.
     if (foldedPerRegion(p) &&
         (gradsSliced ? lastBackwardOf(spec.params[p]) == region : uses(spec.params[p], region)))
-      folded.push_back({p, l});
-  if (folded.empty())
+      toFold.push_back({p, l});
+  if (toFold.empty())
     return;
   // After the backward that wrote them, beside the next region's compute
   // (which allocates its own buffers); the step's reduceGradients fence
@@ -353,13 +359,14 @@ void ParameterStore::foldRegionGradients(RegionKind region, int layer) {
   if (folder != StreamKind::Compute)
     streams.wait(folder, streams.record(StreamKind::Compute));
   const std::string what = gradsSliced ? "reduce-scatter gradients " : "accumulate gradients ";
-  streams.run(folder, what + regionName(region, layer), [&] {
-    for (auto [p, l] : folded) {
+  streams.run(folder, what + regionName(region, layer), [this, toFold] {
+    for (auto [p, l] : toFold) {
       foldInto(p, l);
       for (int g : spec.params[p].grads)
         gradBuffer(g, int(l)).clear(); // allocated again by the next micro-batch's backward
     }
   });
+  folded[size_t(groupOfRegion(region, layer) + 1)] = streams.record(folder);
 }
 
 void ParameterStore::foldInto(size_t p, size_t l) {
@@ -567,9 +574,10 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   // into them (in fp32 the weights are the masters, updated in place);
   // otherwise into a fresh tensor that writeUpdatedWeights puts in place.
   const bool inPlace = state[members[0].first][members[0].second].weightsInPlace;
-  std::vector<DeviceTensor> next;
+  // Shared with the writer's work, which may run after this returns.
+  auto next = std::make_shared<std::vector<DeviceTensor>>();
   for (auto [p, l] : members)
-    next.emplace_back(weightType(p));
+    next->emplace_back(weightType(p));
   streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
     for (size_t i = 0; i < members.size(); ++i) {
       auto [p, l] = members[i];
@@ -577,8 +585,8 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
       DeviceTensor &master = masterOf(p, l);
       Tensor updatedWeights = weights(p, int(l)).tensor();
       if (!inPlace) {
-        next[i].assignZeros(s.chunk);
-        updatedWeights = next[i].tensor();
+        (*next)[i].assignZeros(s.chunk);
+        updatedWeights = (*next)[i].tensor();
       }
       const float decay = spec.params[p].decay ? a.weightDecay : 0.f; // no_decay's kinds: 0
       const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, decay, a.gradScale, a.step};
@@ -610,12 +618,12 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   if (!inPlace) {
     streams.wait(writer, streams.record(StreamKind::Compute));
     streams.run(writer, (sliced ? "all-gather updated weights " : "write updated weights ") + name,
-                [&] {
+                [this, members, next] {
                   for (size_t i = 0; i < members.size(); ++i) {
-                    writeUpdatedWeights(members[i].first, members[i].second, next[i]);
+                    writeUpdatedWeights(members[i].first, members[i].second, (*next)[i]);
                     // Freed on the stream that last reads it, so the device
                     // layer reuses the memory only after that read.
-                    next[i].clear();
+                    (*next)[i].clear();
                   }
                 });
   }

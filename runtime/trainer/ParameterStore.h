@@ -181,6 +181,7 @@ private:
   std::vector<std::vector<State>> state; ///< [param][layer copy]
   std::vector<Event> updated;            ///< per group (index group + 1): its last update
   std::vector<Event> prefetched;         ///< per group (index group + 1): its weights brought in
+  std::vector<Event> folded;             ///< per group (index group + 1): its gradients' last fold
   DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
   /// The offloaded tails of one group's optimizer state (masters, m, v),
   /// stepped here: the device part is stepped in place.

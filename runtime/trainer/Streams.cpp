@@ -5,9 +5,12 @@
 
 namespace mist::rt {
 
-Streams::Streams() {
-  for (device::Stream &s : streams)
-    s = device::createStream();
+Streams::Streams(bool concurrent) {
+  // Compute is the calling thread's own stream on CPU ranks: the work the
+  // runtime does between runs (handing buffers in and out, freeing them)
+  // is compute-stream work, as it is enqueued there on a GPU.
+  for (int k = 0; k < streamCount; ++k)
+    streams[k] = device::createStream(k != int(StreamKind::Compute) && concurrent);
   device::setCurrentStream(streams[int(StreamKind::Compute)]);
 }
 
@@ -37,9 +40,7 @@ void Streams::beginStep() {
 void Streams::run(StreamKind stream, const std::string &name, const std::function<void()> &work) {
   const size_t begin = marksUsed;
   mark(stream);
-  device::setCurrentStream(streams[int(stream)]);
-  work();
-  device::setCurrentStream(streams[int(StreamKind::Compute)]);
+  device::launch(streams[int(stream)], work);
   mark(stream);
   timed.push_back({name, stream, begin, marksUsed - 1});
 }

@@ -5,8 +5,12 @@
 /// pipeline messages, h2d and d2h for offload copies), and work on one
 /// stream that needs another's result waits for an event recorded there.
 /// Streams are device streams (runtime/device/Device.h): on GPU ranks CUDA
-/// streams, where `run` only enqueues; on CPU ranks work runs at once, in
-/// program order, which satisfies every event by construction. Each piece
+/// streams, where `run` only enqueues. On CPU ranks compute is the calling
+/// thread; the others run there too, in program order (which satisfies
+/// every event by construction), or, made concurrent (the trainer's
+/// --overlap), each on a thread of its own, ordered only by the events: the
+/// work a concurrent `run` is given must then own what it captures, unless
+/// it is fenced (runFenced: compute waits for it at once). Each piece
 /// of work is bracketed by timing events for the measured timeline
 /// (--trace), one row per stream as in --emit=timeline.
 //===----------------------------------------------------------------------===//
@@ -38,7 +42,8 @@ struct Event {
 class Streams {
 public:
   /// Creates the four device streams; the compute stream becomes current.
-  Streams();
+  /// `concurrent`: on CPU ranks, g2g, h2d and d2h run on threads of their own.
+  explicit Streams(bool concurrent = false);
   ~Streams();
   Streams(const Streams &) = delete;
   Streams &operator=(const Streams &) = delete;

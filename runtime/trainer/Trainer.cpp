@@ -327,7 +327,7 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
   for (const ScheduleEntry &e : t.stage.order)
     e.forward ? t.stage.forward(t.runner, step, e.microBatch)
               : t.stage.backward(t.runner, e.microBatch);
-  t.streams.run(StreamKind::G2G, "wait for sends", [&] { t.groups.pipeline().waitSends(); });
+  t.streams.run(StreamKind::G2G, "wait for sends", [&t] { t.groups.pipeline().waitSends(); });
   t.runner.finishStep(step);
   t.store.reduceGradients();
   // The mean loss over the step's sequences, and the global gradient norm:
@@ -377,6 +377,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   }
   MpiRuntime mpi(argc, argv);
   std::unique_ptr<MpiCommunicator> world = MpiCommunicator::world();
+  if (o.overlap && std::string(device::backendName()) == "cpu" && !mpi.threadsConcurrent())
+    abortJob("--overlap runs MPI calls from two threads at once, and this MPI library does not "
+             "provide MPI_THREAD_MULTIPLE");
   ops::setThreadsPerRank(o.threads);
   const std::optional<RankLayout> layout = placeRank(spec, *world);
   const std::vector<std::string> hostOfRank = world->allGatherText(MpiCommunicator::hostName());
@@ -406,7 +409,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   openTrainingData(spec, o, *layout, tokenFile, sampler);
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
-  Streams streams;
+  Streams streams(o.overlap);
   StageMemory memory(stage, ActivationStash::maxInFlight(stage.order));
   OffloadEngine offload;
   ParameterStore store(

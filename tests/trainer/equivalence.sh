@@ -13,6 +13,8 @@
 # Tolerances: LOSS_TOLERANCE (default 1e-5) bounds each step's loss relative
 # to the first plan's, CKPT_MODEL_TOL / CKPT_TENSOR_TOL the checkpoints'
 # (compare-checkpoints.py); the bf16 suites pass wider ones (CMakeLists.txt).
+# TRAINER_FLAGS: more trainer flags for every plan (--overlap: the streams on
+# threads of their own).
 set -euo pipefail
 mistc=$1 model=$2 work=$3 batch=$4
 shift 4
@@ -46,8 +48,9 @@ for spec in "$@"; do
   printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nstages:\n%s' "$batch" "$g" "$stages" >"$work/$name.yaml"
   "$here/../../scripts/build-trainer.sh" "$mistc" "$model" "$work/$name.yaml" "$work/$name"
   rm -rf "$work/$name.ckpt"
+  # shellcheck disable=SC2086 # TRAINER_FLAGS is a list of flags
   timeout 300 mpirun --oversubscribe -np "$ranks" "$work/$name" --steps 3 --lr 3e-3 --log-every 1 \
-    --ckpt-dir "$work/$name.ckpt" | awk '/^step/ {print $4}' >"$work/$name.losses"
+    --ckpt-dir "$work/$name.ckpt" ${TRAINER_FLAGS:-} | awk '/^step/ {print $4}' >"$work/$name.losses"
   [[ $(wc -l <"$work/$name.losses") == 3 ]] || { echo "$name: expected 3 losses"; exit 1; }
   echo "$name ($ranks ranks): $(tr '\n' ' ' <"$work/$name.losses")"
   if [[ -z $reference ]]; then
