@@ -41,6 +41,9 @@ with open(sys.argv[1], "wb") as f:
 PY
 expect out-of-vocabulary 'mistrt: rank [01]: .*300' --steps 2 --data "$work/big.bin"
 expect non-finite 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30
+# With the streams on threads of their own (a worker may be inside MPI when
+# the job is stopped): the same message, no hang.
+expect non-finite-overlap 'mistrt: rank [01]: non-finite (loss|gradient norm)' --steps 50 --lr 1e30 --overlap
 RANKS=1 expect wrong-ranks 'mistrt: rank 0: the plan needs 2 ranks \(stage 0: dp 2 x tp 1\), the job has 1 \(started by mpirun \(Open MPI\); mpirun -np 2 ' --steps 1
 # The advice speaks the launcher found: none (the binary run alone), or srun.
 expectAlone() {
@@ -93,6 +96,7 @@ PLAN
 # Built over ./train: it also has two ranks.
 "$build" "$mistc" "$model" "$work/pp.yaml" "$work/train"
 expect pipeline-non-finite 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30
+expect pipeline-non-finite-overlap 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30 --overlap
 # A trainer that does not run the schedule mistc priced stops at the end of the
 # step, naming the first step that differs: here train.cu is edited by hand so
 # that its table says no layer is checkpointed while its code recomputes one.

@@ -22,8 +22,10 @@
 #include <bit>
 #include <cstdint>
 
+// Not under the sanitizers: their instrumented ifunc resolvers run before
+// the sanitizer runtime starts (ThreadSanitizer crashes there).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) &&                             \
-    !defined(__SANITIZE_ADDRESS__)
+    !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 #define MIST_CPU_KERNEL                                                                            \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
