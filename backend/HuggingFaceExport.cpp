@@ -7,6 +7,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 #include <cstring>
+#include <filesystem>
 #include <fmt/format.h>
 #include <map>
 
@@ -453,14 +454,20 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
   if (!plan)
     return false;
   std::string error;
-  auto ckpt = rt::readSafetensors(checkpointPath, error);
+  // A checkpoint folder: its model file holds the weights (the optimizer
+  // file beside it is not needed); a file: read as it is.
+  std::error_code isDir;
+  const std::string source = std::filesystem::is_directory(checkpointPath, isDir)
+                                 ? checkpointPath + "/model.safetensors"
+                                 : checkpointPath;
+  auto ckpt = rt::readSafetensors(source, error);
   if (!ckpt) {
     diag.error({}, "--checkpoint: " + error);
     return false;
   }
   auto model = ckpt->metadata.find("model");
   if (model == ckpt->metadata.end() || model->second != m.name) {
-    diag.error({}, fmt::format("--checkpoint: {} is {}, not of model '{}'", checkpointPath,
+    diag.error({}, fmt::format("--checkpoint: {} is {}, not of model '{}'", source,
                                model == ckpt->metadata.end()
                                    ? "not a trainer checkpoint (no 'model' in its metadata)"
                                    : "a checkpoint of '" + model->second + "'",
@@ -479,7 +486,7 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
       auto values = found ? valuesOf(*found) : std::nullopt;
       if (!values) {
         diag.error({}, fmt::format("--checkpoint: {} has no F32 or BF16 tensor '{}' (for {})",
-                                   checkpointPath, ours, theirs));
+                                   source, ours, theirs));
         return false;
       }
       std::vector<int64_t> shape = found->shape;

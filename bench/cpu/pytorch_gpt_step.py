@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch eager training steps of the trainer's GPT, timed (bench/cpu/vs-pytorch.sh).
 
-  pytorch_gpt_step.py --checkpoint STEP0.safetensors --threads N --dtype f32|bf16
+  pytorch_gpt_step.py --checkpoint STEP0/optimizer.safetensors --threads N --dtype f32|bf16
       --steps N --json OUT [model and training flags]
 
 The model is tests/trainer/pytorch-reference.py's independent PyTorch GPT on

@@ -96,7 +96,7 @@ for dtype in f32 bf16; do
     # AVX-512-BF16: TORCH_BF16_STEPS (default 5) bounds its run.
     local n=$steps
     [[ $dtype == bf16 ]] && n=$((steps < ${TORCH_BF16_STEPS:-5} ? steps : ${TORCH_BF16_STEPS:-5}))
-    "$python" "$root/bench/cpu/pytorch_gpt_step.py" --checkpoint "$work/ckpt-$dtype/latest.safetensors" \
+    "$python" "$root/bench/cpu/pytorch_gpt_step.py" --checkpoint "$work/ckpt-$dtype/optimizer.safetensors" \
       --threads "$2" --dtype "$dtype" --steps "$steps" --stop-after "$n" --json "$work/$1.json"
   }
   echo "== $dtype: 1 rank vs 1 thread" >&2

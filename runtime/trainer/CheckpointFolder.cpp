@@ -3,6 +3,7 @@
 
 #include "runtime/checkpoint/AtomicFile.h"
 #include "runtime/comm/Placement.h"
+#include "runtime/trainer/Checkpointing.h"
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -72,9 +73,13 @@ void prepareOnRankZero(const std::string &dir, bool resume, int64_t bytes) {
       abortJob("cannot create the checkpoint folder " + dir + ": " + ec.message());
   }
   checkCheckpointFolder(dir, bytes);
-  for (const char *file : {"/latest.safetensors", "/model.safetensors"}) {
+  // The partial writes of each file (not model.safetensors.next itself: a
+  // resume may need it, and the next save replaces it).
+  for (const std::string &file :
+       std::vector<std::string>{checkpointLegacyFile, checkpointModelFile, checkpointOptimizerFile,
+                                std::string(checkpointModelFile) + checkpointNextSuffix}) {
     std::string why;
-    for (const std::string &stale : removeInterruptedWrites(dir + file, why))
+    for (const std::string &stale : removeInterruptedWrites(dir + "/" + file, why))
       std::printf("mistrt: removed %s, a save that was interrupted\n", stale.c_str());
     if (!why.empty())
       std::fprintf(stderr, "mistrt: warning: %s\n", why.c_str());
@@ -137,10 +142,10 @@ void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkp
                               "): a folder local to each host? " + sharedFolderAdvice);
 }
 
-OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const TrainerSpec &spec,
+OpenedCheckpoint openCheckpointOnEveryRank(const std::string &dir, const TrainerSpec &spec,
                                            const StageSpec &stage, MpiCommunicator &world,
                                            const std::vector<std::string> &hostOfRank) {
-  OpenedCheckpoint opened = openCheckpoint(path, spec, stage);
+  OpenedCheckpoint opened = openCheckpoint(dir, spec, stage);
   char identity[17];
   std::snprintf(identity, sizeof identity, "%016llx", (unsigned long long)opened.identity);
   const std::string mine = opened.file
@@ -154,7 +159,7 @@ OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const Traine
     return opened;
   if (same) // every rank found the same problem: say it once
     abortJobTogether(world, opened.error);
-  abortJobTogether(world, "--resume: the ranks did not find the same checkpoint at " + path + " (" +
+  abortJobTogether(world, "--resume: the ranks did not find the same checkpoint in " + dir + " (" +
                               byVerdict(verdicts, hostOfRank) + "); " + sharedFolderAdvice);
 }
 

@@ -30,9 +30,9 @@ namespace mist::rt {
 void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkpointBytes,
                              MpiCommunicator &world, const std::vector<std::string> &hostOfRank);
 
-/// Every rank opens `path`; returns it when all found the same checkpoint,
+/// Every rank opens the checkpoint in folder `dir`; returns it when all found the same one,
 /// else ends the job naming what each rank found. Collective over `world`.
-OpenedCheckpoint openCheckpointOnEveryRank(const std::string &path, const TrainerSpec &spec,
+OpenedCheckpoint openCheckpointOnEveryRank(const std::string &dir, const TrainerSpec &spec,
                                            const StageSpec &stage, MpiCommunicator &world,
                                            const std::vector<std::string> &hostOfRank);
 

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <set>
@@ -18,8 +20,9 @@ namespace mist::rt {
 namespace {
 
 constexpr int checkpointTag = 30002;
-constexpr const char *formatName = "mistrt-checkpoint-1";
-constexpr const char *modelFormatName = "mistrt-model-1"; ///< the weights alone, for sharing
+constexpr const char *legacyFormat = "mistrt-checkpoint-1";   ///< one file: latest.safetensors
+constexpr const char *modelFormat = "mistrt-model-1";         ///< the weights, for sharing
+constexpr const char *optimizerFormat = "mistrt-optimizer-1"; ///< masters and Adam moments
 
 const ParamTensor allTensors[] = {ParamTensor::Weight, ParamTensor::Master, ParamTensor::AdamM,
                                   ParamTensor::AdamV};
@@ -115,37 +118,53 @@ std::string hex(uint64_t v) {
   return text;
 }
 
-/// The folder's model.safetensors: the weights alone, in the run's dtype,
-/// with the run's metadata, for sharing the trained model without its
-/// optimizer state (a quarter or an eighth of the checkpoint). Resuming reads
-/// latest.safetensors, which holds everything in one atomic file.
-void writeModelFile(const std::string &checkpointPath, const TrainerSpec &spec,
-                    const std::vector<TensorData> &tensors,
-                    std::map<std::string, std::string> meta) {
-  std::vector<TensorData> weights;
-  for (const TensorData &t : tensors) {
-    const std::string &n = t.name;
-    if (n.ends_with(".master") || n.ends_with(".adam_m") || n.ends_with(".adam_v"))
-      continue;
-    if (spec.weightDtype != DType::BF16) {
-      weights.push_back(t);
-      continue;
-    }
-    TensorData half{t.name, "BF16", t.shape, std::vector<std::byte>(t.bytes.size() / 2)};
-    for (size_t i = 0; i < t.bytes.size() / 4; ++i) {
-      float v;
-      std::memcpy(&v, &t.bytes[4 * i], 4);
-      const uint16_t b = toBf16(v); // exact: the run held these weights in bf16
-      std::memcpy(&half.bytes[2 * i], &b, 2);
-    }
-    weights.push_back(std::move(half));
+bool isOptimizerTensor(const std::string &name) {
+  return name.ends_with(".master") || name.ends_with(".adam_m") || name.ends_with(".adam_v");
+}
+
+/// The weights as the run held them: bf16 runs store BF16 (exactly: the run
+/// held these values in bf16), fp32 runs F32.
+TensorData inRunDtype(const TensorData &t, DType weights) {
+  if (weights != DType::BF16)
+    return t;
+  TensorData half{t.name, "BF16", t.shape, std::vector<std::byte>(t.bytes.size() / 2)};
+  for (size_t i = 0; i < t.bytes.size() / 4; ++i) {
+    float v;
+    std::memcpy(&v, &t.bytes[4 * i], 4);
+    const uint16_t b = toBf16(v);
+    std::memcpy(&half.bytes[2 * i], &b, 2);
   }
-  std::erase_if(meta, [](const auto &kv) { return kv.first.starts_with(tensorHashPrefix); });
-  meta["format"] = modelFormatName;
-  meta["content_hash"] = hex(contentHash(weights));
-  const std::string dir = checkpointPath.substr(0, checkpointPath.find_last_of('/') + 1);
-  if (auto error = writeSafetensors(dir + "model.safetensors", weights, meta))
-    abortJob("cannot write the model file: " + *error);
+  return half;
+}
+
+/// A BF16 weight read back as the F32 values the run held.
+void widenToF32(TensorData &t) {
+  if (t.dtype != "BF16")
+    return;
+  std::vector<std::byte> wide(t.bytes.size() * 2);
+  for (size_t i = 0; i < t.bytes.size() / 2; ++i) {
+    uint16_t b;
+    std::memcpy(&b, &t.bytes[2 * i], 2);
+    const float v = fromBf16(b);
+    std::memcpy(&wide[4 * i], &v, 4);
+  }
+  t.dtype = "F32";
+  t.bytes = std::move(wide);
+}
+
+/// Writes one file of the pair with its own tensors' hashes and format.
+void writePart(const std::string &path, const std::vector<TensorData> &tensors,
+               std::map<std::string, std::string> meta, const char *format) {
+  meta["format"] = format;
+  for (const TensorData &t : tensors)
+    meta[tensorHashPrefix + t.name] = hex(tensorHash(t));
+  if (auto error = writeSafetensors(path, tensors, meta))
+    abortJob("cannot write the checkpoint: " + *error);
+}
+
+bool exists(const std::string &path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
 }
 
 } // namespace
@@ -156,14 +175,14 @@ int64_t checkpointBytes(const TrainerSpec &spec) {
     const StageSpec &stage = spec.stages[s];
     for (size_t p = 0; p < stage.params.size(); ++p)
       if (savedBy(spec, s, stage.params[p]))
-        // Four fp32 tensors in latest.safetensors, the weights again in model.safetensors.
-        bytes += copiesOf(stage, p) * elementsOf(stage.params[p]) *
-                 int64_t((std::size(allTensors) + 1) * sizeof(float));
+        // Three fp32 tensors in optimizer.safetensors, the weights in
+        // model.safetensors twice while a save replaces it (counted at fp32).
+        bytes += copiesOf(stage, p) * elementsOf(stage.params[p]) * int64_t(5 * sizeof(float));
   }
   return bytes;
 }
 
-void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGroups &groups,
+void saveCheckpoint(const std::string &dir, const TrainerSpec &spec, ProcessGroups &groups,
                     Communicator &hostWorld, ParameterStore &store, int step, uint64_t seed,
                     const LrSchedule &schedule, const std::map<std::string, std::string> &run) {
   const RankLayout &layout = groups.layout();
@@ -200,25 +219,84 @@ void saveCheckpoint(const std::string &path, const TrainerSpec &spec, ProcessGro
   world.waitSends();
   if (me != 0)
     return;
-  std::map<std::string, std::string> meta{{"format", formatName},
-                                          {"model", spec.model},
+  std::vector<TensorData> weights, optimizer;
+  for (TensorData &t : tensors) {
+    if (isOptimizerTensor(t.name))
+      optimizer.push_back(std::move(t));
+    else
+      weights.push_back(inRunDtype(t, spec.weightDtype));
+  }
+  // Both files say which save they belong to: a resume takes them only as a pair.
+  std::map<std::string, std::string> meta{{"model", spec.model},
                                           {"step", std::to_string(step)},
                                           {"seed", std::to_string(seed)},
-                                          // The weights are stored widened to F32 (exactly);
-                                          // this says what the run held them in.
                                           {"weights_dtype", nameOf(spec.weightDtype)},
                                           {"grad_dtype", nameOf(spec.gradDtype)}};
-  for (const TensorData &t : tensors)
-    meta[tensorHashPrefix + t.name] = hex(tensorHash(t));
   schedule.toMetadata(meta);
   meta.insert(run.begin(), run.end());
-  if (auto error = writeSafetensors(path, tensors, meta))
-    abortJob("cannot write the checkpoint: " + *error);
-  std::printf("checkpoint of step %d written to %s\n", step, path.c_str());
-  writeModelFile(path, spec, tensors, meta);
+  meta["save"] = hex(splitmix64(contentHash(weights) ^ contentHash(optimizer)));
+  meta["content_hash"] = hex(contentHash(weights)); // the model file's own identity
+  // The model file goes in beside the old one, the optimizer file replaces
+  // its predecessor, then the model file does: a save cut short anywhere
+  // leaves a pair that resumes (model.safetensors.next is the new model file
+  // until the last rename). Each write is itself atomic.
+  const std::string modelPath = dir + "/" + checkpointModelFile,
+                    nextPath = modelPath + checkpointNextSuffix;
+  writePart(nextPath, weights, meta, modelFormat);
+  meta.erase("content_hash");
+  writePart(dir + "/" + checkpointOptimizerFile, optimizer, meta, optimizerFormat);
+  std::error_code ec;
+  std::filesystem::rename(nextPath, modelPath, ec);
+  if (ec)
+    abortJob("cannot put " + nextPath + " in place of " + modelPath + ": " + ec.message());
+  // A folder resumed from an older trainer's single file no longer needs it.
+  std::filesystem::remove(dir + "/" + checkpointLegacyFile, ec);
+  std::printf("checkpoint of step %d written to %s (%s, %s)\n", step, dir.c_str(),
+              checkpointModelFile, checkpointOptimizerFile);
 }
 
-OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec,
+namespace {
+
+/// Reads `path`'s tensors that `wanted` names and checks its metadata and
+/// the tensors' hashes; returns the error, or "".
+std::string readPart(const std::string &path, const TrainerSpec &spec, const char *format,
+                     const std::function<bool(std::string_view)> &wanted,
+                     std::optional<SafetensorsFile> &file) {
+  std::string error;
+  file = readSafetensors(path, error, wanted);
+  if (!file)
+    return error;
+  const auto &metadata = file->metadata;
+  for (const char *key : {"format", "model", "step"})
+    if (!metadata.count(key))
+      return path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)";
+  if (metadata.at("format") != format)
+    return path + ": checkpoint format '" + metadata.at("format") + "', this trainer reads '" +
+           format + "' here";
+  if (metadata.at("model") != spec.model)
+    return path + ": a checkpoint of '" + metadata.at("model") + "', not of '" + spec.model + "'";
+  // Each tensor read against the hash recorded when it was written (older
+  // checkpoints have none).
+  for (const TensorData &t : file->tensors) {
+    auto recorded = metadata.find(tensorHashPrefix + t.name);
+    if (t.loaded && recorded != metadata.end() && recorded->second != hex(tensorHash(t)))
+      return path + ": tensor '" + t.name +
+             "' does not match the hash recorded when it was written (" + recorded->second +
+             "): a damaged or altered file";
+  }
+  return "";
+}
+
+std::string describe(const std::map<std::string, std::string> &metadata) {
+  std::string described;
+  for (const auto &[key, value] : metadata)
+    described += key + "=" + value + "\n";
+  return described;
+}
+
+} // namespace
+
+OpenedCheckpoint openCheckpoint(const std::string &dir, const TrainerSpec &spec,
                                 const StageSpec &stage) {
   OpenedCheckpoint opened;
   auto fail = [&](std::string why) {
@@ -234,45 +312,64 @@ OpenedCheckpoint openCheckpoint(const std::string &path, const TrainerSpec &spec
       for (ParamTensor what : allTensors)
         names.insert(tensorName(stage, p, l) + suffixOf(what));
   auto wanted = [&](std::string_view name) { return names.count(name) > 0; };
-  opened.file = readSafetensors(path, opened.error, wanted);
-  if (!opened.file)
-    return fail(opened.error);
+  const std::string optimizerPath = dir + "/" + checkpointOptimizerFile,
+                    modelPath = dir + "/" + checkpointModelFile,
+                    legacyPath = dir + "/" + checkpointLegacyFile;
+  std::string error;
+  if (!exists(optimizerPath) && exists(legacyPath)) { // an older trainer's single file
+    opened.source = legacyPath;
+    error = readPart(legacyPath, spec, legacyFormat, wanted, opened.file);
+    if (!error.empty())
+      return fail(error);
+    opened.identity = fnv1a(describe(opened.file->metadata));
+  } else {
+    opened.source = modelPath + " and " + checkpointOptimizerFile;
+    std::optional<SafetensorsFile> optimizer;
+    error = readPart(optimizerPath, spec, optimizerFormat, wanted, optimizer);
+    if (!error.empty())
+      return fail(exists(optimizerPath) || exists(modelPath)
+                      ? error
+                      : "no checkpoint in " + dir + " (" + checkpointModelFile + " and " +
+                            checkpointOptimizerFile + ")");
+    const std::string save =
+        optimizer->metadata.count("save") ? optimizer->metadata.at("save") : "";
+    // The model file of the same save: in place, or still under its
+    // temporary name when the save was cut short before its last rename.
+    for (const std::string &path : {modelPath, modelPath + checkpointNextSuffix}) {
+      if (!exists(path))
+        continue;
+      error = readPart(path, spec, modelFormat, wanted, opened.file);
+      if (!error.empty())
+        return fail(error);
+      if (opened.file->metadata.count("save") && opened.file->metadata.at("save") == save)
+        break;
+      opened.file.reset();
+    }
+    if (!opened.file)
+      return fail(optimizerPath + " (step " + optimizer->metadata.at("step") + ") has no " +
+                  checkpointModelFile + " of the same save beside it");
+    opened.identity = fnv1a(describe(opened.file->metadata) + describe(optimizer->metadata));
+    for (TensorData &t : opened.file->tensors)
+      widenToF32(t);
+    for (TensorData &t : optimizer->tensors)
+      opened.file->tensors.push_back(std::move(t));
+    std::sort(opened.file->tensors.begin(), opened.file->tensors.end(),
+              [](const TensorData &a, const TensorData &b) { return a.name < b.name; });
+  }
   const auto &metadata = opened.file->metadata;
-  for (const char *key : {"format", "model", "step"})
-    if (!metadata.count(key))
-      return fail(path + ": not a mistrt checkpoint (no '" + key + "' in its metadata)");
-  if (metadata.at("format") != formatName)
-    return fail(path + ": checkpoint format '" + metadata.at("format") + "', this trainer reads '" +
-                formatName + "'");
-  if (metadata.at("model") != spec.model)
-    return fail(path + ": a checkpoint of '" + metadata.at("model") + "', not of '" + spec.model +
-                "'");
   const std::string &stepText = metadata.at("step");
   auto [end, ec] = std::from_chars(stepText.data(), stepText.data() + stepText.size(), opened.step);
   if (ec != std::errc() || end != stepText.data() + stepText.size() || opened.step < 0)
-    return fail(path + ": step '" + stepText + "' in its metadata is not a whole number >= 0");
-  std::string error;
+    return fail(opened.source + ": step '" + stepText +
+                "' in its metadata is not a whole number >= 0");
   opened.schedule = LrSchedule::fromMetadata(metadata, error);
   if (!error.empty())
-    return fail(path + ": " + error);
-  // Each tensor read against the hash recorded when it was written (older
-  // checkpoints have none).
-  for (const TensorData &t : opened.file->tensors) {
-    auto recorded = metadata.find(tensorHashPrefix + t.name);
-    if (t.loaded && recorded != metadata.end() && recorded->second != hex(tensorHash(t)))
-      return fail(path + ": tensor '" + t.name +
-                  "' does not match the hash recorded when it was written (" + recorded->second +
-                  "): a damaged or altered file");
-  }
-  std::string described;
-  for (const auto &[key, value] : metadata)
-    described += key + "=" + value + "\n";
-  opened.identity = fnv1a(described);
+    return fail(opened.source + ": " + error);
   return opened;
 }
 
-void loadCheckpoint(const OpenedCheckpoint &ckpt, const std::string &path, const StageSpec &stage,
-                    ParameterStore &store) {
+void loadCheckpoint(const OpenedCheckpoint &ckpt, const StageSpec &stage, ParameterStore &store) {
+  const std::string &path = ckpt.source;
   for (size_t p = 0; p < stage.params.size(); ++p)
     for (int l = 0; l < copiesOf(stage, p); ++l)
       for (ParamTensor what : allTensors) {

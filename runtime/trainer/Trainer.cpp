@@ -265,10 +265,10 @@ LrSchedule runSchedule(const TrainerSpec &spec, const Options &o, float lr) {
 /// returns the first step to train. The run goes on with the checkpoint's
 /// learning-rate schedule, not one sized to this run's --steps, unless
 /// --reschedule says otherwise: both are logged.
-int resumeFromCheckpoint(const std::string &ckptPath, OpenedCheckpoint state,
-                         const TrainerSpec &spec, const StageSpec &stage, ParameterStore &store,
-                         int worldRank, const Options &o, LrSchedule &schedule) {
-  loadCheckpoint(state, ckptPath, stage, store);
+int resumeFromCheckpoint(OpenedCheckpoint state, const TrainerSpec &spec, const StageSpec &stage,
+                         ParameterStore &store, int worldRank, const Options &o,
+                         LrSchedule &schedule) {
+  loadCheckpoint(state, stage, store);
   if (worldRank == 0)
     compareData(state, spec, o);
   state.file.reset(); // the tensors are in the store now
@@ -278,7 +278,7 @@ int resumeFromCheckpoint(const std::string &ckptPath, OpenedCheckpoint state,
     schedule = *state.schedule;
   if (worldRank != 0)
     return firstStep;
-  std::printf("resumed from %s at step %d\n", ckptPath.c_str(), firstStep);
+  std::printf("resumed from %s at step %d\n", state.source.c_str(), firstStep);
   if (!state.schedule)
     std::printf("mistrt: the checkpoint records no learning-rate schedule (written before the "
                 "first step, or by an older trainer): this run's (%s) applies\n",
@@ -395,12 +395,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   checkOrder(stage, spec.gradAccum, layout->stage);
   const TiedGroups tied = makeTiedGroups(*deviceWorld, *layout, stages);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
-  const std::string ckptPath = o.ckptDir + "/latest.safetensors";
   // Every rank opens the checkpoint and the ranks compare what they found
   // before a tensor is used; a new run checks that all ranks see the folder.
   std::optional<OpenedCheckpoint> resumed;
   if (o.resume)
-    resumed = openCheckpointOnEveryRank(ckptPath, spec, stage, *world, hostOfRank);
+    resumed = openCheckpointOnEveryRank(o.ckptDir, spec, stage, *world, hostOfRank);
   prepareCheckpointFolder(o.ckptDir, o.resume, checkpointBytes(spec), *world, hostOfRank);
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
@@ -418,8 +417,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       offload, streams);
   store.initialize(o.seed);
   LrSchedule schedule = runSchedule(spec, o, lr);
-  const int firstStep = resumed ? resumeFromCheckpoint(ckptPath, std::move(*resumed), spec, stage,
-                                                       store, worldRank, o, schedule)
+  const int firstStep = resumed ? resumeFromCheckpoint(std::move(*resumed), spec, stage, store,
+                                                       worldRank, o, schedule)
                                 : 1;
   resumed.reset();
   store.settle();
@@ -450,7 +449,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};
   // --steps 0 --ckpt-dir D: the initial weights, e.g. to load into another framework.
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
-    saveCheckpoint(ckptPath, spec, groups, *world, store, 0, o.seed, schedule,
+    saveCheckpoint(o.ckptDir, spec, groups, *world, store, 0, o.seed, schedule,
                    runRecord(spec, o, 0, samplesPerStep));
   for (int step = firstStep; step <= o.steps; ++step) {
     const float stepLr = schedule.at(step);
@@ -460,7 +459,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
               samplesPerStep, ranks, f.seconds, offload);
     std::fflush(stdout);
     if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
-      saveCheckpoint(ckptPath, spec, groups, *world, store, step, o.seed, schedule,
+      saveCheckpoint(o.ckptDir, spec, groups, *world, store, step, o.seed, schedule,
                      runRecord(spec, o, step, samplesPerStep));
     if (o.stopAfter > 0 && step == o.stopAfter) {
       if (worldRank == 0)

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Compares two mistrt checkpoints (standard library only).
 
-  compare-checkpoints.py REFERENCE.safetensors OTHER.safetensors
+  compare-checkpoints.py REFERENCE OTHER
+
+Each is a checkpoint folder (model.safetensors: the weights, F32 or BF16;
+optimizer.safetensors: masters and Adam moments) or one safetensors file
+(an older trainer's latest.safetensors holds everything).
 
 Both must hold the same tensors with the same shapes, and:
 - the model's parameters taken together (every tensor without a .master,
@@ -34,6 +38,14 @@ SUFFIXES = (".master", ".adam_m", ".adam_v")
 
 
 def load(path):
+    if os.path.isdir(path):
+        tensors = load_file(os.path.join(path, "model.safetensors"))
+        tensors.update(load_file(os.path.join(path, "optimizer.safetensors")))
+        return tensors
+    return load_file(path)
+
+
+def load_file(path):
     with open(path, "rb") as f:
         data = f.read()
     (size,) = struct.unpack("<Q", data[:8])
@@ -43,13 +55,20 @@ def load(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        if info["dtype"] != "F32":
-            sys.exit(f"{path}: tensor {name} is {info['dtype']}, expected F32")
         begin, end = info["data_offsets"]
         values = array("f")
-        values.frombytes(body[begin:end])
-        if sys.byteorder != "little":
-            values.byteswap()
+        if info["dtype"] == "F32":
+            values.frombytes(body[begin:end])
+            if sys.byteorder != "little":
+                values.byteswap()
+        elif info["dtype"] == "BF16":  # a bf16 run's weights: the top half of an F32
+            halves = array("H")
+            halves.frombytes(body[begin:end])
+            if sys.byteorder != "little":
+                halves.byteswap()
+            values.frombytes(struct.pack(f"<{len(halves)}I", *(h << 16 for h in halves)))
+        else:
+            sys.exit(f"{path}: tensor {name} is {info['dtype']}, expected F32 or BF16")
         tensors[name] = (info["shape"], values)
     return tensors
 

@@ -59,8 +59,7 @@ for spec in "$@"; do
     paste "$work/$reference.losses" "$work/$name.losses" | awk -v plan="$name" -v tol="$tolerance" '
       { d = $1 - $2; if (d < 0) d = -d; if (d > tol * $1) { print plan ": step " NR " loss " $2 " vs " $1; bad = 1 } }
       END { exit bad }'
-    python3 "$here/compare-checkpoints.py" "$work/$reference.ckpt/latest.safetensors" \
-      "$work/$name.ckpt/latest.safetensors"
+    python3 "$here/compare-checkpoints.py" "$work/$reference.ckpt" "$work/$name.ckpt"
   fi
 done
 echo "all $# plans match the first within $tolerance"

@@ -28,7 +28,7 @@ for family in gpt llama; do
   rm -rf "$work/$name.ckpt" "$work/$name.hf"
   mpirun -np 1 "$work/$name" --steps 4 --ckpt-every 3 --stop-after 3 --ckpt-dir "$work/$name.ckpt" >/dev/null
   mpirun -np 1 "$work/$name" --steps 4 --log-every 1 >"$work/$name.log"
-  "$mistc" "$work/$name.mist" --emit=hf --checkpoint "$work/$name.ckpt/latest.safetensors" -o "$work/$name.hf"
+  "$mistc" "$work/$name.mist" --emit=hf --checkpoint "$work/$name.ckpt" -o "$work/$name.hf"
   class=GPT2LMHeadModel
   [[ $family == llama ]] && class=LlamaForCausalLM
   "$python" "$root/tests/trainer/hf-export-check.py" --dir "$work/$name.hf" \
@@ -43,7 +43,7 @@ mpirun -np 1 "$work/gpt-bf16" --steps 1 --ckpt-dir "$work/gpt-bf16.ckpt" >/dev/n
 # From the weights-only model file beside the checkpoint (BF16 tensors).
 "$mistc" "$root/examples/tiny-gpt.mist" --emit=hf --checkpoint "$work/gpt-bf16.ckpt/model.safetensors" \
   -o "$work/gpt-bf16.hf"
-"$python" - "$work/gpt-bf16.hf" "$work/gpt-bf16.ckpt/latest.safetensors" <<'PY'
+"$python" - "$work/gpt-bf16.hf" "$work/gpt-bf16.ckpt/model.safetensors" <<'PY'
 import sys, torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM
@@ -51,8 +51,9 @@ model = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype="auto")
 ours = load_file(sys.argv[2])
 wte = model.transformer.wte.weight
 assert wte.dtype == torch.bfloat16, wte.dtype
-# The trainer's bf16 weights, stored widened: exactly the exported values.
-assert torch.equal(wte.float(), ours["pre.embedding.weight"]), "the token table changed in export"
+# The trainer's bf16 weights as the model file holds them: exactly the exported values.
+assert ours["pre.embedding.weight"].dtype == torch.bfloat16
+assert torch.equal(wte, ours["pre.embedding.weight"]), "the token table changed in export"
 print(f"bf16 GPT: {type(model).__name__} in {wte.dtype}, token table equal to the checkpoint's")
 PY
 echo "hf export checks passed"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent PyTorch reference for the trainer's losses, in fp32 and in bf16.
 
-  pytorch-reference.py --family gpt|llama --checkpoint STEP0.safetensors
+  pytorch-reference.py --family gpt|llama --checkpoint STEP0/optimizer.safetensors
       --trainer-log LOG --dtype f32|bf16 --tolerance T [model and training flags]
 
 Builds the tiny GPT or Llama in plain PyTorch, loads the trainer's step-0

@@ -41,7 +41,7 @@ for family in gpt llama; do
       bounds=(--tolerance 5e-4 --first-step-tolerance 3e-6 --contrast-log "$work/$family-f32.log")
     fi
     "$python" "$root/tests/trainer/pytorch-reference.py" --family "$family" --dtype "$dtype" \
-      --checkpoint "$work/$name.ckpt/latest.safetensors" --trainer-log "$work/$name.log" \
+      --checkpoint "$work/$name.ckpt/optimizer.safetensors" --trainer-log "$work/$name.log" \
       "${bounds[@]}" --json "$work/$name.json" "${extra[@]}"
     results+=("$work/$name.json")
   done

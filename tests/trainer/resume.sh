@@ -5,7 +5,9 @@
 # one rank) the same within 1e-5; the pipeline's own kill and resume is bitwise.
 # All of that in fp32; then in bf16: kill and resume is bitwise too, and a
 # checkpoint crosses precisions both ways (fp32 -> bf16, bf16 -> fp32) with
-# losses within 1e-3 of the run it left.
+# losses within 1e-3 of the run it left. The folder's two files are taken
+# only as one save's pair (a save cut short between its renames resumes), and
+# an older trainer's single latest.safetensors still resumes.
 #   resume.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
 mistc=$1 source_model=$2 work=$3
@@ -77,9 +79,9 @@ diff <(tail -3 "$work/full.txt") "$work/cut-second.txt"
 # The same checkpoint resumed on two data-parallel ranks, and on two
 # tensor-parallel ranks (each takes its slice of the full tensors).
 run 1 1 --ckpt-dir "$work/moved" --ckpt-every 3 --stop-after 3 >/dev/null
-cp "$work/moved/latest.safetensors" "$work/step3.safetensors"
+rm -rf "$work/step3" && cp -r "$work/moved" "$work/step3"
 for shape in "2 1" "1 2" "0 0"; do
-  cp "$work/step3.safetensors" "$work/moved/latest.safetensors"
+  rm -rf "$work/moved" && cp -r "$work/step3" "$work/moved"
   run $shape --ckpt-dir "$work/moved" --resume | losses >"$work/moved.txt"
   if [[ $shape == "0 0" ]]; then echo "resumed on two pipeline stages:"; else echo "resumed on dp x tp = ${shape/ / x }:"; fi
   cat "$work/moved.txt"
@@ -122,7 +124,7 @@ within() { # within REFERENCE.txt RUN.txt TOLERANCE: steps 4-6 of both
     { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > tol * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
     END { exit bad }'
 }
-cp "$work/step3.safetensors" "$work/cross/latest.safetensors"
+cp "$work/step3/"*.safetensors "$work/cross/"
 run bf16 0 --ckpt-dir "$work/cross" --resume | losses >"$work/f32-to-bf16.txt"
 echo "the fp32 run's step-3 checkpoint resumed in bf16:"; cat "$work/f32-to-bf16.txt"
 within "$work/full.txt" "$work/f32-to-bf16.txt" 1e-3
@@ -130,12 +132,65 @@ run bf16 0 --ckpt-dir "$work/cross" --ckpt-every 3 --stop-after 3 >/dev/null
 run 1 1 --ckpt-dir "$work/cross" --resume | losses >"$work/bf16-to-f32.txt"
 echo "the bf16 run's step-3 checkpoint resumed in fp32:"; cat "$work/bf16-to-f32.txt"
 within "$work/bf16full.txt" "$work/bf16-to-f32.txt" 1e-3
-python3 - "$work/cross/latest.safetensors" <<'PY'
+python3 - "$work/cross" <<'PY'
 import json, struct, sys
-data = open(sys.argv[1], "rb").read()
-meta = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])["__metadata__"]
-assert meta["weights_dtype"] == "f32" and meta["grad_dtype"] == "f32", meta
+for name in ("model.safetensors", "optimizer.safetensors"):
+    data = open(sys.argv[1] + "/" + name, "rb").read()
+    header = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])
+    meta = header.pop("__metadata__")
+    assert meta["weights_dtype"] == "f32" and meta["grad_dtype"] == "f32", meta
+    # The weights alone in the model file, the rest in the optimizer file.
+    optimizer = [k for k in header if k.endswith((".master", ".adam_m", ".adam_v"))]
+    assert (len(optimizer) == len(header)) == (name == "optimizer.safetensors"), (name, len(optimizer))
+    assert name == "optimizer.safetensors" or not optimizer, optimizer
 PY
+
+# A save cut short between its two renames (the optimizer file of step 6
+# in place, the model file still under its temporary name, step 3's model
+# file where it was) resumes the step-6 pair; without that file, the
+# mismatched pair is refused.
+rm -rf "$work/torn" && mkdir -p "$work/torn"
+cp "$work/step3/model.safetensors" "$work/torn/"
+cp "$work/full/optimizer.safetensors" "$work/torn/"
+cp "$work/full/model.safetensors" "$work/torn/model.safetensors.next"
+run 1 1 --ckpt-dir "$work/torn" --resume >"$work/torn.txt" 2>&1
+grep -q "the checkpoint is at step 6" "$work/torn.txt" || { cat "$work/torn.txt"; exit 1; }
+rm "$work/torn/model.safetensors.next"
+if run 1 1 --ckpt-dir "$work/torn" --resume >"$work/torn.txt" 2>&1; then
+  echo "a model file of another save was accepted"; exit 1
+fi
+grep -q "optimizer.safetensors (step 6) has no model.safetensors of the same save beside it" \
+  "$work/torn.txt" || { cat "$work/torn.txt"; exit 1; }
+# An older trainer's single latest.safetensors (both files' tensors, format
+# mistrt-checkpoint-1) still resumes, to the same losses as the pair.
+rm -rf "$work/legacy" && mkdir -p "$work/legacy"
+python3 - "$work/step3" "$work/legacy/latest.safetensors" <<'PY'
+import json, struct, sys
+tensors, meta = {}, {}
+for name in ("model.safetensors", "optimizer.safetensors"):
+    data = open(sys.argv[1] + "/" + name, "rb").read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    meta.update({k: v for k, v in header.pop("__metadata__").items() if not k.startswith("hash:")})
+    for k, v in header.items():
+        b, e = v["data_offsets"]
+        tensors[k] = (v["dtype"], v["shape"], data[8 + size + b:8 + size + e])
+meta["format"] = "mistrt-checkpoint-1"
+header, body = {"__metadata__": meta}, b""
+for k in sorted(tensors):
+    dtype, shape, raw = tensors[k]
+    header[k] = {"dtype": dtype, "shape": shape, "data_offsets": [len(body), len(body) + len(raw)]}
+    body += raw
+raw = json.dumps(header).encode()
+raw += b" " * (-len(raw) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(raw)) + raw + body)
+PY
+run 1 1 --ckpt-dir "$work/legacy" --resume | losses >"$work/legacy.txt"
+echo "an older trainer's single-file checkpoint of step 3, resumed:"; cat "$work/legacy.txt"
+within "$work/full.txt" "$work/legacy.txt" 1e-5
+# Its next save is the pair; the single file is gone.
+[[ -f $work/legacy/model.safetensors && -f $work/legacy/optimizer.safetensors && ! -e $work/legacy/latest.safetensors ]] \
+  || { ls "$work/legacy"; echo "the resumed legacy folder was not rewritten as a pair"; exit 1; }
 
 # Resuming a checkpoint of the last step trains nothing, and says so.
 run 1 1 --ckpt-dir "$work/full" --resume >"$work/done.txt" 2>&1
@@ -146,22 +201,21 @@ grep -q "mistrt: warning: the checkpoint is at step 6 and --steps is 6: no step 
 # flipped bit (each tensor is checked against the hash recorded for it).
 refusedAfter() { # refusedAfter PATTERN CHANGE...: resume a changed copy of the step-6 checkpoint
   local pattern=$1; shift
-  rm -rf "$work/tamper" && mkdir -p "$work/tamper"
-  cp "$work/full/latest.safetensors" "$work/tamper/latest.safetensors"
-  python3 "$(dirname "$0")/tamper-checkpoint.py" "$work/tamper/latest.safetensors" "$@" >/dev/null
+  rm -rf "$work/tamper" && cp -r "$work/full" "$work/tamper"
+  python3 "$(dirname "$0")/tamper-checkpoint.py" "$work/tamper/model.safetensors" "$@" >/dev/null
   if run 1 1 --ckpt-dir "$work/tamper" --resume >"$work/tamper.txt" 2>&1; then
     echo "a checkpoint with '$*' was accepted"; exit 1
   fi
   grep -q "$pattern" "$work/tamper.txt" || { cat "$work/tamper.txt"; exit 1; }
 }
-refusedAfter "latest.safetensors: tensor '.*' has shape \[[0-9]*, [0-9]*\], the model's is \[" transpose
-refusedAfter "latest.safetensors: step 'abc' in its metadata is not a whole number >= 0" step abc
-refusedAfter "latest.safetensors: tensor '.*' does not match the hash recorded when it was written" flip
+refusedAfter "model.safetensors and optimizer.safetensors: tensor '.*' has shape \[[0-9]*, [0-9]*\], the model's is \[" transpose
+refusedAfter "model.safetensors and optimizer.safetensors: step 'abc' in its metadata is not a whole number >= 0" step abc
+refusedAfter "model.safetensors: tensor '.*' does not match the hash recorded when it was written" flip
 
 # A checkpoint of another model is refused with a clear message.
-printf 'not a checkpoint' >"$work/moved/latest.safetensors"
+printf 'not a checkpoint' >"$work/moved/optimizer.safetensors"
 if run 1 1 --ckpt-dir "$work/moved" --resume >"$work/bad.txt" 2>&1; then
   echo "a corrupt checkpoint was accepted"; exit 1
 fi
-grep -q "mistrt: rank 0: .*latest.safetensors" "$work/bad.txt" || { cat "$work/bad.txt"; exit 1; }
+grep -q "mistrt: rank 0: .*optimizer.safetensors" "$work/bad.txt" || { cat "$work/bad.txt"; exit 1; }
 echo "resume checks passed"

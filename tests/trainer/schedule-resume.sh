@@ -54,34 +54,40 @@ grep -q "continuing the checkpoint's schedule (lr 0.001, warmup 0, 8 steps, wsd 
   fail "wsd after resume: step 6 lr $(lrOf 6 "$work/wsd-resumed.log") (not 0.000505), step 8 $(lrOf 8 "$work/wsd-resumed.log") (not 1e-05)"
 # The checkpoint records the plan and where the data stood; a resumed run
 # that reads other data says its batches differ from the run it continues.
-python3 - "$work/wsd/latest.safetensors" <<'PY' || fail "the checkpoint does not record the plan and data position"
+python3 - "$work/wsd/model.safetensors" <<'PY' || fail "the checkpoint does not record the plan and data position"
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
 meta = json.loads(raw[8:8 + struct.unpack("<Q", raw[:8])[0]])["__metadata__"]
 assert meta["plan"].startswith("1 stage: dp 1"), meta["plan"]
 assert (meta["data"], meta["data_order"], meta["next_sequence"]) == ("synthetic", "file order", "128"), meta
 PY
-# Beside it, model.safetensors: the weights alone, in the run's dtype (bf16
-# here, exactly the checkpoint's), with the same metadata.
-python3 - "$work/wsd" <<'PY' || fail "model.safetensors is not the checkpoint's weights alone"
+# The folder's two files: model.safetensors the weights alone in the run's
+# dtype (bf16 here: each the bf16 rounding of its fp32 master),
+# optimizer.safetensors the masters and Adam moments; one save, one step.
+python3 - "$work/wsd" <<'PY' || fail "model.safetensors and optimizer.safetensors do not split the checkpoint"
 import json, struct, sys
 def read(path):
     raw = open(path, "rb").read()
     n = struct.unpack("<Q", raw[:8])[0]
     header = json.loads(raw[8:8 + n])
     return header, raw[8 + n:]
-ckpt, ckpt_data = read(sys.argv[1] + "/latest.safetensors")
+opt, opt_data = read(sys.argv[1] + "/optimizer.safetensors")
 model, model_data = read(sys.argv[1] + "/model.safetensors")
-weights = sorted(k for k in ckpt if k != "__metadata__" and not k.endswith((".master", ".adam_m", ".adam_v")))
-assert sorted(k for k in model if k != "__metadata__") == weights, "other tensors than the weights"
-assert model["__metadata__"]["format"] == "mistrt-model-1" and model["__metadata__"]["step"] == ckpt["__metadata__"]["step"]
+om, mm = opt.pop("__metadata__"), model.pop("__metadata__")
+assert (om["format"], mm["format"]) == ("mistrt-optimizer-1", "mistrt-model-1"), (om["format"], mm["format"])
+assert om["step"] == mm["step"] and om["save"] == mm["save"], (om, mm)
+weights = sorted(model)
+assert weights == sorted(k[: -len(".master")] for k in opt if k.endswith(".master")), "other tensors than the weights"
+assert all(k.endswith((".master", ".adam_m", ".adam_v")) for k in opt), "weights in the optimizer file"
+def bf16(bits):  # round to nearest even, as the trainer does
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
 for k in weights:
     assert model[k]["dtype"] == "BF16", model[k]
-    a, b = ckpt[k]["data_offsets"], model[k]["data_offsets"]
-    f32 = ckpt_data[a[0]:a[1]]
-    top_halves = b"".join(f32[i + 2:i + 4] for i in range(0, len(f32), 4))  # exact for bf16 weights
-    assert top_halves == model_data[b[0]:b[1]], k
-print(f"model.safetensors: {len(weights)} weights in BF16, equal to the checkpoint's")
+    a, b = opt[k + ".master"]["data_offsets"], model[k]["data_offsets"]
+    masters = struct.unpack(f"<{(a[1] - a[0]) // 4}I", opt_data[a[0]:a[1]])
+    halves = struct.unpack(f"<{(b[1] - b[0]) // 2}H", model_data[b[0]:b[1]])
+    assert tuple(bf16(m) for m in masters) == halves, k
+print(f"model.safetensors: {len(weights)} weights in BF16, each its master rounded")
 PY
 python3 - "$work/tokens.bin" <<'PY'
 import struct, sys

@@ -88,12 +88,12 @@ refused local-folder "not every rank sees the checkpoint folder $hosts/local/ck 
 
 # Resume from node-local copies: hostb has none, then an older one.
 mkdir -p "$hosts/local-hosta/ck" "$hosts/local-hostb/ck"
-cp "$work/shared/latest.safetensors" "$hosts/local-hosta/ck/"
-refused resume-missing "the ranks did not find the same checkpoint at $hosts/local/ck/latest.safetensors \(hosta \(rank 0\): step 4, checkpoint [0-9a-f]{16}; hostb \(rank 1\): cannot open" \
+cp "$work/shared/"*.safetensors "$hosts/local-hosta/ck/"
+refused resume-missing "the ranks did not find the same checkpoint in $hosts/local/ck \(hosta \(rank 0\): step 4, checkpoint [0-9a-f]{16}; hostb \(rank 1\): no checkpoint in" \
   --host hosta:1,hostb:1 -np 2 "$work/dp2" --steps 6 --ckpt-dir "$hosts/local/ck" --resume
 timeout 120 mpirun --oversubscribe -np 2 "$work/dp2" --steps 2 --ckpt-dir "$work/older" >/dev/null 2>&1 ||
   fail "the run writing an older checkpoint failed"
-cp "$work/older/latest.safetensors" "$hosts/local-hostb/ck/"
+cp "$work/older/"*.safetensors "$hosts/local-hostb/ck/"
 refused resume-older "the ranks did not find the same checkpoint .*\(hosta \(rank 0\): step 4, checkpoint [0-9a-f]{16}; hostb \(rank 1\): step 2, checkpoint [0-9a-f]{16}\)" \
   --host hosta:1,hostb:1 -np 2 "$work/dp2" --steps 6 --ckpt-dir "$hosts/local/ck" --resume
 echo "two-host checks passed"

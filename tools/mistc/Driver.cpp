@@ -112,8 +112,9 @@ cl::opt<std::string> clusterName("cluster", cl::desc("cluster preset name or YAM
 cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster file)"), cl::init(0),
                    cl::cat(category));
 cl::opt<std::string> checkpointPath(
-    "checkpoint", cl::desc("--emit=hf: the trainer checkpoint to convert (DIR/latest.safetensors)"),
-    cl::value_desc("latest.safetensors"), cl::cat(category));
+    "checkpoint",
+    cl::desc("--emit=hf: the trainer checkpoint to convert (its folder, or a safetensors file)"),
+    cl::value_desc("DIR"), cl::cat(category));
 cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
                               cl::value_desc("plan.yaml"), cl::cat(category));
 cl::opt<std::string> planOut("plan-out",
@@ -280,7 +281,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
 /// --emit=hf: a folder, not a file, so not through the output file.
 int writeHuggingFace(unsigned id, DiagnosticEngine &diag) {
   if (checkpointPath.empty() || outputPath == "-") {
-    diag.error({}, "--emit=hf needs --checkpoint (a trainer checkpoint, DIR/latest.safetensors) "
+    diag.error({}, "--emit=hf needs --checkpoint (a trainer checkpoint folder, --ckpt-dir's DIR) "
                    "and -o (the folder to write)");
     return 1;
   }
