@@ -12,7 +12,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <pthread.h>
+#include <sched.h>
 #include <thread>
+#include <unistd.h>
 
 namespace mist::rt {
 
@@ -71,25 +74,50 @@ float initialValue(const std::string &name, int layer, int64_t index, uint64_t s
   return initialValue(initialStream(name, layer, seed), index);
 }
 
+int initialValueThreads(int ranksOnHost) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return int(std::max(1L, cores / std::max(1, ranksOnHost)));
+}
+
+namespace {
+
+/// Lets the calling thread run on any online core: the rank's own binding
+/// is for its training loop. Where the job may not use them all (a cgroup
+/// cpuset), the call fails and the thread keeps the rank's cores.
+void mayUseEveryCore() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long c = 0; c < cores && c < CPU_SETSIZE; ++c)
+    CPU_SET(int(c), &all);
+  pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+}
+
+} // namespace
+
 void fillInitialValues(std::vector<float> &values, const ParamSpec &p, int tpRank, int tp,
-                       int layer, uint64_t seed) {
+                       int layer, uint64_t seed, int threadsAllowed) {
   const InitialStream stream = initialStream(p.name, layer, seed);
   auto fill = [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i)
       values[i] = initialValue(stream, fullIndexOf(p, tpRank, tp, int64_t(i)));
   };
   // Each element depends on its index alone, so threads change nothing but
-  // the time: GPT-3 1.3B's 1.3 G elements took over 50 s on one thread.
+  // the time.
   constexpr size_t kPerThreadMin = size_t(1) << 20;
-  const size_t threads = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()),
-                                          values.size() / kPerThreadMin + 1);
+  const size_t threads =
+      std::min<size_t>(size_t(std::max(1, threadsAllowed)), values.size() / kPerThreadMin + 1);
   if (threads == 1)
     return fill(0, values.size());
   std::vector<std::thread> workers;
   const size_t per = (values.size() + threads - 1) / threads;
   for (size_t t = 0; t < threads; ++t)
-    workers.emplace_back(fill, std::min(values.size(), t * per),
-                         std::min(values.size(), (t + 1) * per));
+    workers.emplace_back(
+        [&fill](size_t begin, size_t end) {
+          mayUseEveryCore();
+          fill(begin, end);
+        },
+        std::min(values.size(), t * per), std::min(values.size(), (t + 1) * per));
   for (std::thread &w : workers)
     w.join();
 }

@@ -65,8 +65,9 @@ public:
   /// Canonical initial values (runtime/trainer/Initialization.cpp), all
   /// weights resident, the optimizer state's offloaded tails already in host
   /// memory; then `load` may overwrite, and `settle` puts the weights where
-  /// the plan keeps them between uses.
-  void initialize(uint64_t seed);
+  /// the plan keeps them between uses. `hostThreads`: threads drawing the
+  /// values (initialValueThreads).
+  void initialize(uint64_t seed, int hostThreads);
   void settle();
 
   /// Makes the weights of `region` (layer `layer`) present in the frames

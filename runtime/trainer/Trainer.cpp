@@ -19,7 +19,9 @@
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/SbatchScript.h"
 #include "runtime/trainer/StageRunner.h"
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -415,7 +417,20 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       stage, memory.global(), memory.layers(),
       {groups.tp(), groups.dp(), tied.whole.get(), tied.shards.get(), layout->isFirstStage()},
       offload, streams);
-  store.initialize(o.seed);
+  {
+    // On the host's cores shared among its ranks, and said when it is long
+    // (billions of weights): nothing else shows before the first step.
+    const int ranksOnHost =
+        int(std::count(hostOfRank.begin(), hostOfRank.end(), hostOfRank[size_t(worldRank)]));
+    const int threads = initialValueThreads(ranksOnHost);
+    const auto start = std::chrono::steady_clock::now();
+    store.initialize(o.seed, threads);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (worldRank == 0 && seconds > 2)
+      std::printf("mistrt: initial values drawn in %.1f s on %d thread%s\n", seconds, threads,
+                  threads == 1 ? "" : "s");
+  }
   LrSchedule schedule = runSchedule(spec, o, lr);
   const int firstStep = resumed ? resumeFromCheckpoint(std::move(*resumed), spec, stage, store,
                                                        worldRank, o, schedule)

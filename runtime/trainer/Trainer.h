@@ -204,8 +204,13 @@ struct InitialStream {
 InitialStream initialStream(const std::string &name, int layer, uint64_t seed);
 float initialValue(const InitialStream &stream, int64_t index);
 /// values[i] = initialValue of local element i of tp rank `tpRank`'s shard
-/// of `p`, computed on all of the host's cores (the same values as one).
+/// of `p`, computed on `threads` threads (the same values as one).
 void fillInitialValues(std::vector<float> &values, const ParamSpec &p, int tpRank, int tp,
-                       int layer, uint64_t seed);
+                       int layer, uint64_t seed, int threads);
+/// Threads for a rank's initial values: the host's cores shared among its
+/// `ranksOnHost` ranks. They may run on any of those cores, whatever core a
+/// launcher bound the rank to (Open MPI binds a lone rank to one core, where
+/// GPT-3 1.3B's values alone took over 50 s).
+int initialValueThreads(int ranksOnHost);
 
 } // namespace mist::rt
