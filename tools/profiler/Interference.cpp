@@ -5,6 +5,7 @@
 #include "tools/profiler/Bf16Gemm.h"
 #include "tools/profiler/DeviceBuffer.h"
 #include "tools/profiler/EventTimer.h"
+#include "tools/profiler/InterferenceFactors.h"
 
 #include <algorithm>
 #include <bit>
@@ -41,17 +42,6 @@ double since(cudaEvent_t ref, cudaEvent_t e) {
   float ms = 0;
   checkCuda(cudaEventElapsedTime(&ms, ref, e), "cudaEventElapsedTime");
   return ms * 1e-3;
-}
-
-/// Sets by size, then in stream order: the pairs, the triples, all four.
-std::vector<unsigned> streamSets() {
-  std::vector<unsigned> masks;
-  for (unsigned mask = 1; mask < 16; ++mask)
-    if (std::popcount(mask) >= 2)
-      masks.push_back(mask);
-  std::stable_sort(masks.begin(), masks.end(),
-                   [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
-  return masks;
 }
 
 /// One set's run: how many units each stream repeats (0: not in the set),
@@ -98,38 +88,14 @@ void runTogether(SetRun &run, Stream (&streams)[4], Stream &gate,
   checkCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 }
 
-/// Each stream's factor: the mean time of its units that lie wholly inside
-/// the window where every stream of the set is busy (all of them when none
-/// does), over its time alone, at least 1.
+/// The set's units as times from its gate, for interferenceFactors.
 InterferenceEntry factorsOf(const SetRun &run, const double alone[4]) {
   const cudaEvent_t start = run.start.ev[0];
-  double lo = 0, hi = INFINITY;
+  UnitTimes units[4];
   for (int s = 0; s < 4; ++s)
-    if (run.count[s]) {
-      lo = std::max(lo, since(start, run.ev[s]->ev[0]));
-      hi = std::min(hi, since(start, run.ev[s]->ev[run.count[s]]));
-    }
-  InterferenceEntry f;
-  for (int s = 0; s < 4; ++s) {
-    if (!run.count[s])
-      continue;
-    const std::vector<cudaEvent_t> &ev = run.ev[s]->ev;
-    double sum = 0;
-    int inside = 0;
-    for (int i = 0; i < run.count[s]; ++i) {
-      double a = since(start, ev[i]), b = since(start, ev[i + 1]);
-      if (a >= lo && b <= hi) {
-        sum += b - a;
-        ++inside;
-      }
-    }
-    double busy = inside ? sum / inside
-                         : (since(start, ev[run.count[s]]) - since(start, ev[0])) / run.count[s];
-    double factor = std::max(1.0, busy / alone[s]);
-    f.streams.push_back(mist::Stream(s));
-    f.factors.push_back(std::round(factor * 1000) / 1000);
-  }
-  return f;
+    for (int i = 0; i < run.count[s]; ++i)
+      units[s].push_back({since(start, run.ev[s]->ev[i]), since(start, run.ev[s]->ev[i + 1])});
+  return interferenceFactors(units, alone);
 }
 
 /// The line for the file's header: how long the sets ran and each unit alone.
@@ -174,7 +140,7 @@ InterferenceResult measureInterference(const InterferenceOptions &o) {
   InterferenceResult r;
   for (int s = 0; s < 4; ++s)
     r.aloneSeconds[s] = medianSeconds(streams[s].s, o.warmup, o.repeats, unit[s]);
-  for (unsigned mask : streamSets()) {
+  for (unsigned mask : interferenceStreamSets()) {
     SetRun run;
     countUnits(mask, o.targetMs, r.aloneSeconds, run);
     runTogether(run, streams, gate, unit);

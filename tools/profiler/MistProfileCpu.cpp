@@ -10,20 +10,25 @@
 /// CPU ranks communicate. It writes a cluster file whose "GPUs" are CPU
 /// cores, so that mistc predicts the CPU trainer; the time model is checked
 /// against it in bench/time/. Flags are mist-profile's
-/// (tools/profiler/ProfilerOptions.h); --linear-grad and the interference
-/// flags do not apply (one stream: nothing runs concurrently).
+/// (tools/profiler/ProfilerOptions.h); --linear-grad does not apply, and the
+/// interference table is measured only with --overlap (the trainer's CPU
+/// streams on threads, CpuInterference.h): without it a CPU rank runs one
+/// stream and nothing runs concurrently.
 //===----------------------------------------------------------------------===//
 #include "format/ClusterWriter.h"
+#include "format/Streams.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/ops/Ops.h"
 #include "tools/profiler/ClusterAssembly.h"
 #include "tools/profiler/CollectiveProbe.h"
+#include "tools/profiler/CpuInterference.h"
 #include "tools/profiler/CpuOpTimer.h"
 #include "tools/profiler/ProfileInputs.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
 #include "tools/profiler/UtcNow.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -141,6 +146,22 @@ void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shap
   m.hostLatencyWhat = "0: a copy within host memory has no transfer to set up";
   m.hostWhat = "the memcpy rate, one direction: offloading on a CPU rank copies within host memory";
   m.interferenceHow = "one stream on a CPU rank: not measured";
+  if (!opts.overlap)
+    return;
+  CpuInterferenceOptions io;
+  io.warmup = opts.warmup;
+  io.repeats = std::max(1, opts.repeats);
+  io.targetMs = opts.interferenceMs;
+  const InterferenceResult r = measureCpuInterference(io);
+  m.interference = r.table;
+  m.interferenceHow = r.how;
+  for (const mist::InterferenceEntry &e : r.table) {
+    std::string line;
+    for (size_t i = 0; i < e.streams.size(); ++i)
+      line += std::string(i ? ", " : "") + mist::streamName(e.streams[i]) + " x" +
+              std::to_string(e.factors[i]).substr(0, 5);
+    std::fprintf(stderr, "mist-profile-cpu: interference: %s\n", line.c_str());
+  }
 }
 
 } // namespace
@@ -188,8 +209,8 @@ int main(int argc, char **argv) {
               "[--repeats N] [--warmup N] ...\n\n"
               "mist-profile's measurements on one CPU core, as the trainer's CPU ranks run:\n"
               "the shapes file's ops with the CPU ops, an fp32 GEMM, the memory copy rate.\n"
-              "The other flags are mist-profile's (below); --linear-grad and the interference\n"
-              "flags do not apply.\n");
+              "The other flags are mist-profile's (below); --linear-grad does not apply, and\n"
+              "stream interference is measured with --overlap only.\n");
     std::fputs(profilerUsage(), stdout);
     return 0;
   }

@@ -32,6 +32,9 @@ there is no GPU.
                          f32; statistics, the loss and weight gradients are fp32 either way)
   --no-interference      do not measure stream interference (keeps the base's table)
   --interference-ms MS   how long each set of concurrent streams runs (default 200)
+  --overlap              mist-profile-cpu: measure stream interference with the streams on
+                         threads, as the trainer's --overlap runs them (without it a CPU
+                         rank runs one stream and the table is not measured)
 
 Figures that cannot be measured (default: the --base file's; without one, as noted):
   --peak-tflops X        datasheet dense bf16 peak, TFLOP/s, e.g. 989 for H100 SXM
@@ -226,6 +229,10 @@ Parsed parseMeasurementFlag(ArgReader &a, ProfilerOptions &o) {
   }
   if (arg == "--no-interference") {
     o.interference = false;
+    return Parsed::Ok;
+  }
+  if (arg == "--overlap") {
+    o.overlap = true;
     return Parsed::Ok;
   }
   if (arg == "--interference-ms") {

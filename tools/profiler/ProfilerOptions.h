@@ -31,6 +31,9 @@ struct ProfilerOptions {
   std::set<std::string> skipOps; ///< --skip-ops a,b: left to the roofline
   bool interference = true;      ///< --no-interference skips it
   double interferenceMs = 200;   ///< --interference-ms: how long each set of streams runs
+  /// --overlap (mist-profile-cpu): measure the interference of the streams
+  /// on threads, as the trainer's --overlap runs them (else: one stream).
+  bool overlap = false;
 
   // Figures no measurement gives (override --base).
   std::optional<double> peakTflops;     ///< --peak-tflops: datasheet dense bf16 peak
