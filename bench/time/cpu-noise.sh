@@ -17,16 +17,7 @@ runs=${RUNS:-10} steps=${STEPS:-8}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cat >"$work/bench-gpt.mist" <<'MODEL'
-import "gpt"
-model bench_gpt = gpt(vocab = 512, hidden = 128, layers = 4, heads = 4)
-train {
-  global_batch = 8
-  seq_len = 128
-  dtype = f32
-  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)
-}
-MODEL
+cp "$root/bench/time/models/bench-gpt.mist" "$work/"
 cat >"$work/plan.yaml" <<'PLAN'
 mist_plan: 1
 global_batch: 8

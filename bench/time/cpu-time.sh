@@ -34,26 +34,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-cat > "$work/bench-gpt.mist" <<'MODEL'
-import "gpt"
-model bench_gpt = gpt(vocab = 512, hidden = 128, layers = 4, heads = 4)
-train {
-  global_batch = 8
-  seq_len = 128
-  dtype = f32
-  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)
-}
-MODEL
-cat > "$work/bench-llama.mist" <<'MODEL'
-import "llama"
-model bench_llama = llama(vocab = 512, hidden = 128, layers = 4, heads = 4, kv_heads = 2, ffn = 352)
-train {
-  global_batch = 8
-  seq_len = 128
-  dtype = f32
-  optimizer = adamw(lr = 1e-3, betas = (0.9, 0.95), weight_decay = 0.1)
-}
-MODEL
+cp "$root/bench/time/models/bench-gpt.mist" "$root/bench/time/models/bench-llama.mist" "$work/"
 
 for model in bench-gpt bench-llama; do
   sed 's/dtype = f32/dtype = bf16/;s/^model bench_\([a-z]*\)/model bench_\1_bf16/' "$work/$model.mist" \

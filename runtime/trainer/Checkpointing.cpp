@@ -234,8 +234,9 @@ void saveCheckpoint(const std::string &dir, const TrainerSpec &spec, ProcessGrou
                                           {"grad_dtype", nameOf(spec.gradDtype)}};
   schedule.toMetadata(meta);
   meta.insert(run.begin(), run.end());
-  meta["save"] = hex(splitmix64(contentHash(weights) ^ contentHash(optimizer)));
-  meta["content_hash"] = hex(contentHash(weights)); // the model file's own identity
+  const uint64_t weightsHash = contentHash(weights); // every weight byte: hashed once
+  meta["save"] = hex(splitmix64(weightsHash ^ contentHash(optimizer)));
+  meta["content_hash"] = hex(weightsHash); // the model file's own identity
   // The model file goes in beside the old one, the optimizer file replaces
   // its predecessor, then the model file does: a save cut short anywhere
   // leaves a pair that resumes (model.safetensors.next is the new model file
