@@ -1,6 +1,7 @@
 //===- ExportProjection.cpp - The closest plan another framework can run --===//
 #include "backend/ExportProjection.h"
 
+#include "ir/OpSemantics.h"
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -364,7 +365,8 @@ ExportModel mist::exportModelOf(const Module &m) {
       e.swiglu |= op->kind == OpKind::Silu;
       e.learnedPositions |= op->kind == OpKind::PositionEmbedding;
       e.linearBias |= op->kind == OpKind::Linear && op->boolAttr("bias", true);
-      e.gelu |= op->kind == OpKind::Gelu;
+      e.geluTanh |= op->kind == OpKind::Gelu && !geluIsExact(*op);
+      e.geluExact |= op->kind == OpKind::Gelu && geluIsExact(*op);
       e.tiedHead |= op->kind == OpKind::LMHead && op->boolAttr("tied", false);
       if (op->kind == OpKind::Dropout)
         e.dropout = std::max(e.dropout, op->realAttr("p").value_or(0));

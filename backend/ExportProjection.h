@@ -58,7 +58,8 @@ struct ExportModel {
   int64_t layers = 0, hidden = 0, heads = 0, kvHeads = 0, ffn = 0, vocab = 0, seqLen = 0;
   bool rmsnorm = false, rope = false, swiglu = false, learnedPositions = false;
   bool linearBias = false;     ///< any linear layer has a bias
-  bool gelu = false;           ///< the MLP uses gelu (mistc's: the tanh approximation)
+  bool geluTanh = false;       ///< a gelu is the tanh approximation (`approximate`, the default)
+  bool geluExact = false;      ///< a gelu is the exact x Phi(x) (`approximate = false`)
   bool tiedHead = false;       ///< the LM head reuses the token embedding
   double dropout = 0;          ///< the largest dropout probability of the layers
   double attentionDropout = 0; ///< on the attention probabilities

@@ -2,6 +2,7 @@
 #include "backend/HuggingFaceExport.h"
 
 #include "backend/ExportProjection.h"
+#include "ir/OpSemantics.h"
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/device/DType.h"
 #include "llvm/Support/FileSystem.h"
@@ -79,6 +80,7 @@ public:
   std::optional<std::vector<HfTensor>> tensors(const LayerRoles &r, Family &family);
 
   double normEps = 1e-5, ropeTheta = 10000;
+  bool exactGelu = false; ///< GPT-2's MLP computes x Phi(x) ("gelu"), else tanh ("gelu_new")
   bool tiedHead = false;
 
 private:
@@ -239,6 +241,7 @@ std::optional<std::vector<HfTensor>> Matcher::gpt2(const LayerRoles &r) {
            std::nullopt;
   if (r.activation->kind != OpKind::Gelu)
     return refuse(r.activation, "in the MLP: GPT-2's is gelu"), std::nullopt;
+  exactGelu = geluIsExact(*r.activation);
   if (r.norm2->kind != OpKind::LayerNorm)
     return refuse(r.norm2, "with a LayerNorm before attention: GPT-2 has two LayerNorms"),
            std::nullopt;
@@ -420,13 +423,13 @@ std::string configJson(const Module &m, Family family, const std::vector<int64_t
     return fmt::format(
         "{{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
         "  \"vocab_size\": {},\n  \"n_positions\": {},\n  \"n_embd\": {},\n  \"n_layer\": {},\n"
-        "  \"n_head\": {},\n  \"n_inner\": {},\n  \"activation_function\": \"gelu_new\",\n"
+        "  \"n_head\": {},\n  \"n_inner\": {},\n  \"activation_function\": \"{}\",\n"
         "  \"layer_norm_epsilon\": {},\n  \"resid_pdrop\": {},\n  \"embd_pdrop\": {},\n"
         "  \"attn_pdrop\": {},\n  \"scale_attn_weights\": true,\n  \"tie_word_embeddings\": true,\n"
         "  \"bos_token_id\": null,\n  \"eos_token_id\": null,\n"
         "  \"use_cache\": true,\n  \"torch_dtype\": \"{}\"\n}}\n",
-        vocab, positions, hidden, e.layers, e.heads, ffn, matched.normEps, e.dropout, e.dropout,
-        e.attentionDropout, dtype);
+        vocab, positions, hidden, e.layers, e.heads, ffn, matched.exactGelu ? "gelu" : "gelu_new",
+        matched.normEps, e.dropout, e.dropout, e.attentionDropout, dtype);
   const int64_t kvHeads = e.kvHeads ? e.kvHeads : e.heads;
   return fmt::format(
       "{{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"

@@ -34,10 +34,12 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
   writeProjectionComment(projected, ExportTarget::Megatron,
                          "The plan is uniform: Megatron-LM runs it as tuned.", os);
   // Megatron-LM's GPT computes the exact GELU (its --openai-gelu flag is
-  // parsed but not used); mistc's is the tanh approximation.
-  if (model.gelu && !model.swiglu)
-    os << "# Not priced: Megatron-LM's GELU is the exact form, mistc's the tanh approximation\n"
-          "# (the same cost; activations differ by at most 4.8e-4).\n";
+  // parsed but not used): a model with the tanh approximation (the
+  // language's default) trains with slightly different values.
+  if (model.geluTanh && !model.swiglu)
+    os << "# Not as the model says: Megatron-LM's GELU is the exact form, the model's the tanh\n"
+          "# approximation (the same cost; activations differ by at most 4.8e-4; write\n"
+          "# gelu(x, approximate = false), or gpt(..., approximate_gelu = false), to match).\n";
   if (std::string decay = weightDecayRemark(model.train, ExportTarget::Megatron); !decay.empty())
     os << "# Not as the model says: " << decay << ".\n";
   if (model.train.lrDecay == "wsd")

@@ -17,9 +17,9 @@ public:
 
   std::string in(size_t k) const { return naming.refs.at(size_t(op.operands.at(k))); }
   std::string res(size_t k) const { return naming.refs.at(size_t(op.results.at(k))); }
-  bool flag(const char *key) const {
+  bool flag(const char *key, bool dflt = false) const {
     auto it = op.words.find(key);
-    return it != op.words.end() && it->second == "true";
+    return it == op.words.end() ? dflt : it->second == "true";
   }
   double num(const char *key, double dflt) const {
     auto it = op.numbers.find(key);
@@ -192,10 +192,13 @@ std::optional<std::string> elementwiseCall(const OpCallArgs &a) {
   case OpKind::Dropout: // p = 0 (checked before emitting)
   case OpKind::DropoutGrad:
     return fmt::format("copy({}, {}, {});", a.res(0), a.in(0), a.n(a.r0));
-  case OpKind::Gelu:
-    return fmt::format("gelu({}, {}, {});", a.res(0), a.in(0), a.n(a.r0));
+  case OpKind::Gelu: // the tanh form unless the model asked for the exact one
+    return fmt::format("{}({}, {}, {});", a.flag("approximate", true) ? "gelu" : "geluExact",
+                       a.res(0), a.in(0), a.n(a.r0));
   case OpKind::GeluGrad:
-    return fmt::format("geluGrad({}, {}, {}, {});", a.res(0), a.in(0), a.in(1), a.n(a.r0));
+    return fmt::format("{}({}, {}, {}, {});",
+                       a.flag("approximate", true) ? "geluGrad" : "geluExactGrad", a.res(0),
+                       a.in(0), a.in(1), a.n(a.r0));
   case OpKind::Silu:
     return fmt::format("silu({}, {}, {});", a.res(0), a.in(0), a.n(a.r0));
   case OpKind::SiluGrad:

@@ -61,7 +61,7 @@ const std::vector<Builtin> &table() {
        1,
        {tensor("x"), dim("heads"), dim("head_dim"), real("theta", 10000.0),
         dim("rotary_dim", false)}},
-      {"gelu", OpKind::Gelu, 1, {tensor("x")}},
+      {"gelu", OpKind::Gelu, 1, {tensor("x"), flag("approximate", true)}},
       {"silu", OpKind::Silu, 1, {tensor("x")}},
       {"dropout", OpKind::Dropout, 1, {tensor("x"), realRequired("p")}},
       {"cross_entropy", OpKind::CrossEntropy, 2, {tensor("logits"), tensor("targets")}},

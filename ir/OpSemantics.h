@@ -37,6 +37,10 @@ bool forwardsOperand(const Op &op, bool singleTpRank);
 /// forward op; extra results are statistics and masks).
 inline bool isDifferentiableResult(unsigned index) { return index == 0; }
 
+/// Whether a gelu or gelu_grad op is the exact GELU, x Phi(x): its
+/// `approximate` attribute is false (absent or true: the tanh approximation).
+inline bool geluIsExact(const Op &op) { return !op.boolAttr("approximate", true); }
+
 /// The tp symbol of the module (declared on demand).
 Expr tpSymbol(Module &m);
 

@@ -202,6 +202,14 @@ void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
   Fp32Staging st;
   k::geluBwdCpu({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
 }
+void geluExact(Tensor out, ConstTensor x, Index n) {
+  Fp32Staging st;
+  k::geluExactFwdCpu({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});
+}
+void geluExactGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
+  Fp32Staging st;
+  k::geluExactBwdCpu({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n});
+}
 void silu(Tensor out, ConstTensor x, Index n) {
   Fp32Staging st;
   k::siluFwdCpu({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n});

@@ -259,6 +259,21 @@ void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
         "geluGrad");
 }
 
+void geluExact(Tensor out, ConstTensor x, Index n) {
+  Fp32Staging st;
+  check(k::geluExactFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
+                            currentStream()),
+        "geluExact");
+}
+
+void geluExactGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
+  Fp32Staging st;
+  check(k::geluExactBwdCuda(
+            {nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n},
+            currentStream()),
+        "geluExactGrad");
+}
+
 void silu(Tensor out, ConstTensor x, Index n) {
   Fp32Staging st;
   check(k::siluFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},

@@ -90,8 +90,12 @@ void rope(Tensor out, ConstTensor x, Index batch, Index seq, Index heads, Index 
 void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, Index headDim,
               float theta, Index rotaryDim);
 
+/// GELU's tanh approximation (the language's `gelu(x)`, GPT-2's `gelu_new`).
 void gelu(Tensor out, ConstTensor x, Index n);
 void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
+/// The exact GELU, x Phi(x) (`gelu(x, approximate = false)`).
+void geluExact(Tensor out, ConstTensor x, Index n);
+void geluExactGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
 void silu(Tensor out, ConstTensor x, Index n);
 void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
 void mul(Tensor out, ConstTensor a, ConstTensor b, Index n);

@@ -59,9 +59,13 @@ int main() {
   const size_t sizes[] = {1, 31, 33, 1000, 4097, 3'000'007};
   unsigned seed = 1;
   for (size_t n : sizes) {
-    // tanhf / expf may differ from the host's by an ulp or two.
+    // tanhf / erfcf / expf may differ from the host's by an ulp or two.
     check("geluFwd", geluFwdCuda, geluFwdRef, n, seed += 10, false, false, 1e-4f, 1e-5f);
     check("geluBwd", geluBwdCuda, geluBwdRef, n, seed += 10, true, false, 1e-4f, 1e-5f);
+    check("geluExactFwd", geluExactFwdCuda, geluExactFwdRef, n, seed += 10, false, false, 1e-4f,
+          1e-5f);
+    check("geluExactBwd", geluExactBwdCuda, geluExactBwdRef, n, seed += 10, true, false, 1e-4f,
+          1e-5f);
     check("siluFwd", siluFwdCuda, siluFwdRef, n, seed += 10, false, false, 1e-4f, 1e-5f);
     check("siluBwd", siluBwdCuda, siluBwdRef, n, seed += 10, true, false, 1e-4f, 1e-5f);
     // One IEEE product or sum per value: bitwise equal.

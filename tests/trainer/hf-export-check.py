@@ -34,6 +34,8 @@ def main():
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--tolerance", type=float, default=1e-5)
     p.add_argument("--expect-class")
+    p.add_argument("--expect-activation",
+                   help="the config's activation (GPT-2's activation_function, Llama's hidden_act)")
     a = p.parse_args()
     torch.set_num_threads(1)
     model = AutoModelForCausalLM.from_pretrained(a.dir, dtype=torch.float32)
@@ -41,6 +43,10 @@ def main():
     name = type(model).__name__
     if a.expect_class and name != a.expect_class:
         sys.exit(f"transformers built {name}, expected {a.expect_class}")
+    cfg = model.config
+    activation = getattr(cfg, "activation_function", None) or getattr(cfg, "hidden_act", None)
+    if a.expect_activation and activation != a.expect_activation:
+        sys.exit(f"the config's activation is {activation}, expected {a.expect_activation}")
     vocab = model.config.vocab_size
     rows = [reference.synthetic((a.step - 1) * a.batch + i, a.seq, vocab) for i in range(a.batch)]
     tokens = torch.tensor([r[0] for r in rows])

@@ -20,9 +20,19 @@ if ! "$python" -c "import torch, transformers, safetensors" 2>/dev/null; then
 fi
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-for family in gpt llama; do
-  name=$family-f32
-  sed "s/^train {\$/train {\\n  dtype = f32/" "$root/examples/tiny-$family.mist" >"$work/$name.mist"
+# gpt-exact: the GPT with the exact GELU, exported as GPT-2 with "gelu"
+# (x Phi(x)) where the tanh form is "gelu_new".
+for variant in gpt llama gpt-exact; do
+  family=${variant%-exact}
+  name=$variant-f32
+  sed -e "s/^train {\$/train {\\n  dtype = f32/" "$root/examples/tiny-$family.mist" >"$work/$name.mist"
+  activation=gelu_new
+  [[ $family == llama ]] && activation=silu
+  if [[ $variant == gpt-exact ]]; then
+    sed -i "s/heads = 4)/heads = 4, approximate_gelu = false)/" "$work/$name.mist"
+    grep -q "approximate_gelu = false" "$work/$name.mist" || { echo "hf-export.sh: $name.mist not made" >&2; exit 1; }
+    activation=gelu
+  fi
   "$root/scripts/build-trainer.sh" "$mistc" "$work/$name.mist" \
     "$root/tests/trainer/tiny-$family-1rank.yaml" "$work/$name" 2>/dev/null
   rm -rf "$work/$name.ckpt" "$work/$name.hf"
@@ -32,7 +42,7 @@ for family in gpt llama; do
   class=GPT2LMHeadModel
   [[ $family == llama ]] && class=LlamaForCausalLM
   "$python" "$root/tests/trainer/hf-export-check.py" --dir "$work/$name.hf" \
-    --trainer-log "$work/$name.log" --step 4 --expect-class $class
+    --trainer-log "$work/$name.log" --step 4 --expect-class $class --expect-activation $activation
 done
 # bf16, from the checkpoint folder's model.safetensors (the weights alone, BF16):
 # transformers loads the folder as bfloat16, the weights exactly the checkpoint's.

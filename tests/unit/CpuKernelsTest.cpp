@@ -301,11 +301,15 @@ TEST(CpuKernels, Elementwise) {
     Kernel ref, fast;
     bool backward;
   };
-  const Pair pairs[] = {
-      {"gelu", geluFwdRef, geluFwdCpu, false}, {"gelu'", geluBwdRef, geluBwdCpu, true},
-      {"silu", siluFwdRef, siluFwdCpu, false}, {"silu'", siluBwdRef, siluBwdCpu, true},
-      {"mul", mulFwdRef, mulFwdCpu, false},    {"mul'", mulBwdRef, mulBwdCpu, true},
-      {"add", addFwdRef, addFwdCpu, false}};
+  const Pair pairs[] = {{"gelu", geluFwdRef, geluFwdCpu, false},
+                        {"gelu'", geluBwdRef, geluBwdCpu, true},
+                        {"exact gelu", geluExactFwdRef, geluExactFwdCpu, false},
+                        {"exact gelu'", geluExactBwdRef, geluExactBwdCpu, true},
+                        {"silu", siluFwdRef, siluFwdCpu, false},
+                        {"silu'", siluBwdRef, siluBwdCpu, true},
+                        {"mul", mulFwdRef, mulFwdCpu, false},
+                        {"mul'", mulBwdRef, mulBwdCpu, true},
+                        {"add", addFwdRef, addFwdCpu, false}};
   for (const Pair &p : pairs) {
     SCOPED_TRACE(p.name);
     auto run = [&](Kernel kernel) {
@@ -320,6 +324,37 @@ TEST(CpuKernels, Elementwise) {
         expectClose("result", fast[i], ref[i], 5e-6);
     });
   }
+}
+
+// Both GELU forms at points where they differ, against their closed forms
+// evaluated in double (x Phi(x) through erfc; the tanh formula of GPT-2),
+// so the two cannot be swapped or share one formula unnoticed.
+TEST(CpuKernels, GeluFormsAtKnownPoints) {
+  struct Point {
+    float x;
+    double exact, tanh;
+  };
+  const Point points[] = {{-6.f, -5.919525870226207e-09, -8.43964897967453e-11},
+                          {-3.f, -0.004049694094890287, -0.0036373920817729943},
+                          {-1.f, -0.15865525393145707, -0.15880800939172324},
+                          {-0.25f, -0.10032341857926907, -0.100324649298315},
+                          {0.5f, 0.34573123063700656, 0.34571400982514394},
+                          {1.f, 0.8413447460685429, 0.8411919906082768},
+                          {2.5f, 2.4844758366855597, 2.484915733910001}};
+  using Kernel = void (*)(const ElementwiseArgs &);
+  // The tanh reference's 0.5 x (1 + tanh u) cancels for negative x (an
+  // absolute error up to ~1e-7); the other three keep their relative accuracy.
+  for (auto [kernel, exact, floor, name] :
+       {std::tuple<Kernel, bool, double, const char *>{geluExactFwdRef, true, 1e-9, "exact ref"},
+        {geluExactFwdCpu, true, 1e-9, "exact fast"},
+        {geluFwdRef, false, 2e-7, "tanh ref"},
+        {geluFwdCpu, false, 1e-9, "tanh fast"}})
+    for (const Point &p : points) {
+      float x = p.x, y = 0.f;
+      kernel({&y, &x, nullptr, nullptr, nullptr, nullptr, 1});
+      double want = exact ? p.exact : p.tanh;
+      EXPECT_NEAR(y, want, std::max(3e-6 * std::abs(want), floor)) << name << " at " << x;
+    }
 }
 
 TEST(CpuKernels, CrossEntropyPhasesOverAVocabularySlice) {

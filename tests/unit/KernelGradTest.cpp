@@ -221,6 +221,7 @@ TEST(KernelGrad, Elementwise) {
   std::vector<float> y(n), dx(n), dz(n);
   ElementwiseArgs a{y.data(), x.data(), z.data(), dx.data(), dz.data(), r.data(), n};
   for (auto [fwdRef, bwd, name] : {std::tuple{&geluFwdRef, &geluBwdRef, "gelu"},
+                                   std::tuple{&geluExactFwdRef, &geluExactBwdRef, "exact gelu"},
                                    std::tuple{&siluFwdRef, &siluBwdRef, "silu"}}) {
     auto fwd = fwdRef; // a copy: C++17 lambdas cannot capture structured bindings
     auto loss = [&] {

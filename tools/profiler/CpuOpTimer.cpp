@@ -212,6 +212,9 @@ private:
     for (const auto &o : ops)
       need(elements(o) == n, "the operands differ in size");
     Tensor a = mem.act(n), b = binary ? mem.act(n) : nullptr, out = mem.act(n);
+    const bool exactGelu = e.word("approximate", "true") == "false";
+    if (op == "gelu" && exactGelu)
+      return [=] { ops::geluExact(out, a, n); };
     if (op == "gelu")
       return [=] { ops::gelu(out, a, n); };
     if (op == "silu")
@@ -221,6 +224,8 @@ private:
     if (op == "add" || op == "grad_add")
       return [=] { ops::add(out, a, b, n); };
     Tensor dout = mem.act(n);
+    if (op == "gelu_grad" && exactGelu)
+      return [=] { ops::geluExactGrad(out, dout, a, n); };
     if (op == "gelu_grad")
       return [=] { ops::geluGrad(out, dout, a, n); };
     if (op == "silu_grad")

@@ -261,14 +261,21 @@ private:
     } else {
       a.out = mem.floats(n);
     }
-    cudaError_t (*fn)(const ElementwiseArgs &, cudaStream_t) = op == "gelu"        ? geluFwdCuda
-                                                               : op == "gelu_grad" ? geluBwdCuda
-                                                               : op == "silu"      ? siluFwdCuda
-                                                               : op == "silu_grad" ? siluBwdCuda
-                                                               : op == "mul"       ? mulFwdCuda
-                                                               : op == "mul_grad"
-                                                                   ? mulBwdCuda
-                                                                   : addFwdCuda; // add, grad_add
+    const bool exactGelu = e.word("approximate", "true") == "false";
+    using Kernel = cudaError_t (*)(const ElementwiseArgs &, cudaStream_t);
+    Kernel fn = addFwdCuda; // add, grad_add
+    if (op == "gelu")
+      fn = exactGelu ? geluExactFwdCuda : geluFwdCuda;
+    else if (op == "gelu_grad")
+      fn = exactGelu ? geluExactBwdCuda : geluBwdCuda;
+    else if (op == "silu")
+      fn = siluFwdCuda;
+    else if (op == "silu_grad")
+      fn = siluBwdCuda;
+    else if (op == "mul")
+      fn = mulFwdCuda;
+    else if (op == "mul_grad")
+      fn = mulBwdCuda;
     return [=, this] { checkCuda(fn(a, s), "elementwise kernel"); };
   }
 

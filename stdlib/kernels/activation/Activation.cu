@@ -1,7 +1,8 @@
 //===- Activation.cu - CUDA elementwise GELU, SiLU, product and sum -------===//
 /// \file
 /// One grid-stride kernel per op, the formulas of ActivationRef.cpp in fp32
-/// (tanhf / expf, no fast-math intrinsics).
+/// (tanhf / erfcf / expf, no fast-math
+/// intrinsics).
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/activation/ActivationCuda.h"
 
@@ -12,11 +13,23 @@ namespace mist::kernels {
 
 namespace {
 
-constexpr float geluScale = 0.7978845608028654f; // sqrt(2 / pi)
+constexpr float geluScale = 0.7978845608028654f;      // sqrt(2 / pi)
+constexpr float normalPdfScale = 0.3989422804014327f; // 1 / sqrt(2 pi)
+constexpr float sqrtHalf = 0.7071067811865476f;       // 1 / sqrt 2
 constexpr int threads = 256;
 constexpr Index maxBlocks = 4096; // the grid-stride loop covers the rest
 
-enum class Op { GeluFwd, GeluBwd, SiluFwd, SiluBwd, MulFwd, MulBwd, AddFwd };
+enum class Op {
+  GeluFwd,
+  GeluBwd,
+  GeluExactFwd,
+  GeluExactBwd,
+  SiluFwd,
+  SiluBwd,
+  MulFwd,
+  MulBwd,
+  AddFwd
+};
 
 template <Op op> __global__ void elementwiseKernel(ElementwiseArgs x) {
   Index stride = Index(gridDim.x) * blockDim.x;
@@ -30,6 +43,13 @@ template <Op op> __global__ void elementwiseKernel(ElementwiseArgs x) {
       float th = tanhf(u);
       float du = geluScale * (1.f + 3.f * 0.044715f * v * v);
       x.da[i] = x.dout[i] * (0.5f * (1.f + th) + 0.5f * v * (1.f - th * th) * du);
+    } else if constexpr (op == Op::GeluExactFwd) {
+      float v = x.a[i];
+      x.out[i] = 0.5f * v * erfcf(-v * sqrtHalf);
+    } else if constexpr (op == Op::GeluExactBwd) {
+      float v = x.a[i];
+      float cdf = 0.5f * erfcf(-v * sqrtHalf);
+      x.da[i] = x.dout[i] * (cdf + v * normalPdfScale * expf(-0.5f * v * v));
     } else if constexpr (op == Op::SiluFwd) {
       float v = x.a[i];
       x.out[i] = v / (1.f + expf(-v));
@@ -66,6 +86,12 @@ cudaError_t geluFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
 }
 cudaError_t geluBwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
   return launch<Op::GeluBwd>(x, stream);
+}
+cudaError_t geluExactFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::GeluExactFwd>(x, stream);
+}
+cudaError_t geluExactBwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::GeluExactBwd>(x, stream);
 }
 cudaError_t siluFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
   return launch<Op::SiluFwd>(x, stream);

@@ -16,6 +16,8 @@ struct ElementwiseArgs {
 };
 void geluFwdRef(const ElementwiseArgs &x); ///< tanh approximation, as GPT-2/3
 void geluBwdRef(const ElementwiseArgs &x);
+void geluExactFwdRef(const ElementwiseArgs &x); ///< x Phi(x), as Megatron-LM, GPT-NeoX, Falcon
+void geluExactBwdRef(const ElementwiseArgs &x);
 void siluFwdRef(const ElementwiseArgs &x);
 void siluBwdRef(const ElementwiseArgs &x);
 void mulFwdRef(const ElementwiseArgs &x);

@@ -16,6 +16,8 @@ namespace mist::kernels {
 
 cudaError_t geluFwdCuda(const ElementwiseArgs &x, cudaStream_t stream); ///< tanh approximation
 cudaError_t geluBwdCuda(const ElementwiseArgs &x, cudaStream_t stream);
+cudaError_t geluExactFwdCuda(const ElementwiseArgs &x, cudaStream_t stream); ///< x Phi(x)
+cudaError_t geluExactBwdCuda(const ElementwiseArgs &x, cudaStream_t stream);
 cudaError_t siluFwdCuda(const ElementwiseArgs &x, cudaStream_t stream);
 cudaError_t siluBwdCuda(const ElementwiseArgs &x, cudaStream_t stream);
 cudaError_t mulFwdCuda(const ElementwiseArgs &x, cudaStream_t stream);
