@@ -42,7 +42,9 @@ cmake -S "$root" -B "$build" -G Ninja -DMIST_SANITIZE=ON -DMIST_WERROR=OFF \
   -DCMAKE_C_FLAGS_SANITIZE="-O1 $debug" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 $debug" >/dev/null
 # gtest_discover_tests runs each test binary at build time: with the
 # sanitizer options above, exported.
+build_start=$SECONDS
 cmake --build "$build" --target "${targets[@]}" -j "$jobs"
+echo "run-sanitized-tests: build took $((SECONDS - build_start)) s" >&2
 
 cd "$build"
 if not_built=$(ctest -N | grep -o '[A-Za-z0-9_-]*_NOT_BUILT'); then
