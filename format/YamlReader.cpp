@@ -147,6 +147,28 @@ size_t tooDeep(llvm::StringRef text) {
   return llvm::StringRef::npos;
 }
 
+/// The first anchor (`&name`) or alias (`*name`) outside quoted text and
+/// comments, or npos. Plan and cluster files need neither, and an alias
+/// repeats a whole subtree: nested aliases make a file of a few lines stand
+/// for billions of nodes (a "billion laughs"), which every walk then visits.
+size_t firstAnchorOrAlias(llvm::StringRef text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    char ch = text[i];
+    if (ch == '#' && (i == 0 || text[i - 1] == ' ' || text[i - 1] == '\n')) {
+      i = std::min(text.find('\n', i), text.size()) - 1;
+    } else if (ch == '"' || ch == '\'') {
+      i = closingQuote(text, i, /*sameLine=*/false);
+      if (i == llvm::StringRef::npos)
+        break;
+    } else if ((ch == '&' || ch == '*') && i + 1 < text.size() &&
+               !llvm::StringRef(" \t\r\n,]}").contains(text[i + 1]) &&
+               (i == 0 || llvm::StringRef(" \t\n[{,").contains(text[i - 1]))) {
+      return i;
+    }
+  }
+  return llvm::StringRef::npos;
+}
+
 /// Whether the quoted scalar opening at `at` closes on its own line.
 bool closesOnItsLine(llvm::StringRef text, size_t at) {
   if (at >= text.size() || (text[at] != '"' && text[at] != '\''))
@@ -184,6 +206,13 @@ std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
   if (size_t deep = tooDeep(text); deep != llvm::StringRef::npos) {
     diag.error(llvm::SMLoc::getFromPointer(text.data() + deep),
                "the YAML nests more than " + std::to_string(maxNesting) + " levels deep here");
+    return std::nullopt;
+  }
+  if (size_t at = firstAnchorOrAlias(text); at != llvm::StringRef::npos) {
+    diag.error(llvm::SMLoc::getFromPointer(text.data() + at),
+               "YAML anchors and aliases ('&name', '*name') are not allowed in a " + what.str() +
+                   " file: an alias repeats a whole subtree, so a few lines can stand for "
+                   "billions of values");
     return std::nullopt;
   }
   std::vector<YAML::Node> docs;

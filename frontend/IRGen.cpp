@@ -110,7 +110,7 @@ std::optional<EValue> IRGen::eval(const ExprAST &e, Env &env, const std::string 
       }
       return EValue::ofReal(d);
     }
-    if (n->text.size() > 18) {
+    if (n->text.size() > limits::maxIntegerDigits) {
       error(e.loc(), "integer " + n->text + " is too large", e.range);
       return std::nullopt;
     }
@@ -558,6 +558,7 @@ bool IRGen::genLayer(const ModelDecl &tmpl, Env &base, const std::vector<std::st
                  fmt::format("the repeat count ({}) is more than the {} layers mistc accepts",
                              n ? groupDigits(*n) : str(layers), groupDigits(limits::maxLayers)));
   m->layer.repeat = *count;
+  m->layer.loc = tmpl.repeatLoc;
   Env layerEnv = bindCarriedArgs(m->layer.fwd, carried, base);
   if (!runStmts(tmpl.body, layerEnv, nullptr))
     return false;

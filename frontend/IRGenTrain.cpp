@@ -246,6 +246,8 @@ bool IRGen::evalTrain() {
   inTrain = true;
   auto leaveTrain = llvm::make_scope_exit([&] { inTrain = false; });
   const TrainEntry *gradDtypeEntry = nullptr, *minLrEntry = nullptr, *fractionEntry = nullptr;
+  if (prog.train)
+    t.loc = prog.train->loc;
   if (const TrainDecl *td = prog.train)
     for (const TrainEntry &e : td->entries) {
       if (!evalTrainEntry(e, seqLen))

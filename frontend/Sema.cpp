@@ -7,6 +7,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include <map>
 #include <set>
 
 using namespace mist;
@@ -436,8 +437,16 @@ LogicalResult mist::checkProgram(Program &program, const LoadOptions &opts,
     diag.error(mainFile.trains[1].loc, "a file has at most one train section");
     diag.note(mainFile.trains[0].loc, "the first train section is here");
   }
-  if (!mainFile.trains.empty())
+  if (!mainFile.trains.empty()) {
     program.train = &mainFile.trains[0];
+    // One value per key: a second one would silently win.
+    std::map<std::string, const TrainEntry *> seen;
+    for (const TrainEntry &e : program.train->entries)
+      if (auto [first, fresh] = seen.emplace(e.key, &e); !fresh) {
+        diag.error(e.keyRange.Start, "train key '" + e.key + "' is given twice", e.keyRange);
+        diag.note(first->second->keyRange.Start, "first given here");
+      }
+  }
 
   Checker checker(program, opts, diag);
   for (auto &f : program.files) {

@@ -98,6 +98,9 @@ struct Region {
   explicit Region(RegionKind kind) : kind(kind) {}
   RegionKind kind;
   Expr repeat = 1; ///< number of repetitions (layer region)
+  /// Where the region is declared (the layer region: its repeat count);
+  /// the verifier's errors about the region point here.
+  llvm::SMLoc loc;
   Block fwd;
   std::optional<Block> bwd; ///< present after the backward pass
   std::optional<RegionSummary> summary;
@@ -149,6 +152,7 @@ struct TrainConfig {
   /// --cluster overrides it.
   std::string cluster;
   llvm::SMLoc clusterLoc; ///< where the train section names it
+  llvm::SMLoc loc;        ///< the train section (none when the model has none)
   DType gradientDtype() const {
     if (gradDtype)
       return *gradDtype;

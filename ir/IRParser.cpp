@@ -214,6 +214,10 @@ bool IRParser::parseSym() {
       return false;
     if (v <= 0)
       return errorAt(valueTok, "symbol values must be positive");
+    // The front end's bound on the sizes a .mist file gives.
+    if (valueTok.text.size() > limits::maxIntegerDigits)
+      return errorAt(valueTok, "symbol value " + valueTok.text.str() + " is too large (at most " +
+                                   std::to_string(limits::maxIntegerDigits) + " digits)");
     value = v;
   }
   if (!expect(Tok::Colon, "before the symbol kind"))
@@ -237,6 +241,7 @@ bool IRParser::parseSym() {
 
 /// train := 'train' '{' key '=' value {',' key '=' value} '}'
 bool IRParser::parseTrain() {
+  m->train.loc = tok.loc();
   advance();
   if (!expect(Tok::LBrace, "after 'train'"))
     return false;
@@ -593,6 +598,7 @@ bool IRParser::parseRegion(Region &r) {
                                             : isWord("layer");
   if (!named)
     return error("expected the '" + std::string(regionName(r.kind)) + "' region");
+  r.loc = tok.loc();
   advance();
   if (r.kind == RegionKind::Layer) {
     if (!expect(Tok::KwRepeat, "after 'layer'") || !parseExpr(r.repeat))

@@ -56,6 +56,12 @@ private:
       }
       if (op->results.empty())
         fail(op->loc, opName(op->kind) + " defines no value");
+      // Flags are read with a default (Op::boolAttr): another kind of value
+      // would silently read as the default.
+      for (const char *flag : {"approximate", "bias", "causal", "flash", "tied"})
+        if (const Attr *a = op->attr(flag); a && !std::holds_alternative<bool>(*a))
+          fail(op->loc, std::string("attribute '") + flag + "' of " + opName(op->kind).str() +
+                            " must be true or false");
       if (op->operands.size() < minOperands(op->kind))
         fail(op->loc, opName(op->kind) + " needs at least " +
                           std::to_string(minOperands(op->kind)) + " operands");
@@ -74,8 +80,8 @@ private:
     }
     for (const Value *y : b.yields)
       if (!scope.count(y))
-        fail({}, "yielded value '%" + y->name + "' is not defined in the " + regionName(r.kind) +
-                     " region");
+        fail(r.loc, "yielded value '%" + y->name + "' is not defined in the " + regionName(r.kind) +
+                        " region");
   }
   /// Operands the cost model and later passes index without checking.
   static size_t minOperands(OpKind k) {
@@ -104,20 +110,20 @@ private:
     std::unordered_set<const Value *> scope;
     verifyOps(r.fwd, scope, r);
     if (m.state.differentiated && !r.bwd)
-      fail({}, "region '" + std::string(regionName(r.kind)) + "' has no backward block");
+      fail(r.loc, "region '" + std::string(regionName(r.kind)) + "' has no backward block");
     if (r.bwd) {
       if (r.bwd->args.size() != r.fwd.yields.size())
-        fail({}, "backward of '" + std::string(regionName(r.kind)) + "' takes " +
-                     std::to_string(r.bwd->args.size()) + " gradients for " +
-                     std::to_string(r.fwd.yields.size()) + " yielded values");
+        fail(r.loc, "backward of '" + std::string(regionName(r.kind)) + "' takes " +
+                        std::to_string(r.bwd->args.size()) + " gradients for " +
+                        std::to_string(r.fwd.yields.size()) + " yielded values");
       if (r.bwd->yields.size() != r.fwd.args.size())
-        fail({}, "backward of '" + std::string(regionName(r.kind)) + "' yields " +
-                     std::to_string(r.bwd->yields.size()) + " gradients for " +
-                     std::to_string(r.fwd.args.size()) + " arguments");
+        fail(r.loc, "backward of '" + std::string(regionName(r.kind)) + "' yields " +
+                        std::to_string(r.bwd->yields.size()) + " gradients for " +
+                        std::to_string(r.fwd.args.size()) + " arguments");
       verifyOps(*r.bwd, scope, r);
     }
     if (r.kind == RegionKind::Layer && !exprToInt(m.symbols.bindAll(r.repeat)))
-      fail({}, "the layer repeat count must have a value");
+      fail(r.loc, "the layer repeat count must have a value");
   }
 
   /// What the front end enforces of the train section and the sizes, so
@@ -126,7 +132,7 @@ private:
     const TrainConfig &t = m.train;
     auto require = [&](bool holds, const std::string &what, double value) {
       if (!holds)
-        fail({}, "train: " + what + " (" + formatReal(value) + ")");
+        fail(t.loc, "train: " + what + " (" + formatReal(value) + ")");
     };
     require(t.lr > 0, "lr must be positive", t.lr);
     require(t.gradClip > 0, "grad_clip must be positive", t.gradClip);
@@ -138,31 +144,34 @@ private:
             "global_batch must lie in [0, 16,777,216]", double(t.globalBatch));
     require(t.warmupSteps >= 0, "warmup_steps must not be negative", double(t.warmupSteps));
     if (!isLrDecay(t.lrDecay))
-      fail({}, "train: lr_decay '" + t.lrDecay + "' is not cosine, linear, constant or wsd");
+      fail(t.loc, "train: lr_decay '" + t.lrDecay + "' is not cosine, linear, constant or wsd");
     if (t.minLr)
       require(*t.minLr >= 0 && *t.minLr <= t.lr, "min_lr must lie in [0, lr]", *t.minLr);
     if (t.decayFraction) {
       require(*t.decayFraction > 0 && *t.decayFraction <= 1, "decay_fraction must lie in (0, 1]",
               *t.decayFraction);
       if (t.lrDecay != "wsd")
-        fail({}, "train: decay_fraction applies to lr_decay = \"wsd\" only");
+        fail(t.loc, "train: decay_fraction applies to lr_decay = \"wsd\" only");
     }
     if (dtypeBytes(t.gradientDtype()) < dtypeBytes(t.dtype))
-      fail({}, "train: grad_dtype " + dtypeName(t.gradientDtype()).str() +
-                   " is narrower than the weights' dtype " + dtypeName(t.dtype).str());
+      fail(t.loc, "train: grad_dtype " + dtypeName(t.gradientDtype()).str() +
+                      " is narrower than the weights' dtype " + dtypeName(t.dtype).str());
     if (const Symbol *seq = m.symbols.ofKind(SymbolKind::Seq); seq && seq->value)
       require(*seq->value >= 1 && *seq->value <= limits::maxCount,
               "the sequence length must lie in [1, 16,777,216]", double(*seq->value));
-    if (auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat)))
-      require(*layers >= 1 && *layers <= limits::maxLayers,
-              "the layer repeat count must lie in [1, 1,000,000]", double(*layers));
+    if (auto layers = exprToInt(m.symbols.bindAll(m.layer.repeat));
+        layers && !(*layers >= 1 && *layers <= limits::maxLayers))
+      fail(m.layer.loc,
+           "the layer repeat count must lie in [1, 1,000,000] (" + std::to_string(*layers) + ")");
   }
 
   void verifyInterfaces() {
-    auto match = [&](const Block &from, const Block &to, const char *what) {
+    auto match = [&](const Region &fromRegion, const Region &toRegion, const char *what) {
+      const Block &from = fromRegion.fwd, &to = toRegion.fwd;
       if (from.yields.size() != to.args.size()) {
-        fail({}, std::string(what) + ": " + std::to_string(from.yields.size()) +
-                     " values flow into " + std::to_string(to.args.size()) + " arguments");
+        fail(fromRegion.loc, std::string(what) + ": " + std::to_string(from.yields.size()) +
+                                 " values flow into " + std::to_string(to.args.size()) +
+                                 " arguments");
         return;
       }
       for (size_t i = 0; i < to.args.size(); ++i) {
@@ -172,11 +181,11 @@ private:
                              " but '%" + a->name + "' is " + a->type.str(m.symbols));
       }
     };
-    match(m.pre.fwd, m.layer.fwd, "pre -> layer");
-    match(m.layer.fwd, m.layer.fwd, "layer -> layer");
-    match(m.layer.fwd, m.post.fwd, "layer -> post");
+    match(m.pre, m.layer, "pre -> layer");
+    match(m.layer, m.layer, "layer -> layer");
+    match(m.layer, m.post, "layer -> post");
     if (m.post.fwd.yields.size() != 1) {
-      fail({}, "the post region must yield exactly one value, the loss");
+      fail(m.post.loc, "the post region must yield exactly one value, the loss");
     } else if (const Value *loss = m.post.fwd.yields[0];
                loss->typed && (loss->type.rank() != 0 || loss->type.dtype != DType::F32)) {
       fail(locOf(loss),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the unit tests and the tools the lit tests run with AddressSanitizer
 # and UndefinedBehaviorSanitizer (GCC, -DMIST_SANITIZE=ON) into build-asan/
-# and runs the unit and lit tests there: ctest -L 'unit|lit' (not the
+# and runs the unit and lit tests and the adversarial corpus (tests/corpus)
+# there: ctest -L 'unit|lit|corpus' (not the
 # trainers under mpirun, labels trainer and cpu-ranks; not the GPU tests).
 # Any ASan report, leak or undefined behaviour fails the test it happens in.
 #
@@ -29,6 +30,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan-suppressions
 targets=(
   mistUnitTests mistrtCheckpointTests mistrtDataTests mistrtRankLayoutTest
   mistrtTrainerPartsTests mistrtPlacementTest mist-safetensors-tool # label unit
+  mist-token-tool                               # run by the corpus
   mistc mist-yaml-check mist-profile-cpu        # run by the lit tests
 )
 
@@ -51,4 +53,4 @@ if not_built=$(ctest -N | grep -o '[A-Za-z0-9_-]*_NOT_BUILT'); then
   echo "run-sanitized-tests: test programs not built (add them to targets): $not_built" >&2
   exit 1
 fi
-ctest --output-on-failure -j "$jobs" -L 'unit|lit'
+ctest --output-on-failure -j "$jobs" -L 'unit|lit|corpus'

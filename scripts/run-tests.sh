@@ -19,11 +19,16 @@ phase_done build
 cd "${BUILD_DIR:-$root/build}"
 # Label long: the whole bf16 equivalence suite (~10 min on 2 cores), run by
 # hand (ctest -L long) and recorded in bench/results/bf16-equivalence.txt.
-ctest --output-on-failure -j "${JOBS:-$(nproc)}" -LE 'gpu|long'
+# The adversarial corpus runs once, in the sanitized build when there is one.
+sanitized=false
+[[ ${MIST_SANITIZED_TESTS:-${CI:-false}} =~ ^(1|true)$ ]] && sanitized=true
+exclude='gpu|long'
+$sanitized && exclude='gpu|long|corpus'
+ctest --output-on-failure -j "${JOBS:-$(nproc)}" -LE "$exclude"
 phase_done tests
 # In CI (CI=true), or with MIST_SANITIZED_TESTS=1: the unit and lit tests again,
 # built with ASan and UBSan in build-asan/ (MIST_SANITIZED_TESTS=0 skips them).
-if [[ ${MIST_SANITIZED_TESTS:-${CI:-false}} =~ ^(1|true)$ ]]; then
+if $sanitized; then
   "$root/scripts/run-sanitized-tests.sh"
   phase_done "sanitized build and tests"
 fi
