@@ -7,6 +7,7 @@
 #include "runtime/device/DType.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
@@ -16,13 +17,23 @@ using namespace mist;
 
 namespace {
 
-enum class Family { Gpt2, Llama };
+enum class Family { Gpt2, Llama, GptNeox };
+
+const char *className(Family f) {
+  return f == Family::Gpt2    ? "GPT2LMHeadModel"
+         : f == Family::Llama ? "LlamaForCausalLM"
+                              : "GPTNeoXForCausalLM";
+}
 
 /// How a transformers tensor is made from the checkpoint's.
 enum class Transform {
   Copy,
-  Transpose,          ///< [in, out] -> [out, in]
-  TransposeRotaryRows ///< transposed, each head's rows from interleaved pairs to halves
+  Transpose,           ///< [in, out] -> [out, in]
+  TransposeRotaryRows, ///< transposed, each head's rows from interleaved pairs to halves
+  /// GPT-NeoX's query_key_value: the q, k and v tensors (`parts`) fused per
+  /// head (q_h, k_h, v_h, ...), weights transposed, the first `rotaryDim`
+  /// rows of each head's q and k from interleaved pairs to halves.
+  FuseQkvPerHead
 };
 
 /// One tensor of the transformers model.
@@ -31,7 +42,9 @@ struct HfTensor {
   std::string ourName; ///< the checkpoint's, `{}` for the layer index
   bool perLayer = false;
   Transform transform = Transform::Copy;
-  int64_t heads = 0; ///< rows' heads, for TransposeRotaryRows
+  int64_t heads = 0;                ///< rows' heads, for TransposeRotaryRows and FuseQkvPerHead
+  int64_t rotaryDim = 0;            ///< FuseQkvPerHead: the rotating dims of each head
+  std::vector<std::string> parts{}; ///< FuseQkvPerHead: q, k and v (checkpoint names)
 };
 
 /// What the model's layer computes, op by op.
@@ -80,8 +93,9 @@ public:
   std::optional<std::vector<HfTensor>> tensors(const LayerRoles &r, Family &family);
 
   double normEps = 1e-5, ropeTheta = 10000;
-  bool exactGelu = false; ///< GPT-2's MLP computes x Phi(x) ("gelu"), else tanh ("gelu_new")
+  bool exactGelu = false; ///< the MLP computes x Phi(x) ("gelu"), else tanh ("gelu_new")
   bool tiedHead = false;
+  int64_t rotaryDim = 0, headDim = 0; ///< GPT-NeoX: rotary_pct = rotaryDim / headDim
 
 private:
   bool refuse(const Op *op, const std::string &why) {
@@ -95,8 +109,8 @@ private:
     for (const Op *op : ops)
       if (op->kind == kind) {
         if (found) {
-          refuse(op, fmt::format("a second {} in the layer: transformers' GPT-2 and Llama "
-                                 "layers have one",
+          refuse(op, fmt::format("a second {} in the layer: transformers' GPT-2, Llama and "
+                                 "GPT-NeoX layers have one",
                                  role));
           return nullptr;
         }
@@ -108,6 +122,16 @@ private:
   }
   std::optional<std::vector<HfTensor>> gpt2(const LayerRoles &r);
   std::optional<std::vector<HfTensor>> llama(const LayerRoles &r);
+  std::optional<std::vector<HfTensor>> gptNeox(const LayerRoles &r);
+  /// Whether the MLP's norm reads the layer's input (the parallel residual
+  /// of GPT-NeoX) rather than the sum after attention (GPT-2, Llama).
+  static bool parallelResidual(const LayerRoles &r) {
+    return r.norm1->operands[0] == r.norm2->operands[0];
+  }
+  std::optional<int64_t> ropeSize(const Op *rope, const char *attr) const {
+    auto d = rope->dimAttr(attr);
+    return d ? exprToInt(m.symbols.bindAll(*d)) : std::nullopt;
+  }
   /// pre's token table and (GPT-2) position table, post's norm and head.
   bool endTensors(Family family, std::vector<HfTensor> &out);
 
@@ -140,14 +164,14 @@ std::optional<LayerRoles> Matcher::matchLayer() {
     case OpKind::Mul:
       break;
     default:
-      refuse(o, "in a layer has no counterpart in transformers' GPT-2 or Llama layers");
+      refuse(o, "in a layer has no counterpart in transformers' GPT-2, Llama or GPT-NeoX layers");
       return std::nullopt;
     }
   }
   LayerRoles r;
   if (norms.size() != 2) {
     refuse(norms.size() > 2 ? norms[2] : nullptr,
-           fmt::format("the layer has {} norm{}; GPT-2 and Llama layers have two (before "
+           fmt::format("the layer has {} norm{}; GPT-2, Llama and GPT-NeoX layers have two (before "
                        "attention, before the MLP)",
                        norms.size(), norms.size() == 1 ? "" : "s"));
     return std::nullopt;
@@ -165,7 +189,7 @@ std::optional<LayerRoles> Matcher::matchLayer() {
     }
     if (!s || s->kind != OpKind::Linear || source(s->operands[0]) != r.norm1) {
       refuse(s ? s : r.attention, "feeds attention but is not a linear of the layer's first "
-                                  "norm, as transformers' GPT-2 and Llama attention are");
+                                  "norm, as transformers' GPT-2, Llama and GPT-NeoX attention are");
       return nullptr;
     }
     return s;
@@ -196,13 +220,14 @@ std::optional<LayerRoles> Matcher::matchLayer() {
     else if (from && (from->kind == OpKind::Gelu || from->kind == OpKind::Mul) && !r.down)
       r.down = l;
     else
-      return refuse(l, "has no place in transformers' GPT-2 or Llama layer (it is not the "
-                       "attention output, the MLP's first linears or its last)"),
+      return refuse(l,
+                    "has no place in transformers' GPT-2, Llama or GPT-NeoX layer (it is not the "
+                    "attention output, the MLP's first linears or its last)"),
              std::nullopt;
   }
   if (!r.out || !r.mlpIn || !r.down)
     return refuse(!r.out ? r.attention : r.norm2,
-                  "is not followed by the linears of GPT-2's or Llama's layer"),
+                  "is not followed by the linears of GPT-2's, Llama's or GPT-NeoX's layer"),
            std::nullopt;
   r.activation = source(r.down->operands[0]);
   if (r.activation->kind == OpKind::Mul) { // SwiGLU: silu(gate) * up
@@ -226,9 +251,16 @@ std::optional<LayerRoles> Matcher::matchLayer() {
 }
 
 std::optional<std::vector<HfTensor>> Matcher::tensors(const LayerRoles &r, Family &family) {
-  family = r.norm1->kind == OpKind::LayerNorm ? Family::Gpt2 : Family::Llama;
+  // LayerNorm: GPT-2 with one fused q/k/v linear, GPT-NeoX with three.
+  family = r.norm1->kind == OpKind::RMSNorm ? Family::Llama
+           : r.qkv                          ? Family::Gpt2
+                                            : Family::GptNeox;
   normEps = r.norm1->realAttr("eps").value_or(1e-5);
-  auto found = family == Family::Gpt2 ? gpt2(r) : llama(r);
+  if (family != Family::GptNeox && parallelResidual(r))
+    return refuse(r.norm2, "reads the layer's input beside attention's norm (a parallel "
+                           "residual): GPT-2's and Llama's MLP norm reads the sum after attention"),
+           std::nullopt;
+  auto found = family == Family::Gpt2 ? gpt2(r) : family == Family::Llama ? llama(r) : gptNeox(r);
   if (!found || !endTensors(family, *found))
     return std::nullopt;
   return found;
@@ -317,8 +349,81 @@ std::optional<std::vector<HfTensor>> Matcher::llama(const LayerRoles &r) {
   return t;
 }
 
+std::optional<std::vector<HfTensor>> Matcher::gptNeox(const LayerRoles &r) {
+  if (!parallelResidual(r))
+    return refuse(r.norm2, "reads the sum after attention: GPT-NeoX's MLP norm reads the layer's "
+                           "input (a parallel residual; a model with LayerNorm and separate q, "
+                           "k, v exports as GPT-NeoX)"),
+           std::nullopt;
+  if (r.norm2->kind != OpKind::LayerNorm)
+    return refuse(r.norm2, "with a LayerNorm before attention: GPT-NeoX has two LayerNorms"),
+           std::nullopt;
+  if (r.gating || r.activation->kind != OpKind::Gelu)
+    return refuse(r.activation, "in the MLP: GPT-NeoX's is gelu"), std::nullopt;
+  exactGelu = geluIsExact(*r.activation);
+  const ExportModel e = exportModelOf(m);
+  if (e.kvHeads && e.kvHeads != e.heads)
+    return refuse(r.attention, "with grouped key/value heads: GPT-NeoX's attention has as many "
+                               "as query heads"),
+           std::nullopt;
+  for (const Op *rope : {r.ropeQ, r.ropeK}) {
+    if (!rope)
+      return refuse(r.attention, "without rotary embeddings on q and k: GPT-NeoX has them"),
+             std::nullopt;
+    auto hd = ropeSize(rope, "head_dim"), rotary = ropeSize(rope, "rotary_dim");
+    if (!hd)
+      return refuse(rope, "without a known head_dim"), std::nullopt;
+    if ((rotaryDim && rotaryDim != rotary.value_or(*hd)) || (headDim && headDim != *hd))
+      return refuse(rope, "differs from the other rotary embedding: GPT-NeoX rotates q and k "
+                          "alike"),
+             std::nullopt;
+    headDim = *hd;
+    rotaryDim = rotary.value_or(*hd);
+    ropeTheta = rope->realAttr("theta").value_or(ropeTheta);
+  }
+  std::vector<HfTensor> t;
+  auto name = [&](const Op *op, size_t operand, const char *what) -> std::optional<std::string> {
+    std::string p = paramOperand(op, operand);
+    if (p.empty())
+      return refuse(op, fmt::format("without {}: GPT-NeoX's has one", what)), std::nullopt;
+    return checkpointName(p, true);
+  };
+  auto add = [&](const char *hf, const Op *op, size_t operand, const char *what, Transform how) {
+    auto p = name(op, operand, what);
+    if (p)
+      t.push_back({fmt::format("gpt_neox.layers.{{}}.{}", hf), *p, true, how});
+    return p.has_value();
+  };
+  // q, k and v fused per head, weights and biases alike.
+  for (auto [operand, hf, what] :
+       {std::tuple{size_t(1), "weight", "a weight"}, std::tuple{size_t(2), "bias", "a bias"}}) {
+    auto q = name(r.q, operand, what), k = name(r.k, operand, what), v = name(r.v, operand, what);
+    if (!q || !k || !v)
+      return std::nullopt;
+    t.push_back({fmt::format("gpt_neox.layers.{{}}.attention.query_key_value.{}", hf),
+                 *q,
+                 true,
+                 Transform::FuseQkvPerHead,
+                 e.heads,
+                 rotaryDim,
+                 {*q, *k, *v}});
+  }
+  if (!add("input_layernorm.weight", r.norm1, 1, "a weight", Transform::Copy) ||
+      !add("input_layernorm.bias", r.norm1, 2, "a bias", Transform::Copy) ||
+      !add("post_attention_layernorm.weight", r.norm2, 1, "a weight", Transform::Copy) ||
+      !add("post_attention_layernorm.bias", r.norm2, 2, "a bias", Transform::Copy) ||
+      !add("attention.dense.weight", r.out, 1, "a weight", Transform::Transpose) ||
+      !add("attention.dense.bias", r.out, 2, "a bias", Transform::Copy) ||
+      !add("mlp.dense_h_to_4h.weight", r.mlpIn, 1, "a weight", Transform::Transpose) ||
+      !add("mlp.dense_h_to_4h.bias", r.mlpIn, 2, "a bias", Transform::Copy) ||
+      !add("mlp.dense_4h_to_h.weight", r.down, 1, "a weight", Transform::Transpose) ||
+      !add("mlp.dense_4h_to_h.bias", r.down, 2, "a bias", Transform::Copy))
+    return std::nullopt;
+  return t;
+}
+
 bool Matcher::endTensors(Family family, std::vector<HfTensor> &t) {
-  const bool gpt2 = family == Family::Gpt2;
+  const bool gpt2 = family == Family::Gpt2, neox = family == Family::GptNeox;
   const Op *tokens = nullptr, *positions = nullptr, *norm = nullptr, *head = nullptr;
   for (const auto &op : m.pre.fwd.ops) {
     if (op->kind == OpKind::Embedding)
@@ -343,13 +448,15 @@ bool Matcher::endTensors(Family family, std::vector<HfTensor> &t) {
   if (gpt2 != (positions != nullptr))
     return refuse(positions ? positions : tokens,
                   gpt2 ? "GPT-2 adds learned positions to the token embedding"
-                       : "learned positions: Llama has rotary embeddings only");
-  if ((norm->kind == OpKind::LayerNorm) != gpt2)
+                       : "learned positions: Llama and GPT-NeoX have rotary embeddings only");
+  if ((norm->kind == OpKind::LayerNorm) != (gpt2 || neox))
     return refuse(norm, "after the layers is not the layers' kind of norm");
   tiedHead = head->boolAttr("tied", false);
   if (gpt2 && !tiedHead)
     return refuse(head, "untied: GPT-2's LM head is the token table");
-  const std::string prefix = gpt2 ? "transformer." : "model.";
+  if (neox && tiedHead)
+    return refuse(head, "tied: GPT-NeoX's LM head (embed_out) is a table of its own");
+  const std::string prefix = gpt2 ? "transformer." : neox ? "gpt_neox." : "model.";
   auto add = [&](const std::string &hf, const Op *op, size_t operand) {
     std::string p = paramOperand(op, operand);
     if (p.empty())
@@ -358,13 +465,15 @@ bool Matcher::endTensors(Family family, std::vector<HfTensor> &t) {
     return true;
   };
   const size_t tableOperand = 1; // embedding(tokens, table)
-  if (!add(prefix + (gpt2 ? "wte.weight" : "embed_tokens.weight"), tokens, tableOperand) ||
+  const char *table = gpt2 ? "wte.weight" : neox ? "embed_in.weight" : "embed_tokens.weight";
+  const char *finalNorm = gpt2 ? "ln_f" : neox ? "final_layer_norm" : "norm";
+  if (!add(prefix + table, tokens, tableOperand) ||
       (gpt2 && !add("transformer.wpe.weight", positions, 0)) ||
-      !add(prefix + (gpt2 ? "ln_f.weight" : "norm.weight"), norm, 1) ||
-      (gpt2 && !add("transformer.ln_f.bias", norm, 2)))
+      !add(prefix + finalNorm + ".weight", norm, 1) ||
+      ((gpt2 || neox) && !add(prefix + finalNorm + ".bias", norm, 2)))
     return false;
-  // An untied head is [vocab, hidden], as transformers' lm_head.
-  if (!tiedHead && !add("lm_head.weight", head, 1))
+  // An untied head is [vocab, hidden], as transformers' lm_head (embed_out).
+  if (!tiedHead && !add(neox ? "embed_out.weight" : "lm_head.weight", head, 1))
     return false;
   return true;
 }
@@ -386,6 +495,27 @@ std::vector<float> transformed(const std::vector<float> &in, int64_t rows, int64
       out[size_t(c * rows + r)] = in[size_t(r * cols + from)];
   }
   return out;
+}
+
+/// GPT-NeoX's query_key_value from q, k and v, each [in, out] (weights) or
+/// [out] (biases): [3 * out, in] (or [3 * out]) with head h's q, k and v rows
+/// together, q's and k's first rotaryDim rows of each head permuted from
+/// interleaved rotary pairs (2i, 2i+1) to halves (i, i + rotaryDim / 2).
+std::vector<float> fusedQkv(const std::array<std::vector<float>, 3> &parts, int64_t in, int64_t out,
+                            const HfTensor &t) {
+  const int64_t heads = t.heads, headDim = out / heads, half = t.rotaryDim / 2;
+  std::vector<float> fused(size_t(3 * out * in));
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t which = 0; which < 3; ++which)
+      for (int64_t j = 0; j < headDim; ++j) {
+        int64_t from = j; // the dim of the head the row comes from
+        if (which < 2 && j < t.rotaryDim)
+          from = j < half ? 2 * j : 2 * (j - half) + 1;
+        const int64_t row = (h * 3 + which) * headDim + j, col = h * headDim + from;
+        for (int64_t i = 0; i < in; ++i)
+          fused[size_t(row * in + i)] = parts[size_t(which)][size_t(i * out + col)];
+      }
+  return fused;
 }
 
 /// A tensor's values: F32 (latest.safetensors) or BF16 (the model file of a
@@ -430,6 +560,25 @@ std::string configJson(const Module &m, Family family, const std::vector<int64_t
         "  \"use_cache\": true,\n  \"torch_dtype\": \"{}\"\n}}\n",
         vocab, positions, hidden, e.layers, e.heads, ffn, matched.exactGelu ? "gelu" : "gelu_new",
         matched.normEps, e.dropout, e.dropout, e.attentionDropout, dtype);
+  if (family == Family::GptNeox) {
+    // rope_parameters for transformers 5; rotary_pct and rotary_emb_base
+    // for the versions before it.
+    const double partial = double(matched.rotaryDim) / double(matched.headDim);
+    return fmt::format(
+        "{{\n  \"architectures\": [\"GPTNeoXForCausalLM\"],\n  \"model_type\": \"gpt_neox\",\n"
+        "  \"vocab_size\": {},\n  \"hidden_size\": {},\n  \"intermediate_size\": {},\n"
+        "  \"num_hidden_layers\": {},\n  \"num_attention_heads\": {},\n  \"hidden_act\": \"{}\",\n"
+        "  \"max_position_embeddings\": {},\n  \"layer_norm_eps\": {},\n"
+        "  \"use_parallel_residual\": true,\n  \"attention_bias\": true,\n"
+        "  \"rope_parameters\": {{\"rope_type\": \"default\", \"rope_theta\": {}, "
+        "\"partial_rotary_factor\": {}}},\n  \"rotary_pct\": {},\n  \"rotary_emb_base\": {},\n"
+        "  \"attention_dropout\": {},\n  \"hidden_dropout\": {},\n"
+        "  \"tie_word_embeddings\": false,\n  \"bos_token_id\": null,\n  \"eos_token_id\": null,\n"
+        "  \"use_cache\": true,\n  \"torch_dtype\": \"{}\"\n}}\n",
+        vocab, hidden, ffn, e.layers, e.heads, matched.exactGelu ? "gelu" : "gelu_new", e.seqLen,
+        matched.normEps, matched.ropeTheta, partial, partial, matched.ropeTheta, e.attentionDropout,
+        e.dropout, dtype);
+  }
   const int64_t kvHeads = e.kvHeads ? e.kvHeads : e.heads;
   return fmt::format(
       "{{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
@@ -481,32 +630,68 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
   std::vector<rt::TensorData> out;
   std::vector<int64_t> tableShape;
   int64_t ffn = 0, positions = e.seqLen;
+  // A checkpoint tensor's values and shape, or nullopt after reporting.
+  auto load = [&](const std::string &ours, const std::string &theirs)
+      -> std::optional<std::pair<std::vector<float>, std::vector<int64_t>>> {
+    const rt::TensorData *found = ckpt->find(ours);
+    auto values = found ? valuesOf(*found) : std::nullopt;
+    if (!values) {
+      diag.error({}, fmt::format("--checkpoint: {} has no F32 or BF16 tensor '{}' (for {})", source,
+                                 ours, theirs));
+      return std::nullopt;
+    }
+    return std::pair{std::move(*values), found->shape};
+  };
   for (const HfTensor &t : *plan)
     for (int64_t l = 0; l < (t.perLayer ? e.layers : 1); ++l) {
       const std::string ours = fmt::format(fmt::runtime(t.ourName), l);
       const std::string theirs = fmt::format(fmt::runtime(t.hfName), l);
-      const rt::TensorData *found = ckpt->find(ours);
-      auto values = found ? valuesOf(*found) : std::nullopt;
-      if (!values) {
-        diag.error({}, fmt::format("--checkpoint: {} has no F32 or BF16 tensor '{}' (for {})",
-                                   source, ours, theirs));
-        return false;
+      std::vector<float> v;
+      std::vector<int64_t> shape;
+      if (t.transform == Transform::FuseQkvPerHead) {
+        std::array<std::vector<float>, 3> parts;
+        for (size_t k = 0; k < 3; ++k) {
+          auto part = load(fmt::format(fmt::runtime(t.parts[k]), l), theirs);
+          if (!part)
+            return false;
+          if (k > 0 && part->second != shape) {
+            diag.error({}, fmt::format("--checkpoint: the q, k and v tensors of {} differ in shape",
+                                       theirs));
+            return false;
+          }
+          parts[k] = std::move(part->first);
+          shape = part->second;
+        }
+        const int64_t in = shape.size() == 2 ? shape[0] : 1, out = shape.back();
+        if (shape.empty() || shape.size() > 2 || out % t.heads != 0) {
+          diag.error({},
+                     fmt::format("--checkpoint: '{}' does not split into {} heads", ours, t.heads));
+          return false;
+        }
+        v = fusedQkv(parts, in, out, t);
+        shape = shape.size() == 2 ? std::vector<int64_t>{3 * out, in} : std::vector{3 * out};
+      } else {
+        auto loaded = load(ours, theirs);
+        if (!loaded)
+          return false;
+        shape = loaded->second;
+        const int64_t rows = shape.empty() ? 1 : shape[0], cols = shape.size() > 1 ? shape[1] : 1;
+        if (t.transform != Transform::Copy && shape.size() != 2) {
+          diag.error({}, fmt::format("--checkpoint: tensor '{}' is not a matrix", ours));
+          return false;
+        }
+        if (theirs.ends_with("wte.weight") || theirs.ends_with("embed_tokens.weight") ||
+            theirs.ends_with("embed_in.weight"))
+          tableShape = shape;
+        if (theirs.ends_with("wpe.weight"))
+          positions = rows;
+        if (theirs.ends_with("c_fc.weight") || theirs.ends_with("up_proj.weight") ||
+            theirs.ends_with("dense_h_to_4h.weight"))
+          ffn = cols;
+        v = transformed(loaded->first, rows, cols, t);
+        if (t.transform != Transform::Copy)
+          std::swap(shape[0], shape[1]);
       }
-      std::vector<int64_t> shape = found->shape;
-      const int64_t rows = shape.empty() ? 1 : shape[0], cols = shape.size() > 1 ? shape[1] : 1;
-      if (t.transform != Transform::Copy && shape.size() != 2) {
-        diag.error({}, fmt::format("--checkpoint: tensor '{}' is not a matrix", ours));
-        return false;
-      }
-      if (theirs.ends_with("wte.weight") || theirs.ends_with("embed_tokens.weight"))
-        tableShape = shape;
-      if (theirs.ends_with("wpe.weight"))
-        positions = rows;
-      if (theirs.ends_with("c_fc.weight") || theirs.ends_with("up_proj.weight"))
-        ffn = cols;
-      std::vector<float> v = transformed(*values, rows, cols, t);
-      if (t.transform != Transform::Copy)
-        std::swap(shape[0], shape[1]);
       rt::TensorData d;
       d.name = theirs;
       d.shape = shape;
@@ -533,9 +718,9 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
     return false;
   }
   config << configJson(m, family, tableShape, ffn, positions, matcher);
-  llvm::errs() << fmt::format(
-      "mistc: {} ({} tensors, step {} of {}) written to {} as {}\n", m.name, out.size(),
-      ckpt->metadata.count("step") ? ckpt->metadata.at("step") : "?", checkpointPath, dir,
-      family == Family::Gpt2 ? "GPT2LMHeadModel" : "LlamaForCausalLM");
+  llvm::errs() << fmt::format("mistc: {} ({} tensors, step {} of {}) written to {} as {}\n", m.name,
+                              out.size(),
+                              ckpt->metadata.count("step") ? ckpt->metadata.at("step") : "?",
+                              checkpointPath, dir, className(family));
   return true;
 }

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# `mistc --emit=hf` against Hugging Face transformers: the tiny GPT and Llama
-# (fp32, one rank) train 3 steps and save; mistc converts the checkpoint to a
-# transformers folder; transformers loads it (GPT2LMHeadModel,
-# LlamaForCausalLM) and its loss on step 4's batch must equal the loss the
-# trainer logged at step 4 within 1e-5 relative (hf-export-check.py). The
-# bf16 GPT's folder must load too, in bfloat16.
+# `mistc --emit=hf` against Hugging Face transformers: the tiny GPT, Llama and
+# GPT-NeoX, and the GPT with the exact GELU (fp32, one rank) train 19 steps
+# at lr 1e-2 and save; mistc converts the checkpoint to a transformers folder;
+# transformers loads it (GPT2LMHeadModel, LlamaForCausalLM,
+# GPTNeoXForCausalLM) and its loss on step 20's batch must equal the loss the
+# trainer logged at step 20 within 1e-5 relative (hf-export-check.py), its
+# config naming the activation the model uses. Trained this far the weights
+# matter: NeoX's folder with a wrong rotary fraction (0.5 for 0.25) was 3.3e-4
+# off, where after 3 steps at lr 1e-3 it was within 7e-6. The bf16 GPT's
+# folder must load too, in bfloat16.
 #   hf-export.sh MISTC WORK
 # Needs a Python with torch and transformers: $MIST_TORCH_PYTHON, else the
 # exports venv ($MIST_EXPORTS_VENV or .venv-exports, bench/exports/setup-venv.sh);
@@ -21,13 +25,14 @@ fi
 mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # gpt-exact: the GPT with the exact GELU, exported as GPT-2 with "gelu"
-# (x Phi(x)) where the tanh form is "gelu_new".
-for variant in gpt llama gpt-exact; do
+# (x Phi(x)) where the tanh form is "gelu_new"; GPT-NeoX's GELU is exact.
+for variant in gpt llama gpt-exact neox; do
   family=${variant%-exact}
   name=$variant-f32
   sed -e "s/^train {\$/train {\\n  dtype = f32/" "$root/examples/tiny-$family.mist" >"$work/$name.mist"
   activation=gelu_new
   [[ $family == llama ]] && activation=silu
+  [[ $family == neox ]] && activation=gelu
   if [[ $variant == gpt-exact ]]; then
     sed -i "s/heads = 4)/heads = 4, approximate_gelu = false)/" "$work/$name.mist"
     grep -q "approximate_gelu = false" "$work/$name.mist" || { echo "hf-export.sh: $name.mist not made" >&2; exit 1; }
@@ -36,13 +41,15 @@ for variant in gpt llama gpt-exact; do
   "$root/scripts/build-trainer.sh" "$mistc" "$work/$name.mist" \
     "$root/tests/trainer/tiny-$family-1rank.yaml" "$work/$name" 2>/dev/null
   rm -rf "$work/$name.ckpt" "$work/$name.hf"
-  mpirun -np 1 "$work/$name" --steps 4 --ckpt-every 3 --stop-after 3 --ckpt-dir "$work/$name.ckpt" >/dev/null
-  mpirun -np 1 "$work/$name" --steps 4 --log-every 1 >"$work/$name.log"
+  mpirun -np 1 "$work/$name" --steps 20 --lr 1e-2 --ckpt-every 19 --stop-after 19 \
+    --ckpt-dir "$work/$name.ckpt" >/dev/null
+  mpirun -np 1 "$work/$name" --steps 20 --lr 1e-2 --log-every 1 >"$work/$name.log"
   "$mistc" "$work/$name.mist" --emit=hf --checkpoint "$work/$name.ckpt" -o "$work/$name.hf"
   class=GPT2LMHeadModel
   [[ $family == llama ]] && class=LlamaForCausalLM
+  [[ $family == neox ]] && class=GPTNeoXForCausalLM
   "$python" "$root/tests/trainer/hf-export-check.py" --dir "$work/$name.hf" \
-    --trainer-log "$work/$name.log" --step 4 --expect-class $class --expect-activation $activation
+    --trainer-log "$work/$name.log" --step 20 --expect-class $class --expect-activation $activation
 done
 # bf16, from the checkpoint folder's model.safetensors (the weights alone, BF16):
 # transformers loads the folder as bfloat16, the weights exactly the checkpoint's.
