@@ -14,20 +14,23 @@ phase_done setup
 # CI builds without debug info (the same -O2, asserts off): a quarter less
 # compile time on a clean clone.
 if [[ ${CI:-false} == true ]]; then export DEBUG_INFO=${DEBUG_INFO:-0}; fi
+# With the sanitized build (CI), the unit and lit tests and the adversarial
+# corpus run there only: the normal build leaves the unit tests out.
+sanitized=false
+[[ ${MIST_SANITIZED_TESTS:-${CI:-false}} =~ ^(1|true)$ ]] && sanitized=true
+if $sanitized; then export MIST_UNIT_TESTS=OFF; else export MIST_UNIT_TESTS=ON; fi
 "$root/scripts/build.sh"
 phase_done build
 cd "${BUILD_DIR:-$root/build}"
 # Label long: the whole bf16 equivalence suite (~10 min on 2 cores), run by
 # hand (ctest -L long) and recorded in bench/results/bf16-equivalence.txt.
-# The adversarial corpus runs once, in the sanitized build when there is one.
-sanitized=false
-[[ ${MIST_SANITIZED_TESTS:-${CI:-false}} =~ ^(1|true)$ ]] && sanitized=true
 exclude='gpu|long'
-$sanitized && exclude='gpu|long|corpus'
+$sanitized && exclude='gpu|long|corpus|unit|lit'
 ctest --output-on-failure -j "${JOBS:-$(nproc)}" -LE "$exclude"
 phase_done tests
-# In CI (CI=true), or with MIST_SANITIZED_TESTS=1: the unit and lit tests again,
-# built with ASan and UBSan in build-asan/ (MIST_SANITIZED_TESTS=0 skips them).
+# In CI (CI=true), or with MIST_SANITIZED_TESTS=1: the unit and lit tests and
+# the corpus, built with ASan and UBSan in build-asan/ (MIST_SANITIZED_TESTS=0
+# skips them, and the normal build runs them instead).
 if $sanitized; then
   "$root/scripts/run-sanitized-tests.sh"
   phase_done "sanitized build and tests"

@@ -19,6 +19,7 @@ accepted (exit 0). Prints one line per failure and a summary; exit 1 if any.
 folder (runtime/checkpoint/mist-safetensors-tool, runtime/data/mist-token-tool).
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -92,7 +93,7 @@ def main():
     for name, tool in tools.items():
         if not os.access(tool, os.X_OK):
             sys.exit(f"run-corpus: {tool} is not built")
-    failures, runs, slowest = [], [], (0.0, "")
+    jobs = []  # (format, file, path, name, program, argv)
     with tempfile.TemporaryDirectory(prefix="mist-corpus-") as work:
         with open(os.path.join(work, "m.mist"), "w") as f:
             f.write(MODEL)
@@ -103,21 +104,33 @@ def main():
             for file in sorted(os.listdir(folder)):
                 path = os.path.join(folder, file)
                 name = os.path.splitext(file)[0]
-                for program, argv in commands(fmt, path, tools, work):
-                    start = time.monotonic()
-                    try:
-                        r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
-                                           timeout=a.timeout, cwd=work)
-                        rc, err = r.returncode, r.stderr.decode("utf-8", "replace")
-                        problem = verdict(fmt, name, path, rc, err)
-                    except subprocess.TimeoutExpired:
-                        rc, problem = None, f"no answer within {a.timeout:g} s (hang)"
-                    seconds = time.monotonic() - start
-                    slowest = max(slowest, (seconds, f"{fmt}/{file} ({program})"))
-                    runs.append({"input": f"{fmt}/{file}", "program": program, "exit": rc,
-                                 "seconds": round(seconds, 3), "problem": problem})
-                    if problem:
-                        failures.append(f"{fmt}/{file} ({program}): {problem}")
+                for i, (program, argv) in enumerate(commands(fmt, path, tools, work)):
+                    # Each run gets a folder of its own for what it writes.
+                    cwd = os.path.join(work, f"{fmt}-{file}-{i}")
+                    os.makedirs(cwd)
+                    argv = [x.replace(work + "/plan.yaml", cwd + "/plan.yaml")
+                            .replace(work + "/hf", cwd + "/hf") for x in argv]
+                    jobs.append((fmt, file, path, name, program, argv, cwd))
+
+        def run(job):
+            fmt, file, path, name, program, argv, cwd = job
+            start = time.monotonic()
+            try:
+                r = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
+                                   timeout=a.timeout, cwd=cwd)
+                rc, err = r.returncode, r.stderr.decode("utf-8", "replace")
+                problem = verdict(fmt, name, path, rc, err)
+            except subprocess.TimeoutExpired:
+                rc, problem = None, f"no answer within {a.timeout:g} s (hang)"
+            return {"input": f"{fmt}/{file}", "program": program, "exit": rc,
+                    "seconds": round(time.monotonic() - start, 3), "problem": problem}
+
+        # The runs are independent processes: as many at once as there are cores.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            runs = list(pool.map(run, jobs))
+    failures = [f"{r['input']} ({r['program']}): {r['problem']}" for r in runs if r["problem"]]
+    worst = max(runs, key=lambda r: r["seconds"])
+    slowest = (worst["seconds"], f"{worst['input']} ({worst['program']})")
     for f in failures:
         print("FAIL " + f)
     inputs = len({r["input"] for r in runs})
