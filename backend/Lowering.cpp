@@ -5,6 +5,7 @@
 #include "ir/Printer.h"
 #include <fmt/format.h>
 #include <numeric>
+#include <set>
 
 using namespace mist;
 
@@ -156,29 +157,50 @@ private:
     return index[v] = static_cast<int>(out.buffers.size() - 1);
   }
 
-  /// The fused q/k/v projection's group sizes along the output axis, when
-  /// this parameter is the weight or bias of a linear feeding `attention` alone.
-  std::optional<std::vector<int64_t>> qkvGroups(const Value *param) {
+  /// The parts a column-parallel linear's parameter is laid out in along its
+  /// output axis (`width` wide), each split evenly over tp, when the
+  /// linear's output is read part by part: cut at the three parts of a fused
+  /// q/k/v that attention reads, and at the boundaries of every slice of it
+  /// (lang/SPEC.md, slice). nullopt: one part, the whole axis.
+  std::optional<std::vector<int64_t>> partGroups(const Value *param, int64_t width) {
+    std::set<int64_t> cuts = {0, width};
+    bool parted = false;
     for (const Region *r : m.regions)
       for (const auto &op : r->fwd.ops) {
         if (op->kind != OpKind::Linear ||
             std::find(op->operands.begin() + 1, op->operands.end(), param) == op->operands.end())
           continue;
         for (const Region *r2 : m.regions)
-          for (const auto &use : r2->fwd.ops)
-            if (use->kind == OpKind::Attention && use->operands.size() == 1 &&
-                use->operands[0] == op->result()) {
-              auto heads = use->dimAttr("heads"), kv = use->dimAttr("kv_heads"),
-                   hd = use->dimAttr("head_dim");
-              if (!heads || !kv || !hd)
+          for (const auto &use : r2->fwd.ops) {
+            if (use->operands.empty() || use->operands[0] != op->result())
+              continue;
+            // A size attribute's value, or -1 when it has none.
+            auto value = [&](const char *attr) -> int64_t {
+              auto d = use->dimAttr(attr);
+              auto v = d ? eval(*d, 1) : std::nullopt;
+              return v ? *v : -1;
+            };
+            if (use->kind == OpKind::Attention && use->operands.size() == 1) {
+              const int64_t h = value("heads"), k = value("kv_heads"), d = value("head_dim");
+              if (h < 0 || k < 0 || d < 0)
                 return std::nullopt;
-              auto h = eval(*heads, 1), k = eval(*kv, 1), d = eval(*hd, 1);
-              if (!h || !k || !d)
+              cuts.insert({h * d, (h + k) * d});
+              parted = true;
+            } else if (use->kind == OpKind::Slice) {
+              const int64_t start = value("start"), size = value("size");
+              if (start < 0 || size < 0)
                 return std::nullopt;
-              return std::vector<int64_t>{*h * *d, *k * *d, *k * *d};
+              cuts.insert({start, start + size});
+              parted = true;
             }
+          }
       }
-    return std::nullopt;
+    if (!parted)
+      return std::nullopt;
+    std::vector<int64_t> groups;
+    for (auto it = std::next(cuts.begin()); it != cuts.end(); ++it)
+      groups.push_back(*it - *std::prev(it));
+    return groups;
   }
 
   bool addParam(const Value *v) {
@@ -194,7 +216,7 @@ private:
     p.shardAxis = v->type.shardAxis;
     if (p.shardAxis >= 0) {
       int64_t size = p.fullShape[p.shardAxis];
-      auto groups = qkvGroups(v);
+      auto groups = partGroups(v, size);
       p.groups = groups ? *groups : std::vector<int64_t>{size};
       int64_t sum = 0, local = 0;
       for (int64_t g : p.groups) {

@@ -213,6 +213,33 @@ std::optional<std::string> elementwiseCall(const OpCallArgs &a) {
   }
 }
 
+/// slice and concat along the last axis (and their gradients): strided
+/// copies of rows. A slice of an axis split over tp takes this rank's part:
+/// its start scales as its size does (size / tp of the full size).
+std::optional<std::string> layoutCall(const OpCallArgs &a) {
+  const LoweredOp &op = a.op;
+  auto last = [&](int buffer) { return a.dims(buffer).back(); };
+  auto rows = [&](int buffer) { return a.sz(a.elements(buffer) / last(buffer)); };
+  switch (op.kind) {
+  case OpKind::Slice:
+  case OpKind::SliceGrad: {
+    const bool grad = op.kind == OpKind::SliceGrad;
+    const int x = grad ? a.r0 : a.o0, part = grad ? a.o0 : a.r0;
+    const Expr start = op.sizes.at("start") * last(part) / op.sizes.at("size");
+    return fmt::format("{}({}, {}, {}, {}, {}, {});", grad ? "sliceLastGrad" : "sliceLast",
+                       a.res(0), a.in(0), rows(x), a.sz(last(x)), a.sz(start), a.sz(last(part)));
+  }
+  case OpKind::Concat:
+    return fmt::format("concatLast({}, {}, {}, {}, {}, {});", a.res(0), a.in(0), a.in(1),
+                       rows(a.r0), a.sz(last(op.operands[0])), a.sz(last(op.operands[1])));
+  case OpKind::ConcatGrad:
+    return fmt::format("concatLastGrad({}, {}, {}, {}, {}, {});", a.res(0), a.res(1), a.in(0),
+                       rows(a.o0), a.sz(last(op.results[0])), a.sz(last(op.results[1])));
+  default:
+    return std::nullopt;
+  }
+}
+
 /// The loss over the (possibly vocab-parallel) logits, and its gradient.
 std::optional<std::string> crossEntropyCall(const OpCallArgs &a) {
   const char *vocabParallel =
@@ -240,7 +267,7 @@ bool mist::runtimeOpCall(const LoweredOp &op, const OpCallNaming &naming, std::s
   const OpCallArgs args(op, naming);
   // Each family answers for its own ops only.
   for (auto family : {embeddingCall, normCall, linearCall, attentionFamilyCall, elementwiseCall,
-                      crossEntropyCall})
+                      layoutCall, crossEntropyCall})
     if (std::optional<std::string> call = family(args)) {
       out = std::move(*call);
       return true;

@@ -31,9 +31,10 @@ bool mist::isTrainerReservedName(const std::string &name) {
       "embedding", "embeddingGrad", "positionEmbedding", "positionEmbeddingGrad", "add", "copy",
       "layerNorm", "layerNormGrad", "rmsNorm", "rmsNormGrad", "linear", "linearGrad", "lmHead",
       "lmHeadGrad", "attention", "attentionGrad", "rope", "ropeGrad", "gelu", "geluGrad",
-      "geluExact", "geluExactGrad", "silu", "siluGrad", "mul", "mulGrad", "crossEntropyRowMax",
-      "crossEntropyRowSums", "crossEntropyFinish", "crossEntropyGrad", "maxOverBlocks", "adamW",
-      "runTrainer", "setThreadsPerRank", "describe"};
+      "geluExact", "geluExactGrad", "sliceLast", "sliceLastGrad", "concatLast", "concatLastGrad",
+      "silu", "siluGrad", "mul", "mulGrad", "crossEntropyRowMax", "crossEntropyRowSums",
+      "crossEntropyFinish", "crossEntropyGrad", "maxOverBlocks", "adamW", "runTrainer",
+      "setThreadsPerRank", "describe"};
   if (names.count(name))
     return true;
   // The emitter's own functions: sN_... and stageN.

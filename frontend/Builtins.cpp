@@ -11,6 +11,8 @@ llvm::StringRef mist::argKindName(ArgKind k) {
     return "tensor";
   case ArgKind::Dim:
     return "size";
+  case ArgKind::Offset:
+    return "size or 0";
   case ArgKind::Real:
     return "real number";
   case ArgKind::Bool:
@@ -27,6 +29,7 @@ BuiltinParam tensor(const char *name, bool required = true) {
   return {name, ArgKind::Tensor, required};
 }
 BuiltinParam dim(const char *name, bool required = true) { return {name, ArgKind::Dim, required}; }
+BuiltinParam offset(const char *name) { return {name, ArgKind::Offset, true}; }
 BuiltinParam real(const char *name, double dflt) { return {name, ArgKind::Real, false, dflt}; }
 BuiltinParam realRequired(const char *name) { return {name, ArgKind::Real, true}; }
 BuiltinParam flag(const char *name, bool dflt) { return {name, ArgKind::Bool, false, 0, dflt}; }
@@ -64,6 +67,8 @@ const std::vector<Builtin> &table() {
       {"gelu", OpKind::Gelu, 1, {tensor("x"), flag("approximate", true)}},
       {"silu", OpKind::Silu, 1, {tensor("x")}},
       {"dropout", OpKind::Dropout, 1, {tensor("x"), realRequired("p")}},
+      {"slice", OpKind::Slice, 3, {tensor("x"), offset("start"), dim("size")}},
+      {"concat", OpKind::Concat, 2, {tensor("a"), tensor("b")}},
       {"cross_entropy", OpKind::CrossEntropy, 2, {tensor("logits"), tensor("targets")}},
   };
   return builtins;

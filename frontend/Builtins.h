@@ -13,7 +13,8 @@
 
 namespace mist {
 
-enum class ArgKind { Tensor, Dim, Real, Bool, Word };
+/// Offset: a size that may also be 0 (where a range starts).
+enum class ArgKind { Tensor, Dim, Offset, Real, Bool, Word };
 llvm::StringRef argKindName(ArgKind k);
 
 struct BuiltinParam {

@@ -77,17 +77,19 @@ Value *IRGen::newParam(const std::string &prefix, const char *suffix, llvm::SMLo
   return op->result();
 }
 
-bool IRGen::checkPositive(const Expr &d, const ExprAST &at) {
+bool IRGen::checkPositive(const Expr &d, const ExprAST &at, bool zeroAllowed) {
   Expr bound = m->symbols.bindAll(d, {{m->symbols.lookup("b")->sym, 1}});
   auto i = exprToInt(bound);
-  if (!i || *i <= 0)
+  if (!i || *i < (zeroAllowed ? 0 : 1))
     return error(at.loc(),
-                 "size " + str(d) + " must be a positive whole number, but it is " + str(bound),
+                 "size " + str(d) + " must be a " + (zeroAllowed ? "non-negative" : "positive") +
+                     " whole number, but it is " + str(bound),
                  at.range);
   return true;
 }
 
-std::optional<Expr> IRGen::evalSize(const ExprAST &e, Env &env, const char *what) {
+std::optional<Expr> IRGen::evalSize(const ExprAST &e, Env &env, const char *what,
+                                    bool zeroAllowed) {
   auto v = eval(e, env);
   if (!v)
     return std::nullopt;
@@ -95,7 +97,7 @@ std::optional<Expr> IRGen::evalSize(const ExprAST &e, Env &env, const char *what
     error(e.loc(), std::string(what) + " must be a size, got a " + kindName(v->kind), e.range);
     return std::nullopt;
   }
-  if (!checkPositive(v->dim, e))
+  if (!checkPositive(v->dim, e, zeroAllowed))
     return std::nullopt;
   return v->dim;
 }
@@ -347,8 +349,8 @@ bool IRGen::evalBuiltinArg(const Builtin &b, const BuiltinParam &p, const ExprAS
     attrs[p.name] = EnumWord{llvm::cast<IdentExpr>(ae).name};
     return true;
   }
-  if (p.kind == ArgKind::Dim) {
-    auto d = evalSize(ae, env, p.name);
+  if (p.kind == ArgKind::Dim || p.kind == ArgKind::Offset) {
+    auto d = evalSize(ae, env, p.name, p.kind == ArgKind::Offset);
     if (!d)
       return false;
     attrs[p.name] = *d;

@@ -115,11 +115,12 @@ private:
                                                     const AttrMap &attrs, const std::string &hint,
                                                     llvm::SMLoc loc);
   std::optional<Value *> tiedEmbeddingTable(const CallExpr &c, llvm::SMLoc loc);
-  std::optional<Expr> evalSize(const ExprAST &e, Env &env, const char *what);
+  std::optional<Expr> evalSize(const ExprAST &e, Env &env, const char *what,
+                               bool zeroAllowed = false);
   std::optional<int64_t> evalConstInt(const ExprAST &e, Env &env, const char *what,
                                       bool allowZero = false);
   std::optional<double> evalRealArg(const ExprAST &e, Env &env, const char *what);
-  bool checkPositive(const Expr &d, const ExprAST &at);
+  bool checkPositive(const Expr &d, const ExprAST &at, bool zeroAllowed = false);
 
   Value *newValue(const std::string &base, Op *def = nullptr);
   Op *newOp(OpKind kind, llvm::SMLoc loc);

@@ -338,14 +338,74 @@ LogicalResult inferRope(RuleContext &c) {
   if (!exprEqual(x.shape.back(), h * *headDim))
     return c.error("rope input has last axis " + c.str(x.shape.back()) +
                    " but heads and head_dim need " + c.str(h * *headDim));
-  // Partial rotary: an even number of leading dims, at most the head's.
+  // The rotated dims (all of the head's unless partial: rotary_dim) come in
+  // pairs: an even number of leading dims, at most the head's.
+  auto d = exprToInt(c.m.symbols.bindAll(*headDim));
   if (auto rotary = c.op.dimAttr("rotary_dim")) {
-    auto r = exprToInt(c.m.symbols.bindAll(*rotary)), d = exprToInt(c.m.symbols.bindAll(*headDim));
+    auto r = exprToInt(c.m.symbols.bindAll(*rotary));
     if (r && (*r <= 0 || *r % 2 != 0 || (d && *r > *d)))
       return c.error("rope's rotary_dim must be an even number from 2 to head_dim (" +
                      (d ? std::to_string(*d) : c.str(*headDim)) + "), not " + std::to_string(*r));
+  } else if (d && *d % 2 != 0) {
+    return c.error("rope rotates pairs of dims: head_dim must be even, not " + std::to_string(*d) +
+                   " (or rotate an even part of it with rotary_dim)");
   }
   return c.setResult(0, x);
+}
+
+/// slice(x, start, size): columns [start, start + size) of the last axis.
+/// On an axis split over tp, each rank takes its part of the slice: the
+/// column-parallel linear that computes x lays its parameters out per slice
+/// (backend/Lowering.cpp, parameter groups), so the slice must read it
+/// directly, and start and size must divide by tp.
+LogicalResult inferSlice(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)) || failed(c.expectActivation(0)))
+    return failure();
+  auto start = c.dim("start"), size = c.dim("size");
+  if (!start || !size)
+    return failure();
+  const TensorType &x = c.op.operands[0]->type;
+  const Expr width = c.fullLast(x);
+  auto value = [&](const Expr &e) { return exprToInt(c.m.symbols.bindAll(e)); };
+  auto s = value(*start), n = value(*size), w = value(width);
+  if (s && *s < 0)
+    return c.error("slice's start must not be negative, got " + std::to_string(*s));
+  if (n && *n <= 0)
+    return c.error("slice's size must be positive, got " + std::to_string(*n));
+  if (s && n && w && *s + *n > *w)
+    return c.error("slice [" + std::to_string(*s) + ", " + std::to_string(*s + *n) +
+                   ") runs past the last axis of '%" + c.op.operands[0]->name + "' (" +
+                   std::to_string(*w) + " wide)");
+  if (!c.lastSharded(x))
+    return c.setResult(0, c.act(x.dtype, withLast(x.shape, *size), x.shardAxis));
+  const Op *producer = c.op.operands[0]->def;
+  if (!producer || producer->kind != OpKind::Linear ||
+      producer->enumAttr("shard", "none") != "column")
+    return c.error("slice of an axis split over tp must read the column-parallel linear that "
+                   "computes it (its parameters are laid out slice by slice)");
+  c.splitTp(*start);
+  return c.setResult(0, c.act(x.dtype, withLast(x.shape, c.splitTp(*size)), x.shardAxis));
+}
+
+/// concat(a, b): a's columns then b's along the last axis; the other axes
+/// and the dtype agree. Not along an axis split over tp (whose consumers
+/// would need the parameters laid out part by part).
+LogicalResult inferConcat(RuleContext &c) {
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(1)) ||
+      failed(c.expectActivation(0)) || failed(c.expectActivation(1)))
+    return failure();
+  const TensorType &a = c.op.operands[0]->type, &b = c.op.operands[1]->type;
+  if (c.lastSharded(a) || c.lastSharded(b))
+    return c.error("concat along an axis split over tp is not supported: concatenate before "
+                   "the column-parallel linear or after the row-parallel one");
+  bool same = a.rank() == b.rank() && a.dtype == b.dtype && a.shardAxis == b.shardAxis;
+  for (size_t i = 0; same && i + 1 < a.rank(); ++i)
+    same = exprEqual(a.shape[i], b.shape[i]);
+  if (!same)
+    return c.error("concat needs tensors that differ only in their last axis, got " + c.str(a) +
+                   " and " + c.str(b));
+  return c.setResult(
+      0, c.act(a.dtype, withLast(a.shape, a.shape.back() + b.shape.back()), a.shardAxis));
 }
 
 LogicalResult inferUnary(RuleContext &c) {
@@ -443,6 +503,10 @@ LogicalResult mist::inferOpTypes(Op &op, Module &m, DiagnosticEngine &diag) {
     return inferAttention(c);
   case OpKind::Rope:
     return inferRope(c);
+  case OpKind::Slice:
+    return inferSlice(c);
+  case OpKind::Concat:
+    return inferConcat(c);
   case OpKind::Gelu:
   case OpKind::Silu:
   case OpKind::Dropout:

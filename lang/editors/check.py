@@ -58,7 +58,7 @@ VIMDIR = os.path.join(HERE, "vim")
 KEYWORDS = ["import", "block", "model", "input", "pre", "repeat", "post", "return",
             "train", "true", "false"]
 BUILTINS = ["embedding", "position_embedding", "layernorm", "rmsnorm", "linear", "lm_head",
-            "attention", "rope", "gelu", "silu", "dropout", "cross_entropy"]
+            "attention", "rope", "gelu", "silu", "dropout", "slice", "concat", "cross_entropy"]
 SHARD_WORDS = ["none", "column", "row", "vocab"]
 DTYPES = ["bf16", "f16", "f32", "i32", "u8"]
 DIMENSIONS = ["b", "s"]
@@ -826,6 +826,7 @@ block  spaced_name (x) {
   k = attention(x, heads = 2, head_dim = 4, causal = true, flash = false, dropout = 0.0)
   l = position_embedding(s, 8) * rmsnorm(x, eps = 1e-6)
   m = cross_entropy(layernorm(x), silu(gelu(rope(x, heads = 2, head_dim = 4))))
+  n = concat(slice(x, 0, 4), slice(x, start = 4, size = 4))
   vocab = column + row + none
   lr = seq_len + adamw + sgd
   return linear_x + xlinear(x) + my_import + train_2 + _pre + b + s + bs + sb

@@ -333,6 +333,15 @@ void copy(void *dst, const void *src, size_t bytes) {
         "cudaMemcpyAsync");
 }
 
+void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch, size_t rowBytes,
+              size_t rows) {
+  if (rowBytes == 0 || rows == 0)
+    return;
+  check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows, cudaMemcpyDefault,
+                          cudaStreamOf(current)),
+        "cudaMemcpy2DAsync");
+}
+
 void fill(float *dst, size_t n, float value) {
   check(cuda::launchFill(dst, n, value, cudaStreamOf(current)), "device::fill (kernel launch)");
 }

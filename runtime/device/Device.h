@@ -83,6 +83,12 @@ void synchronizeDevice();
 /// Copies `bytes` between any two of device and pinned/host memory, on the
 /// current stream (asynchronous on GPUs).
 void copy(void *dst, const void *src, size_t bytes);
+/// Copies `rows` rows of `rowBytes` bytes each from `src`, whose rows start
+/// `srcPitch` bytes apart, to `dst`, whose rows start `dstPitch` bytes
+/// apart (a strided 2-D copy, as cudaMemcpy2D), on the current stream. The
+/// two ranges must not overlap.
+void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch, size_t rowBytes,
+              size_t rows);
 /// dst[0..n) = value, on the current stream.
 void fill(float *dst, size_t n, float value);
 void fillIds(int32_t *dst, size_t n, int32_t value);

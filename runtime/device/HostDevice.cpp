@@ -107,6 +107,15 @@ void copy(void *dst, const void *src, size_t bytes) {
     std::memmove(dst, src, bytes);
 }
 
+void copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch, size_t rowBytes,
+              size_t rows) {
+  if (rowBytes == 0)
+    return;
+  for (size_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char *>(dst) + r * dstPitch,
+                static_cast<const char *>(src) + r * srcPitch, rowBytes);
+}
+
 void fill(float *dst, size_t n, float value) { std::fill(dst, dst + n, value); }
 void fillIds(int32_t *dst, size_t n, int32_t value) { std::fill(dst, dst + n, value); }
 

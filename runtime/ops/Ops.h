@@ -98,6 +98,17 @@ void geluExact(Tensor out, ConstTensor x, Index n);
 void geluExactGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
 void silu(Tensor out, ConstTensor x, Index n);
 void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n);
+/// Layout ops along the last axis of row-major tensors of `rows` rows
+/// (LayoutOps.cpp, the same on every device; the tensors share one dtype).
+/// out[r, 0..size) = x[r, start..start + size) of a `width`-wide x.
+void sliceLast(Tensor out, ConstTensor x, Index rows, Index width, Index start, Index size);
+/// dx = 0 except dx[r, start..start + size) = dout[r, 0..size).
+void sliceLastGrad(Tensor dx, ConstTensor dout, Index rows, Index width, Index start, Index size);
+/// out[r] = a[r] (aWidth values), then b[r] (bWidth values).
+void concatLast(Tensor out, ConstTensor a, ConstTensor b, Index rows, Index aWidth, Index bWidth);
+/// da[r], db[r] = the first aWidth and the next bWidth values of dout[r].
+void concatLastGrad(Tensor da, Tensor db, ConstTensor dout, Index rows, Index aWidth, Index bWidth);
+
 void mul(Tensor out, ConstTensor a, ConstTensor b, Index n);
 void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor b, Index n);
 

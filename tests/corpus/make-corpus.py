@@ -39,7 +39,7 @@ MIST_CASES = {
     "deep-parens": "import \"gpt\"\nmodel m = gpt(vocab = " + "(" * 100000 + "1" + ")" * 100000 + ", hidden = 64, layers = 2, heads = 4)\n",
     "deep-unclosed-parens": "model m = gpt(vocab = " + "(" * 50000 + "\n",
     "deep-braces": "block b(x) " + "{ " * 20000 + "\n",
-    "self-recursive-block": "block r(x) { return r(x) }\nmodel m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = r(x) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\ninstance = m(v = 8)\n",
+    "self-recursive-block": "block r(x) { return r(x) }\nmodel m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = r(x) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
     "mutual-recursion": "block a(x) { return b(x) }\nblock b(x) { return a(x) }\nmodel m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = a(x) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
     # Imports.
     "import-missing": 'import "no_such_family"\nmodel m = no_such_family(vocab = 8)\n',
@@ -78,6 +78,9 @@ MIST_CASES = {
     "rope-odd-head-dim": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 9) }\n  repeat 1 { x = rope(x, heads = 1, head_dim = 9) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
     "rotary-dim-too-wide": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = rope(x, heads = 1, head_dim = 8, rotary_dim = 16) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
     "kv-heads-above-heads": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 16) }\n  repeat 1 { x = attention(x, x, x, heads = 2, kv_heads = 4, head_dim = 8) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
+    "slice-past-end": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = slice(concat(x, x), 12, 8) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
+    "slice-negative-start": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = slice(x, 0 - 4, 8) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
+    "concat-of-a-split-axis": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { h = linear(x, 8, shard = column)\n x = linear(concat(h, h), 8, shard = row) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\ntrain {\n  seq_len = 8\n}\n",
     "nine-axes": "model m(v) {\n  input t: i32[b, s, a, c, d, e, f, g, h]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = gelu(x) }\n  post { return cross_entropy(lm_head(x, v), y) }\n}\n",
     "no-return-in-post": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = embedding(t, v, 8) }\n  repeat 1 { x = gelu(x) }\n  post { z = lm_head(x, v) }\n}\n",
     "tied-head-without-embedding": "model m(v) {\n  input t: i32[b, s]\n  input y: i32[b, s]\n  pre { x = t }\n  repeat 1 { x = gelu(x) }\n  post { return cross_entropy(lm_head(x, v, tied = true), y) }\n}\n",
@@ -88,6 +91,13 @@ MIST_CASES = {
     "ok-crlf-lines": MIST_BASE.replace("\n", "\r\n"),
     "ok-unicode-comment": "// Ünïcödé ✓ comment\n" + MIST_BASE,
 }
+
+# The cases that write a model template get an instance of it and a sequence
+# length, so the error they carry is reached instead of "no model instance".
+INSTANCE = "model i = m(v = 16)\ntrain {\n  seq_len = 8\n}\n"
+for _name, _text in list(MIST_CASES.items()):
+    if isinstance(_text, str) and "model m(v) {" in _text and "model i =" not in _text:
+        MIST_CASES[_name] = _text.replace("train {\n  seq_len = 8\n}\n", "") + INSTANCE
 
 MIR_BASE = """module @m {
   sym b : batch

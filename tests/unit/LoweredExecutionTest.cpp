@@ -81,10 +81,19 @@ INSTANTIATE_TEST_SUITE_P(
                             {"layer.attn.v.weight", 1},
                             {"layer.mlp.gate.weight", 0},
                             {"layer.mlp.down.weight", 1},
-                            {"post.logits.weight", 0}}}),
+                            {"post.logits.weight", 0}}},
+                      // slice's and concat's gradients reach the parameters before them
+                      Case{"/../tests/unit/Inputs/slice-concat.mist",
+                           {{"layer.qkv.weight", 0},
+                            {"layer.qkv.bias", 1},
+                            {"layer.ln2.weight", 1},
+                            {"layer.up.weight", 0},
+                            {"pre.x.weight", 0}}}),
     [](const auto &info) {
-      return std::string(info.param.file).find("gpt") != std::string::npos ? "tiny_gpt"
-                                                                           : "tiny_llama";
+      const std::string file = info.param.file;
+      return file.find("slice") != std::string::npos ? "tiny_slice_concat"
+             : file.find("gpt") != std::string::npos ? "tiny_gpt"
+                                                     : "tiny_llama";
     });
 
 } // namespace

@@ -284,6 +284,40 @@ private:
     case OpKind::Mul:
       mul(outp(0), in(0), in(1), n(r0));
       break;
+    // slice and concat as plain loops (this executor checks the runtime's
+    // copies rather than calling them); tp = 1, so no rank's part to take.
+    case OpKind::Slice:
+    case OpKind::SliceGrad: {
+      const bool grad = op.kind == OpKind::SliceGrad;
+      const int x = grad ? r0 : o0, part = grad ? o0 : r0;
+      const int64_t width = shape(x).back(), size = shape(part).back(), rows = n(x) / width,
+                    start = int64_t(num("start"));
+      float *dst = outp(0);
+      const float *src = in(0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < (grad ? width : size); ++j)
+          if (grad)
+            dst[r * width + j] = j >= start && j < start + size ? src[r * size + j - start] : 0.f;
+          else
+            dst[r * size + j] = src[r * width + start + j];
+      break;
+    }
+    case OpKind::Concat:
+    case OpKind::ConcatGrad: {
+      const bool grad = op.kind == OpKind::ConcatGrad;
+      const std::vector<int> &parts = grad ? op.results : op.operands;
+      const int64_t wa = shape(parts[0]).back(), wb = shape(parts[1]).back(),
+                    rows = n(parts[0]) / wa;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < wa + wb; ++j) {
+          float *whole = grad ? nullptr : outp(0);
+          if (grad)
+            (j < wa ? outp(0)[r * wa + j] : outp(1)[r * wb + j - wa]) = in(0)[r * (wa + wb) + j];
+          else
+            whole[r * (wa + wb) + j] = j < wa ? in(0)[r * wa + j] : in(1)[r * wb + j - wa];
+        }
+      break;
+    }
     case OpKind::MulGrad:
       mulGrad(outp(0), outp(1), in(0), in(1), in(2), n(r0));
       break;

@@ -38,7 +38,7 @@ syn match   mistNumber      '\<\d\+'
 syn match   mistFloat       '\<\d\+\%(\.\d\+\%([eE][+-]\=\d\+\)\=\|[eE][+-]\=\d\+\)'
 
 " Built-in operations (frontend/Builtins.cpp), only when called.
-syn match   mistBuiltin     '\<\%(attention\|cross_entropy\|dropout\|embedding\|gelu\|layernorm\|linear\|lm_head\|position_embedding\|rmsnorm\|rope\|silu\)\>\%(\s*(\)\@='
+syn match   mistBuiltin     '\<\%(attention\|concat\|cross_entropy\|dropout\|embedding\|gelu\|layernorm\|linear\|lm_head\|position_embedding\|rmsnorm\|rope\|silu\|slice\)\>\%(\s*(\)\@='
 
 " shard = column | row | vocab | none (the word may be on a later line).
 syn match   mistShardArg    '\<shard\s*=\%(=\)\@!\%(\_s\|//.*\n\)*\%(column\|row\|vocab\|none\)\>' transparent contains=mistShardWord,mistOperator,mistComment
