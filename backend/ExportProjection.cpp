@@ -220,7 +220,7 @@ std::vector<int> projectLayerSplit(const Plan &plan, ExportTarget target,
 /// Recomputation: the checkpointed layers of each stage of `split`, one
 /// setting for all stages.
 std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
-                                      const std::vector<int> &split, int &everyNth,
+                                      const std::vector<int> &split,
                                       std::vector<std::string> &notes) {
   const int S = static_cast<int>(plan.stages.size());
   int ckptMax = 0;
@@ -228,21 +228,11 @@ std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
     ckptMax = std::max(ckptMax, s.ckptLayers);
   std::vector<int> ckpt(S);
   if (target == ExportTarget::TorchTitan) {
-    bool none = ckptMax == 0, full = true;
+    // TorchTitan 0.3 recomputes every block (FullAC) or none (its
+    // SelectiveAC picks ops, not layers): any checkpointing becomes all, which
+    // needs no more memory than the plan's.
     for (int i = 0; i < S; ++i)
-      full &= plan.stages[i].ckptLayers == plan.stages[i].layers();
-    for (int i = 0; i < S; ++i) {
-      int l = split[i];
-      if (none)
-        ckpt[i] = 0;
-      else if (full)
-        ckpt[i] = l;
-      else { // every N-th layer, one N for all stages (TorchTitan counts from each stage's first)
-        int layersMax = *std::max_element(split.begin(), split.end());
-        everyNth = std::max(1, static_cast<int>(std::lround(double(layersMax) / ckptMax)));
-        ckpt[i] = l / everyNth;
-      }
-    }
+      ckpt[i] = ckptMax == 0 ? 0 : split[i];
   } else {
     for (int i = 0; i < S; ++i)
       ckpt[i] = std::min(ckptMax, split[i]);
@@ -254,8 +244,10 @@ std::vector<int> projectCheckpointing(const Plan &plan, ExportTarget target,
     ckptChanged |= ckpt[i] != plan.stages[i].ckptLayers;
   }
   if (ckptChanged)
-    notes.push_back(
-        fmt::format("checkpointed layers per stage {} (one setting for all stages)", ckptText));
+    notes.push_back(fmt::format("checkpointed layers per stage {} ({})", ckptText,
+                                target == ExportTarget::TorchTitan
+                                    ? "TorchTitan 0.3 recomputes every layer or none"
+                                    : "one setting for all stages"));
   return ckpt;
 }
 
@@ -303,7 +295,7 @@ ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &tra
   OffloadRatios off = projectOffload(plan, target, zero, notes);
   projectFrameworkRules(target, train, shape.dp, zero, off, notes);
   const std::vector<int> split = projectLayerSplit(plan, target, notes);
-  const std::vector<int> ckpt = projectCheckpointing(plan, target, split, out.acEveryNth, notes);
+  const std::vector<int> ckpt = projectCheckpointing(plan, target, split, notes);
 
   Plan &p = out.plan;
   p.gradAccum = shape.gradAccum;
@@ -358,6 +350,7 @@ ExportModel mist::exportModelOf(const Module &m) {
     e.seqLen = *s->value;
   if (auto l = exprToInt(m.symbols.bindAll(m.layer.repeat)))
     e.layers = *l;
+  bool sawNorm = false;
   for (const Region *r : m.regions)
     for (const auto &op : r->fwd.ops) {
       e.rmsnorm |= op->kind == OpKind::RMSNorm;
@@ -374,6 +367,11 @@ ExportModel mist::exportModelOf(const Module &m) {
         e.attentionDropout = std::max(e.attentionDropout, op->realAttr("dropout").value_or(0));
       if (op->kind == OpKind::Rope)
         e.ropeTheta = op->realAttr("theta").value_or(e.ropeTheta);
+      if ((op->kind == OpKind::LayerNorm || op->kind == OpKind::RMSNorm) && r == &m.layer &&
+          !sawNorm) {
+        e.normEps = op->realAttr("eps").value_or(e.normEps);
+        sawNorm = true;
+      }
     }
   e.train = m.train;
   return e;
@@ -393,17 +391,19 @@ std::string mist::weightDecayRemark(const TrainConfig &train, ExportTarget targe
   std::string kept = train.noDecayText();
   for (size_t at = kept.find(','); at != std::string::npos; at = kept.find(',', at + 2))
     kept.replace(at, 1, ", ");
+  // TorchTitan 0.3 writes the model's groups as regex parameter groups.
+  if (target == ExportTarget::TorchTitan)
+    return "";
   if (target == ExportTarget::DeepSpeed)
     return kept.empty() ? ""
                         : fmt::format("weight decay: the client's parameter groups decide; give "
                                       "weight_decay 0 to the {} parameters (no_decay)",
                                       kept);
   // What the target decays of biases, norms and embedding tables.
-  const bool megatron = target == ExportTarget::Megatron;
-  const std::string name = megatron ? "Megatron-LM" : "TorchTitan";
+  const std::string name = "Megatron-LM";
   std::vector<std::string> extra, missing;
-  for (auto [theirs, ours, what] : {std::tuple{!megatron, train.decayBiases, "biases"},
-                                    std::tuple{!megatron, train.decayNorms, "norms"},
+  for (auto [theirs, ours, what] : {std::tuple{false, train.decayBiases, "biases"},
+                                    std::tuple{false, train.decayNorms, "norms"},
                                     std::tuple{true, train.decayEmbeddings, "embedding tables"}})
     if (theirs != ours)
       (theirs ? extra : missing).push_back(what);

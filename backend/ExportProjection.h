@@ -25,9 +25,6 @@ struct ExportProjection {
   Plan plan;                      ///< what the target will run
   std::vector<std::string> notes; ///< every change from the original, one line each
   int gpusPerNode = 1;            ///< of the cluster, for launch lines
-  /// TorchTitan's selective recomputation: every N-th layer of each stage
-  /// (0: none or all, as ckpt_layers say).
-  int acEveryNth = 0;
   /// What the driver adds once it priced both plans (the projection's
   /// predicted cost, whether it fits, what the target sets up in code):
   /// written into the file's header, so the file says what stderr said.
@@ -47,7 +44,8 @@ void writeProjectionComment(const ExportProjection &projected, ExportTarget targ
 
 /// How the target's weight decay differs from the train section's no_decay
 /// (Megatron-LM decays every parameter of two or more dimensions, so the
-/// embeddings but not biases and norms; TorchTitan decays everything;
+/// embeddings but not biases and norms; TorchTitan 0.3 takes the model's
+/// groups (regex parameter groups);
 /// DeepSpeed leaves the groups to the client's code): one line, or empty
 /// when the target does what the model says.
 std::string weightDecayRemark(const TrainConfig &train, ExportTarget target);
@@ -64,6 +62,7 @@ struct ExportModel {
   double dropout = 0;          ///< the largest dropout probability of the layers
   double attentionDropout = 0; ///< on the attention probabilities
   double ropeTheta = 10000;    ///< the rotary base
+  double normEps = 1e-5;       ///< the layers' first norm's epsilon
   TrainConfig train;
 };
 ExportModel exportModelOf(const Module &m);

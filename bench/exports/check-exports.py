@@ -16,7 +16,9 @@ derives with what the plan says:
               parallelism, batch, layers per stage, recomputation, sharding,
               offload, precision and model shape; without it, megatron-core's
               TransformerConfig on the values the script passes;
-  torchtitan  the installed TorchTitan's config manager on the file.
+  torchtitan  the installed TorchTitan's (0.3) ConfigManager imports the
+              config module; the model it names is built on the meta device and
+              every optimizer parameter group must match one of its parameters.
 
 A knob whose derived value differs from the plan counts as projected when
 mistc's notes (stderr) name it, and as a silent difference otherwise.
@@ -294,12 +296,27 @@ def check_megatron_core(argv, plan):
 # --------------------------------------------------------------------------- TorchTitan
 
 def check_torchtitan(path, plan):
-    import torchtitan
+    """TorchTitan 0.3: the export is a config module; its ConfigManager imports
+    it (--module/--config), then the model it names is built on the meta device
+    and every optimizer parameter group must match a parameter of it (what
+    TorchTitan's optimizer container requires)."""
+    import shutil
+    import torch
     from importlib.metadata import version as dist_version
     from torchtitan.config.manager import ConfigManager
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        c = ConfigManager().parse_args(["--job.config_file", path])
+    from torchtitan.distributed.activation_checkpoint import FullAC
+    folder = os.path.dirname(path)
+    module = "mistc_check_" + re.sub(r"\W", "_", os.path.basename(path))
+    shutil.copy(path, os.path.join(folder, module + ".py"))
+    sys.path.insert(0, folder)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            c = ConfigManager().parse_args(["--module", module, "--config", "mistc_plan"])
+    finally:
+        sys.path.remove(folder)
     par, tr = c.parallelism, c.training
+    if par.enable_sequence_parallel and par.tensor_parallel_degree > 1:
+        raise ValueError("sequence parallelism is on, which mistc does not price")
     dp = par.data_parallel_replicate_degree * par.data_parallel_shard_degree
     pp = par.pipeline_parallel_degree
     micro = par.pipeline_parallel_microbatch_size if pp > 1 else tr.local_batch_size
@@ -309,13 +326,18 @@ def check_torchtitan(path, plan):
     else:
         split = [plan["layers_per_stage"][0]]
     ac = c.activation_checkpoint
-    if ac.mode == "none":
+    if ac is None:
         ckpt = [0] * len(split)
-    elif ac.mode == "full":
+    elif isinstance(ac, FullAC.Config):
         ckpt = split
     else:
-        n = int(ac.selective_ac_option)
-        ckpt = [l // n for l in split]  # torchtitan/distributed/activation_checkpoint.py
+        raise ValueError(f"activation checkpointing {type(ac).__qualname__}: not what mistc prices")
+    with torch.device("meta"):
+        model = c.model_spec.model.build()
+    names = [n for n, _ in model.named_parameters()]
+    for group in c.optimizer.param_groups:
+        if not any(re.search(group.pattern, n) for n in names):
+            raise ValueError(f"optimizer group pattern {group.pattern!r} matches no parameter")
     derived = {
         "dp": dp, "tp": par.tensor_parallel_degree, "pp": pp, "micro_batch": micro,
         "grad_accum": tr.global_batch_size // (micro * dp), "layers_per_stage": split,
