@@ -101,6 +101,25 @@ def original_plan(mistc, case):
     return plan_values(text, model)
 
 
+def train_values(mistc, case):
+    """The model's training settings as mistc's IR dump records them (its
+    `train {...}` line): what an export must carry over unchanged."""
+    name, model, extra, plan = case
+    cmd = [mistc, os.path.join(ROOT, "examples", model + ".mist"), "--emit=ir"]
+    if "--seq-len" in extra:
+        cmd += ["--seq-len", extra[extra.index("--seq-len") + 1]]
+    ir = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    line = next(l for l in ir.splitlines() if l.strip().startswith("train {"))
+    fields = dict(re.findall(r'(\w+) = ("[^"]*"|[-+.\w]+)', line))
+    value = lambda k: fields[k].strip('"')
+    seq = re.search(r"sym s = (\d+) : seq", ir)
+    return {"optimizer.lr": float(value("lr")),
+            "optimizer.betas": [float(value("beta1")), float(value("beta2"))],
+            "optimizer.eps": float(value("eps")), "optimizer.weight_decay": float(value("weight_decay")),
+            "max_norm": float(value("grad_clip")), "warmup_steps": int(value("warmup_steps")),
+            "dtype": value("dtype"), "seq_len": int(seq.group(1)) if seq else None}
+
+
 def compare(plan, projection, derived, notes):
     """(projected, silent, unpriced): knobs where the framework differs from the
     plan, named in mistc's notes or not, and knobs where it differs from the
@@ -338,12 +357,18 @@ def check_torchtitan(path, plan):
     for group in c.optimizer.param_groups:
         if not any(re.search(group.pattern, n) for n in names):
             raise ValueError(f"optimizer group pattern {group.pattern!r} matches no parameter")
+    adamw = c.optimizer.param_groups[-1].optimizer_kwargs  # the catch-all group
     derived = {
         "dp": dp, "tp": par.tensor_parallel_degree, "pp": pp, "micro_batch": micro,
         "grad_accum": tr.global_batch_size // (micro * dp), "layers_per_stage": split,
         "ckpt_per_stage": ckpt, "zero": 3 if par.data_parallel_shard_degree > 1 else 0,
         "offload_optimizer": 1.0 if tr.enable_cpu_offload else 0.0,
         "offload_weights": 1.0 if tr.enable_cpu_offload else 0.0,
+        "optimizer.lr": adamw["lr"], "optimizer.betas": list(adamw["betas"]),
+        "optimizer.eps": adamw["eps"], "optimizer.weight_decay": adamw["weight_decay"],
+        "max_norm": tr.max_norm, "warmup_steps": c.lr_scheduler.warmup_steps,
+        "dtype": {"bfloat16": "bf16", "float32": "f32", "float16": "f16"}[tr.mixed_precision_param],
+        "seq_len": tr.seq_len,
     }
     return "torchtitan " + dist_version("torchtitan"), derived
 
@@ -364,6 +389,7 @@ def main():
             if a.only and case[0] not in a.only:
                 continue
             plan = original_plan(a.mistc, case)
+            plan.update(train_values(a.mistc, case))
             for target in TARGETS:
                 rc, stderr, path, notes = run_mistc(a.mistc, case, target, work)
                 row = {"case": case[0], "target": target, "mistc_exit": rc, "notes": notes}
