@@ -117,14 +117,15 @@ std::vector<float> ParameterStore::gatherOverTp(size_t p, const DeviceTensor &lo
   return fullValues;
 }
 
-void ParameterStore::initialize(uint64_t seed, int hostThreads) {
+void ParameterStore::initialize(uint64_t seed, int hostThreads, bool draw) {
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l) {
       const ParamSpec &ps = spec.params[p];
       State &s = state[p][l];
       const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
       std::vector<float> values(s.local);
-      fillInitialValues(values, ps, tpRank, tp, layer, seed, hostThreads);
+      if (draw)
+        fillInitialValues(values, ps, tpRank, tp, layer, seed, hostThreads);
       DeviceTensor &w = weights(p, int(l));
       w.upload(values); // rounded to the weights' type
       if (!s.masterIsWeights) {

@@ -66,8 +66,10 @@ public:
   /// weights resident, the optimizer state's offloaded tails already in host
   /// memory; then `load` may overwrite, and `settle` puts the weights where
   /// the plan keeps them between uses. `hostThreads`: threads drawing the
-  /// values (initialValueThreads).
-  void initialize(uint64_t seed, int hostThreads);
+  /// values (initialValueThreads). `draw` false (a resumed run, whose
+  /// checkpoint then loads every tensor) sets zeros instead of drawing values
+  /// that would be overwritten: minutes for billions of weights.
+  void initialize(uint64_t seed, int hostThreads, bool draw = true);
   void settle();
 
   /// Makes the weights of `region` (layer `layer`) present in the frames

@@ -424,10 +424,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
         int(std::count(hostOfRank.begin(), hostOfRank.end(), hostOfRank[size_t(worldRank)]));
     const int threads = initialValueThreads(ranksOnHost);
     const auto start = std::chrono::steady_clock::now();
-    store.initialize(o.seed, threads);
+    // A resumed run loads every tensor from its checkpoint (loadCheckpoint
+    // refuses one that lacks any): nothing to draw.
+    store.initialize(o.seed, threads, /*draw=*/!resumed);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (worldRank == 0 && seconds > 2)
+    if (worldRank == 0 && seconds > 2 && !resumed)
       std::printf("mistrt: initial values drawn in %.1f s on %d thread%s\n", seconds, threads,
                   threads == 1 ? "" : "s");
   }
