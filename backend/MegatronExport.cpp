@@ -91,6 +91,9 @@ void parallelismArgs(const Plan &p, const ArgWriter &arg) {
       arg(fmt::format("--decoder-first-pipeline-num-layers {}", first));
     if (S > 2 ? last != middle : false)
       arg(fmt::format("--decoder-last-pipeline-num-layers {}", last));
+    // Interleaved 1F1B: each stage's layers in v chunks, round-robin.
+    if (p.virtualStages > 1)
+      arg(fmt::format("--num-layers-per-virtual-pipeline-stage {}", first / p.virtualStages));
   }
 }
 

@@ -116,9 +116,14 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
                       tflops(peak, "{:.0f}"));
   // The formula and the event simulation of --emit=timeline are two figures
   // for one iteration; say which is which (docs/perf-model.md, "Pipeline").
-  os << fmt::format("\n  (the pipeline formula the tuner minimizes; the event simulation of "
-                    "--emit=timeline replays the same phase times in {:.4f} s)",
-                    simulateTimeline(plan, est).seconds);
+  if (plan.virtualStages > 1)
+    os << fmt::format("\n  (interleaved 1F1B, {} chunks per stage, by the pipeline formula; the "
+                      "event simulation of --emit=timeline replays plain 1F1B only)",
+                      plan.virtualStages);
+  else
+    os << fmt::format("\n  (the pipeline formula the tuner minimizes; the event simulation of "
+                      "--emit=timeline replays the same phase times in {:.4f} s)",
+                      simulateTimeline(plan, est).seconds);
   os << "\n" << (est.fits ? "every stage fits in memory\n" : "some stage does not fit in memory\n");
 }
 

@@ -57,6 +57,11 @@ struct Plan {
   std::string cluster;
   int globalBatch = 0;
   int gradAccum = 1; ///< G: micro-batches per iteration
+  /// Interleaved 1F1B (Megatron-LM's virtual pipeline): each stage holds
+  /// this many chunks of its layers, assigned round-robin over the stages
+  /// (chunk j on stage j % S), which cuts the pipeline's fill and drain by
+  /// this factor for that many more p2p transfers. 1: plain 1F1B.
+  int virtualStages = 1;
   std::vector<StagePlan> stages;
   std::optional<PlanPrediction> predicted;
   bool operator==(const Plan &) const = default; ///< exact, doubles included

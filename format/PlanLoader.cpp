@@ -20,9 +20,9 @@ public:
     auto top = r.parseTopMapping("plan");
     if (!top)
       return std::nullopt;
-    static const llvm::StringRef keys[] = {"mist_plan",  "model",   "seq_len",
-                                           "dtype",      "cluster", "global_batch",
-                                           "grad_accum", "stages",  "predicted"};
+    static const llvm::StringRef keys[] = {"mist_plan", "model",         "seq_len",    "dtype",
+                                           "cluster",   "global_batch",  "grad_accum", "stages",
+                                           "predicted", "virtual_stages"};
     YamlMap m(r, *top, "plan", keys);
     if (locations) {
       locations->top["plan"] = r.bufferStart();
@@ -43,6 +43,7 @@ public:
     m.getString("cluster", p.cluster, Need::Optional);
     batchOk = m.getInt("global_batch", p.globalBatch, Need::Required, Range::Count);
     batchOk &= m.getInt("grad_accum", p.gradAccum, Need::Required, Range::Count);
+    m.getInt("virtual_stages", p.virtualStages, Need::Optional, Range::Count);
     if (auto stages = m.get("stages", Need::Required))
       parseStages(*stages, m.valueLoc("stages"));
     if (auto pred = m.get("predicted", Need::Optional))

@@ -68,6 +68,8 @@ void mist::writePlan(const Plan &plan, llvm::raw_ostream &os) {
     os << "cluster: " << yamlQuote(plan.cluster) << "\n";
   os << "global_batch: " << plan.globalBatch << "\n";
   os << "grad_accum: " << plan.gradAccum << "\n";
+  if (plan.virtualStages > 1)
+    os << "virtual_stages: " << plan.virtualStages << "\n";
   os << "stages:\n";
   for (const StagePlan &s : plan.stages) {
     os << "  - layers: [" << s.firstLayer << ", " << s.lastLayer << "]\n";

@@ -408,15 +408,24 @@ StageEstimate mist::estimateStage(const StageKnobs &k, const StageNumbers &n, co
   return estimateStage(k, makeStageConstants(k, n, c), interference);
 }
 
-double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G) {
+double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G,
+                             int v) {
+  const double fill = 1.0 / std::max(1, v); // the share of a stage's t in the fill and drain
   double sum = 0, maxT = 0, maxD = -INFINITY, before = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     sum += t[i];
     maxT = std::max(maxT, t[i]);
     maxD = std::max(maxD, d[i] - before);
-    before += t[i];
+    before += t[i] * fill;
   }
-  return sum + (G - 1) * maxT + std::max(0.0, maxD);
+  return sum * fill + (G - fill) * maxT + std::max(0.0, maxD);
+}
+
+int mist::inflightMicroBatches(int i, int S, int G, int v) {
+  if (v <= 1)
+    return std::min(S - i, G);
+  const int chunks = std::min((S - i - 1) * 2 + (v - 1) * S + 1, G * v);
+  return (chunks + v - 1) / v;
 }
 
 namespace {
@@ -433,23 +442,27 @@ StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &
   k.microBatch = st.microBatch;
   k.meshNodes = st.meshNodes;
   k.meshGpusPerNode = st.meshGpusPerNode;
-  k.inflight = std::min(S - i, plan.gradAccum);
+  k.inflight = inflightMicroBatches(i, S, plan.gradAccum, plan.virtualStages);
   StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster),
                  model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster),
                  model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};
   StageEstimate e = estimateStage(k, n, cluster, interference);
   // Activations go to the next stage and gradients come back, once per
-  // micro-batch each way.
-  if (i + 1 < S)
-    e.p2p += p2pSeconds(cluster,
-                        p2pCrossesNodes(cluster, firstGpu[i], firstGpu[i + 1],
-                                        std::min(st.gpus(), plan.stages[i + 1].gpus())),
-                        n.layer.output);
-  if (i > 0)
-    e.p2p += p2pSeconds(cluster,
-                        p2pCrossesNodes(cluster, firstGpu[i - 1], firstGpu[i],
-                                        std::min(st.gpus(), plan.stages[i - 1].gpus())),
-                        n.layer.gradIn);
+  // micro-batch each way; interleaved, once per chunk, and the stages form a
+  // ring (the last stage's chunk feeds the first stage's next one).
+  const int v = plan.virtualStages;
+  const int next = i + 1 < S ? i + 1 : (v > 1 ? 0 : -1),
+            prev = i > 0 ? i - 1 : (v > 1 ? S - 1 : -1);
+  if (next >= 0)
+    e.p2p += v * p2pSeconds(cluster,
+                            p2pCrossesNodes(cluster, firstGpu[i], firstGpu[next],
+                                            std::min(st.gpus(), plan.stages[next].gpus())),
+                            n.layer.output);
+  if (prev >= 0)
+    e.p2p += v * p2pSeconds(cluster,
+                            p2pCrossesNodes(cluster, firstGpu[prev], firstGpu[i],
+                                            std::min(st.gpus(), plan.stages[prev].gpus())),
+                            n.layer.gradIn);
   e.t += e.p2p;
   return e;
 }
@@ -492,6 +505,21 @@ std::optional<PlanProblem> mist::planProblem(const Plan &plan, const ModelProfil
                  "tp = " + std::to_string(st.tp) + " breaks the model's assumption " + *broken);
     gpus += st.gpus();
   }
+  if (const int v = plan.virtualStages; v > 1) {
+    if (S < 2)
+      return PlanProblem{-1, "virtual_stages", "virtual_stages needs at least two stages"};
+    for (int i = 0; i < S; ++i)
+      if (plan.stages[i].layers() != plan.stages[0].layers() || plan.stages[i].layers() % v != 0)
+        return PlanProblem{i, "layers",
+                           "stage " + std::to_string(i) + ": interleaved 1F1B (virtual_stages " +
+                               std::to_string(v) +
+                               ") needs the same layer count on every stage, divisible by " +
+                               std::to_string(v)};
+    if (plan.gradAccum % S != 0)
+      return PlanProblem{-1, "grad_accum",
+                         "interleaved 1F1B needs grad_accum divisible by the " + std::to_string(S) +
+                             " stages (as Megatron-LM does)"};
+  }
   if (expectFirst != model.numLayers) {
     PlanProblem p{S - 1, "layers",
                   "the stages cover " + std::to_string(expectFirst) + " layers but the model has " +
@@ -528,7 +556,7 @@ std::optional<PipelineEstimate> mist::estimatePlan(const Plan &plan, const Model
     d.push_back(e.d);
     pe.stages.push_back(e);
   }
-  pe.iterationSeconds = pipelineSeconds(t, d, plan.gradAccum);
+  pe.iterationSeconds = pipelineSeconds(t, d, plan.gradAccum, plan.virtualStages);
   if (pe.iterationSeconds > 0) {
     pe.tokensPerSecond = double(plan.globalBatch) * model.seqLen / pe.iterationSeconds;
     pe.tflopsPerGpu =

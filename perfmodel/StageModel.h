@@ -150,7 +150,19 @@ struct PipelineEstimate {
   bool fits = false;
 };
 
-double pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G);
+/// The 1F1B iteration from the stages' t and d (the file comment's formula);
+/// with `v` virtual stages (interleaved 1F1B) the fill and drain shrink by v:
+///   T = sum t_i / v + (G - 1/v) max t_i + max_i (d_i - sum_{j<i} t_j / v),
+/// which for equal t is Megatron-LM's (G + (S - 1) / v) t.
+double pipelineSeconds(const std::vector<double> &t, const std::vector<double> &d, int G,
+                       int v = 1);
+
+/// Micro-batches whose activations stage i of S holds at its peak, in units
+/// of the stage's activations of one micro-batch: S - i under 1F1B (at most
+/// G); interleaved, Megatron-LM's warm-up of (S - i - 1) * 2 + (v - 1) * S
+/// chunk forwards plus the current one, each a v-th of the stage (at most
+/// G * v chunks), rounded up to whole micro-batches.
+int inflightMicroBatches(int i, int S, int G, int v = 1);
 
 /// What makes a plan impossible for a model and cluster: the stage (-1 for
 /// the plan as a whole) and the plan key at fault, so a caller that knows

@@ -32,9 +32,9 @@ import tempfile
 # A100 80GB nodes, 8x 200 Gb/s HDR InfiniBand per node). Layouts,
 # micro-batches and batches from Megatron-LM's examples/sc21/run_table_1.sh;
 # the published figure counts FLOPs with the paper's eq. 3, which includes
-# the recomputed forward. Runs the script launches with the interleaved
-# schedule (--num-layers-per-virtual-pipeline-stage) are marked: mistc does
-# not yet write that schedule (issue 20 item 3) and prices plain 1F1B.
+# the recomputed forward. Four runs use the interleaved schedule
+# (--num-layers-per-virtual-pipeline-stage 5, 5, 3, 1: v = 3, 2, 2, 3 chunks
+# per stage), written as the plan's virtual_stages.
 MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_table_1.sh"
 # PyTorch 2.11 on the project's H100 (shared/reference/h100-measured.md,
 # 2026-11-22; bench/h100/pytorch_gpt.py): one GPU, bf16 autocast, SDPA flash
@@ -47,17 +47,19 @@ PYTORCH_H100 = "PyTorch on our H100, shared/reference/h100-measured.md"
 
 
 def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
-        mbs, gbs, recompute, tflops, counts_recompute, note=""):
+        mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1):
     return dict(name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
                 layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
                 gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
-                counts_recompute=counts_recompute, note=note)
+                counts_recompute=counts_recompute, note=note, virtual=virtual)
 
 
-def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, interleaved):
+def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, virtual):
+    """`virtual`: chunks per stage of the interleaved schedule (1: plain 1F1B)."""
     return run(name, MEGATRON_SC21, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True, tp,
                pp, nodes, 8, mbs, gbs, True, tflops, True,
-               "published run interleaved; priced as 1F1B" if interleaved else "")
+               f"interleaved 1F1B, {virtual} chunks per stage" if virtual > 1 else "",
+               virtual)
 
 
 def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode):
@@ -66,16 +68,16 @@ def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode):
 
 
 RUNS = [
-    megatron_run("gpt-1.7b", 2304, 24, 24, 1, 1, 4, 16, 512, 137, False),
-    megatron_run("gpt-3.6b", 3072, 32, 30, 2, 1, 8, 16, 512, 138, False),
-    megatron_run("gpt-7.5b", 4096, 32, 36, 4, 1, 16, 16, 512, 142, False),
-    megatron_run("gpt-18b", 6144, 48, 40, 8, 1, 32, 8, 1024, 135, False),
-    megatron_run("gpt-39b", 8192, 64, 48, 8, 2, 64, 4, 1536, 138, False),
-    megatron_run("gpt-76b", 10240, 80, 60, 8, 4, 128, 2, 1792, 140, True),
-    megatron_run("gpt-145b", 12288, 96, 80, 8, 8, 192, 2, 2304, 148, True),
-    megatron_run("gpt-310b", 16384, 128, 96, 8, 16, 240, 1, 2160, 155, True),
-    megatron_run("gpt-530b", 20480, 128, 105, 8, 35, 315, 1, 2520, 163, True),
-    megatron_run("gpt-1t", 25600, 160, 128, 8, 64, 384, 1, 3072, 163, False),
+    megatron_run("gpt-1.7b", 2304, 24, 24, 1, 1, 4, 16, 512, 137, 1),
+    megatron_run("gpt-3.6b", 3072, 32, 30, 2, 1, 8, 16, 512, 138, 1),
+    megatron_run("gpt-7.5b", 4096, 32, 36, 4, 1, 16, 16, 512, 142, 1),
+    megatron_run("gpt-18b", 6144, 48, 40, 8, 1, 32, 8, 1024, 135, 1),
+    megatron_run("gpt-39b", 8192, 64, 48, 8, 2, 64, 4, 1536, 138, 1),
+    megatron_run("gpt-76b", 10240, 80, 60, 8, 4, 128, 2, 1792, 140, 3),
+    megatron_run("gpt-145b", 12288, 96, 80, 8, 8, 192, 2, 2304, 148, 2),
+    megatron_run("gpt-310b", 16384, 128, 96, 8, 16, 240, 1, 2160, 155, 2),
+    megatron_run("gpt-530b", 20480, 128, 105, 8, 35, 315, 1, 2520, 163, 3),
+    megatron_run("gpt-1t", 25600, 160, 128, 8, 64, 384, 1, 3072, 163, 1),
     pytorch_run("gpt-125m", 768, 12, 12, 1024, 16, False, 250, "eager"),
     pytorch_run("gpt-125m-c", 768, 12, 12, 1024, 16, False, 396, "torch.compile"),
     pytorch_run("gpt3-1.3b", 2048, 16, 24, 2048, 4, False, 437, "eager"),
@@ -115,7 +117,8 @@ def write_case(folder, r):
     plan = os.path.join(folder, name + ".plan.yaml")
     with open(plan, "w") as f:
         f.write(f"mist_plan: 1\nmodel: {model}\ncluster: {r['cluster']}\n"
-                f"global_batch: {r['gbs']}\ngrad_accum: {grad_accum}\nstages:\n")
+                f"global_batch: {r['gbs']}\ngrad_accum: {grad_accum}\n"
+                + (f"virtual_stages: {r['virtual']}\n" if r["virtual"] > 1 else "") + "stages:\n")
         for i in range(pp):
             f.write(f"  - layers: [{i * per_stage}, {(i + 1) * per_stage - 1}]\n"
                     f"    mesh: {mesh}\n    micro_batch: {r['mbs']}\n    dp: {dp}\n"
@@ -186,7 +189,7 @@ def main():
               "megatron_sc21_a100": [r for r in rows if r["source"] == MEGATRON_SC21],
               "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
               "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"],
-              "same_schedule": [r for r in rows if "interleaved" not in r["note"]]}
+              "megatron_interleaved": [r for r in rows if "interleaved" in r["note"]]}
     result = {name: summary(sel) for name, sel in groups.items()}
     result["runs"] = rows
     for name in groups:

@@ -193,6 +193,31 @@ TEST(Pipeline, FourEqualStages) {
   EXPECT_DOUBLE_EQ(pipelineSeconds({1, 1, 1, 1}, {0.5, 0.5, 0.5, 4.0}, 8), 4 + 7 + 1.0);
 }
 
+// Interleaved 1F1B with v chunks per stage: the fill and drain shrink by v,
+// Megatron-LM's (G + (S - 1) / v) t for equal stages.
+TEST(Pipeline, InterleavedFillShrinksByTheChunks) {
+  EXPECT_DOUBLE_EQ(pipelineSeconds({1, 1, 1, 1}, {0, 0, 0, 0}, 8, 2), 8 + 3.0 / 2);
+  EXPECT_DOUBLE_EQ(pipelineSeconds({1, 1, 1, 1}, {0, 0, 0, 0}, 8, 1),
+                   pipelineSeconds({1, 1, 1, 1}, {0, 0, 0, 0}, 8));
+  // Stage 3's extra 4.0 is hidden by a fill of 3 / 2 only: 2.5 shows.
+  EXPECT_DOUBLE_EQ(pipelineSeconds({1, 1, 1, 1}, {0, 0, 0, 4.0}, 8, 2), 8 + 1.5 + 2.5);
+  // Unequal stages: sum / v + (G - 1/v) max.
+  EXPECT_DOUBLE_EQ(pipelineSeconds({1, 2}, {0, 0}, 4, 3), 3.0 / 3 + (4 - 1.0 / 3) * 2);
+}
+
+// Stage i holds S - i micro-batches under 1F1B (at most G); interleaved,
+// Megatron-LM's warm-up (S - i - 1) * 2 + (v - 1) * S chunk forwards plus
+// the current one, a v-th of the stage each, rounded up (at most G * v).
+TEST(Pipeline, InflightMicroBatches) {
+  EXPECT_EQ(inflightMicroBatches(0, 4, 8), 4);
+  EXPECT_EQ(inflightMicroBatches(3, 4, 8), 1);
+  EXPECT_EQ(inflightMicroBatches(0, 4, 2), 2);
+  EXPECT_EQ(inflightMicroBatches(0, 4, 8, 2), 6); // (6 + 4 + 1) / 2 = 5.5
+  EXPECT_EQ(inflightMicroBatches(3, 4, 8, 2), 3); // (0 + 4 + 1) / 2 = 2.5
+  EXPECT_EQ(inflightMicroBatches(0, 4, 4, 3), 4); // 6 + 8 + 1 = 15 chunks, but at most G v = 12
+  EXPECT_EQ(inflightMicroBatches(0, 2, 1, 2), 1); // at most G * v = 2 chunks
+}
+
 TEST(Pipeline, SingleMicroBatch) {
   Cluster c = handCluster();
   InterferenceTable it(c);

@@ -342,7 +342,8 @@ struct PricedPlan {
   PipelineEstimate estimate;
   Cluster cluster;
   ModelProfile model;
-  bool tuned = false; ///< tuned by this run (else --plan's)
+  bool tuned = false;          ///< tuned by this run (else --plan's)
+  llvm::SMLoc virtualStagesAt; ///< where --plan's file sets virtual_stages
 };
 
 /// --plan priced on its cluster, or a plan tuned for the cluster (and
@@ -366,7 +367,9 @@ std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts
     auto estimate = estimatePlan(*given, *model, *cluster, diag);
     if (!estimate)
       return std::nullopt;
-    return PricedPlan{*given, *estimate, *cluster, *model, false};
+    const auto at = where.top.find("virtual_stages");
+    return PricedPlan{*given, *estimate, *cluster,
+                      *model, false,     at == where.top.end() ? llvm::SMLoc() : at->second};
   }
   auto tuned = tune(*model, *cluster, model->globalBatch, opts.tuner, diag);
   if (!tuned)
@@ -380,7 +383,7 @@ std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts
   tuned->plan.dtype = dtypeName(m.train.dtype).str();
   if (!opts.planOut.empty() && !writePlanFile(tuned->plan, opts.planOut, diag))
     return std::nullopt;
-  return PricedPlan{tuned->plan, tuned->estimate, *cluster, *model, true};
+  return PricedPlan{tuned->plan, tuned->estimate, *cluster, *model, true, llvm::SMLoc()};
 }
 
 /// --emit=trainer: train.cu, its header naming the plan and the prediction.
@@ -420,6 +423,24 @@ bool writeLowered(const Module &m, const Plan &plan, DiagnosticEngine &diag,
 /// Writes what --emit asks for of a priced plan.
 bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &opts,
                  DiagnosticEngine &diag, llvm::raw_ostream &out) {
+  switch (opts.output) {
+  case Emit::Trainer:
+  case Emit::Schedule:
+  case Emit::Timeline:
+  case Emit::TimelineSvg:
+  case Emit::Lowered:
+    if (p.plan.virtualStages > 1) {
+      diag.error(p.virtualStagesAt,
+                 fmt::format("the trainer and its schedule run plain 1F1B (one chunk per stage): "
+                             "a plan with virtual_stages = {} is priced (--emit=report) and "
+                             "exported (--emit=megatron), not run",
+                             p.plan.virtualStages));
+      return false;
+    }
+    break;
+  default:
+    break;
+  }
   switch (opts.output) {
   case Emit::Plan:
     writePlan(p.plan, out);
