@@ -299,9 +299,9 @@ ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &tra
 
   Plan &p = out.plan;
   p.gradAccum = shape.gradAccum;
-  // Interleaved 1F1B: Megatron-LM runs it (--num-layers-per-virtual-pipeline-stage);
-  // DeepSpeed's and TorchTitan's exports run plain 1F1B.
-  if (plan.virtualStages > 1 && target != ExportTarget::Megatron) {
+  // Interleaved 1F1B: Megatron-LM (--num-layers-per-virtual-pipeline-stage)
+  // and TorchTitan (Interleaved1F1B) run it; DeepSpeed's engine does not.
+  if (plan.virtualStages > 1 && target == ExportTarget::DeepSpeed) {
     p.virtualStages = 1;
     notes.push_back(fmt::format("plain 1F1B instead of interleaved 1F1B with {} virtual stages",
                                 plan.virtualStages));

@@ -52,17 +52,23 @@ std::vector<std::string> modelRemarks(const ExportModel &m) {
   return out;
 }
 
-/// The module names of each pipeline stage of TorchTitan's Llama 3.
+/// The module names of each model part of TorchTitan's Llama 3, in model
+/// order: one part per stage, or with v virtual stages S v chunks of equal
+/// size, which TorchTitan places round-robin (part j on rank j mod S), as
+/// the plan's interleaving does.
 std::string modulesPerStage(const Plan &p) {
+  const size_t parts = p.stages.size() * size_t(std::max(1, p.virtualStages));
+  const int perPart = p.stages.front().layers() / std::max(1, p.virtualStages);
   std::string out = "[";
-  for (size_t i = 0; i < p.stages.size(); ++i) {
-    const StagePlan &s = p.stages[i];
+  for (size_t i = 0; i < parts; ++i) {
+    const int first = p.virtualStages > 1 ? int(i) * perPart : p.stages[i].firstLayer;
+    const int last = p.virtualStages > 1 ? first + perPart - 1 : p.stages[i].lastLayer;
     std::vector<std::string> names;
     if (i == 0)
       names.push_back("tok_embeddings");
-    for (int l = s.firstLayer; l <= s.lastLayer; ++l)
+    for (int l = first; l <= last; ++l)
       names.push_back("layers." + std::to_string(l));
-    if (i + 1 == p.stages.size()) {
+    if (i + 1 == parts) {
       names.push_back("norm");
       names.push_back("lm_head");
     }
@@ -234,9 +240,10 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
   os << fmt::format("            pipeline_parallel_degree={},\n", S);
   if (S > 1)
     os << fmt::format("            module_fqns_per_model_part={},\n"
-                      "            pipeline_parallel_schedule=\"1F1B\",\n"
+                      "            pipeline_parallel_schedule=\"{}\",\n"
                       "            pipeline_parallel_microbatch_size={},\n",
-                      modulesPerStage(p), s0.microBatch);
+                      modulesPerStage(p), p.virtualStages > 1 ? "Interleaved1F1B" : "1F1B",
+                      s0.microBatch);
   os << "        ),\n";
   os << fmt::format("        activation_checkpoint={},\n", recompute ? "FullAC.Config()" : "None");
   os << "    )\n";

@@ -47,6 +47,7 @@ CASES = [
     ("llama7-zero3-offload-all", "llama2-7b", ["--cluster", "a100-40g"], "llama7-zero3-offload-all.yaml"),
     ("llama7-tp2-offload-opt", "llama2-7b", ["--cluster", "a100-40g"], "llama7-tp2-offload-opt.yaml"),
     ("llama7-does-not-fit", "llama2-7b", ["--cluster", "a100-40g"], "llama7-does-not-fit.yaml"),
+    ("gpt13-pp2-v3", "gpt3-1.3b", ["--cluster", "a100-40g"], "gpt13-pp2-v3.yaml"),
 ]
 TARGETS = ["deepspeed", "megatron", "torchtitan"]
 
@@ -55,7 +56,7 @@ NOTE_WORDS = {
     "dp": ["tp and dp", "same GPUs"], "tp": ["tp and dp"], "micro_batch": ["gradient accumulation", "tp and dp"],
     "grad_accum": ["gradient accumulation", "tp and dp"], "layers_per_stage": ["layers per stage"],
     "ckpt_per_stage": ["checkpointed layers", "recomput"], "zero": ["ZeRO"], "offload_optimizer": ["offload"],
-    "offload_weights": ["offload"], "grad_dtype": ["gradient"],
+    "offload_weights": ["offload"], "grad_dtype": ["gradient"], "virtual_stages": ["1F1B"],
 }
 
 
@@ -88,6 +89,7 @@ def plan_values(text, model):
         "ckpt_per_stage": [s["ckpt_layers"] for s in st],
         "zero": 3 if zero["weights"] else 2 if zero["grads"] else 1 if zero["optimizer"] else 0,
         "offload_optimizer": st[0]["offload"]["optimizer"], "offload_weights": st[0]["offload"]["weights"],
+        "virtual_stages": p.get("virtual_stages", 1),
         "family": "llama" if model.startswith("llama") else "gpt",
     }
 
@@ -182,6 +184,7 @@ def check_deepspeed(path, plan):
         "offload_optimizer": (zc.offload_optimizer.ratio if zc.offload_optimizer and
                               str(zc.offload_optimizer.device).endswith("cpu") else 0.0),
         "offload_weights": 1.0 if zc.offload_param and str(zc.offload_param.device).endswith("cpu") else 0.0,
+        "virtual_stages": 1,  # DeepSpeed's pipeline engine runs plain 1F1B
     }
     return "deepspeed " + deepspeed.__version__, derived
 
@@ -261,6 +264,8 @@ def check_megatron_parser(argv, env, gpus, plan, megatron_lm):
                                                      for l in split],
         "zero": zero,
         "offload_optimizer": args.optimizer_offload_fraction if args.optimizer_cpu_offload else 0.0,
+        # Interleaved 1F1B: validate_args derives the chunks per stage.
+        "virtual_stages": getattr(args, "virtual_pipeline_model_parallel_size", None) or 1,
     }
     for key in MODEL_SHAPE[plan["family"]]:
         derived["model." + key] = getattr(args, key)
@@ -339,9 +344,13 @@ def check_torchtitan(path, plan):
     dp = par.data_parallel_replicate_degree * par.data_parallel_shard_degree
     pp = par.pipeline_parallel_degree
     micro = par.pipeline_parallel_microbatch_size if pp > 1 else tr.local_batch_size
+    virtual = 1
     if pp > 1:
         parts = par.module_fqns_per_model_part or []
-        split = [sum(1 for m in part if m.startswith("layers.")) for part in parts]
+        counts = [sum(1 for m in part if m.startswith("layers.")) for part in parts]
+        # Interleaved schedules place part j on rank j % pp (TorchTitan's loop style).
+        virtual = len(parts) // pp if "Interleaved" in par.pipeline_parallel_schedule else 1
+        split = [sum(counts[r::pp]) for r in range(pp)] if virtual > 1 else counts
     else:
         split = [plan["layers_per_stage"][0]]
     ac = c.activation_checkpoint
@@ -364,6 +373,7 @@ def check_torchtitan(path, plan):
         "ckpt_per_stage": ckpt, "zero": 3 if par.data_parallel_shard_degree > 1 else 0,
         "offload_optimizer": 1.0 if tr.enable_cpu_offload else 0.0,
         "offload_weights": 1.0 if tr.enable_cpu_offload else 0.0,
+        "virtual_stages": virtual,
         "optimizer.lr": adamw["lr"], "optimizer.betas": list(adamw["betas"]),
         "optimizer.eps": adamw["eps"], "optimizer.weight_decay": adamw["weight_decay"],
         "max_norm": tr.max_norm, "warmup_steps": c.lr_scheduler.warmup_steps,
