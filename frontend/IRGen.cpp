@@ -353,6 +353,14 @@ bool IRGen::evalBuiltinArg(const Builtin &b, const BuiltinParam &p, const ExprAS
     auto d = evalSize(ae, env, p.name, p.kind == ArgKind::Offset);
     if (!d)
       return false;
+    // An op's sizes shape its parameters and its slices: they cannot change
+    // with the micro-batch (a slice sized by it would run past its axis, a
+    // weight would change shape with the plan).
+    if (const Symbol *batch = m->symbols.ofKind(SymbolKind::Batch); batch && d->has(batch->sym))
+      return error(ae.loc(),
+                   std::string("argument '") + p.name + "' of " + b.name + " depends on the " +
+                       "micro-batch size '" + batch->name + "'; an op's sizes must not",
+                   ae.range);
     attrs[p.name] = *d;
     return true;
   }

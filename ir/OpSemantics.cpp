@@ -368,6 +368,9 @@ LogicalResult inferSlice(RuleContext &c) {
   const Expr width = c.fullLast(x);
   auto value = [&](const Expr &e) { return exprToInt(c.m.symbols.bindAll(e)); };
   auto s = value(*start), n = value(*size), w = value(width);
+  if (!s || !n)
+    return c.error("slice's start and size must be sizes of the model (" + c.str(*start) + ", " +
+                   c.str(*size) + " are not)");
   if (s && *s < 0)
     return c.error("slice's start must not be negative, got " + std::to_string(*s));
   if (n && *n <= 0)

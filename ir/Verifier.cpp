@@ -56,6 +56,12 @@ private:
       }
       if (op->results.empty())
         fail(op->loc, opName(op->kind) + " defines no value");
+      // An op's sizes shape its parameters: never the micro-batch's.
+      if (const Symbol *batch = m.symbols.ofKind(SymbolKind::Batch))
+        for (const auto &[name, attr] : op->attrs)
+          if (const Expr *e = std::get_if<Expr>(&attr); e && e->has(batch->sym))
+            fail(op->loc, "attribute '" + name + "' of " + opName(op->kind).str() +
+                              " depends on the micro-batch size '" + batch->name + "'");
       // Flags are read with a default (Op::boolAttr): another kind of value
       // would silently read as the default.
       for (const char *flag : {"approximate", "bias", "causal", "flash", "tied"})
