@@ -186,6 +186,14 @@ def check_deepspeed(path, plan):
         "offload_weights": 1.0 if zc.offload_param and str(zc.offload_param.device).endswith("cpu") else 0.0,
         "virtual_stages": 1,  # DeepSpeed's pipeline engine runs plain 1F1B
     }
+    # The optimizer and precision as DeepSpeed's config object parsed them.
+    params = config.optimizer_params or {}
+    derived.update({
+        "optimizer.lr": params.get("lr"), "optimizer.betas": list(params.get("betas", [])),
+        "optimizer.eps": params.get("eps"), "optimizer.weight_decay": params.get("weight_decay"),
+        "max_norm": config.gradient_clipping,
+        "dtype": "bf16" if config.bfloat16_config.enabled else "f16" if config.float16_config.enabled else "f32",
+    })
     return "deepspeed " + deepspeed.__version__, derived
 
 
@@ -266,6 +274,11 @@ def check_megatron_parser(argv, env, gpus, plan, megatron_lm):
         "offload_optimizer": args.optimizer_offload_fraction if args.optimizer_cpu_offload else 0.0,
         # Interleaved 1F1B: validate_args derives the chunks per stage.
         "virtual_stages": getattr(args, "virtual_pipeline_model_parallel_size", None) or 1,
+        # The optimizer, schedule and precision as parse_args/validate_args leave them.
+        "optimizer.lr": args.lr, "optimizer.betas": [args.adam_beta1, args.adam_beta2],
+        "optimizer.eps": args.adam_eps, "optimizer.weight_decay": args.weight_decay,
+        "max_norm": args.clip_grad, "warmup_steps": args.lr_warmup_iters,
+        "dtype": "bf16" if args.bf16 else "f16" if args.fp16 else "f32", "seq_len": args.seq_length,
     }
     for key in MODEL_SHAPE[plan["family"]]:
         derived["model." + key] = getattr(args, key)
