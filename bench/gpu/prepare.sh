@@ -20,6 +20,14 @@ rm -rf "$work" && mkdir -p "$work"
 sed 's/dtype = f32/dtype = bf16/' "$root/tests/trainer/tiny-gpt-1head.mist" >"$work/tiny-gpt-bf16.mist"
 "$mistc" "$work/tiny-gpt-bf16.mist" --cluster a100-40g \
   --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" --emit=trainer -o "$work/tiny-gpt-bf16.train.cu"
+# Slices of a fused q/k/v, a concat, partial rotary and the exact GELU
+# (tests/trainer/Inputs/tiny-fused-4l.mist) with one 64-dim head: the GPU's
+# strided copies (cudaMemcpy2DAsync) and exact-GELU kernels in a trainer.
+sed 's/heads = 4)/heads = 1)/' "$root/tests/trainer/Inputs/tiny-fused-4l.mist" >"$work/tiny-fused.mist"
+sed 's/^model: tiny_gpt$/model: tiny_fused_4l/; s/layers: \[0, 1\]/layers: [0, 3]/' \
+  "$root/tests/trainer/tiny-gpt-1rank.yaml" >"$work/tiny-fused-1rank.yaml"
+"$mistc" "$work/tiny-fused.mist" --cluster a100-40g --plan "$work/tiny-fused-1rank.yaml" \
+  --emit=trainer -o "$work/tiny-fused.train.cu"
 "$root/bench/h100/make-trainers.sh" "$mistc" "$work/trainers"
 git -C "$root" rev-parse HEAD > "$work/commit" 2>/dev/null || echo "not a git checkout" > "$work/commit"
 echo "prepare.sh: wrote $work (carry it with the device call)"
