@@ -313,11 +313,7 @@ std::optional<std::vector<HfTensor>> Matcher::llama(const LayerRoles &r) {
     if (!rope)
       return refuse(r.attention, "without rotary embeddings on q and k: Llama has them"),
              std::nullopt;
-    auto size = [&](const char *attr) -> std::optional<int64_t> {
-      auto d = rope->dimAttr(attr);
-      return d ? exprToInt(m.symbols.bindAll(*d)) : std::nullopt;
-    };
-    auto headDim = size("head_dim"), rotary = size("rotary_dim");
+    auto headDim = ropeSize(rope, "head_dim"), rotary = ropeSize(rope, "rotary_dim");
     if (rotary && headDim && *rotary != *headDim)
       return refuse(rope, "on part of each head (rotary_dim): Llama rotates every dim"),
              std::nullopt;

@@ -39,9 +39,9 @@ SANITIZER = re.compile(r"Sanitizer|runtime error:|LeakSanitizer")
 TEXT_FORMATS = {"mist", "mir", "plan", "cluster"}
 
 
-def commands(fmt, path, tools, work):
-    """The runs of one input: (program name, argv)."""
-    model = os.path.join(work, "m.mist")
+def commands(fmt, path, tools, model, out):
+    """The runs of one input: (program name, argv); `out` is the input's own
+    folder for what a run writes."""
     if fmt == "mist":
         return [("mistc", [tools["mistc"], path, "--emit=ir", "-o", os.devnull])]
     if fmt == "mir":
@@ -51,11 +51,11 @@ def commands(fmt, path, tools, work):
     if fmt == "cluster":
         return [("mist-yaml-check", [tools["yaml"], "--cluster", path]),
                 ("mistc", [tools["mistc"], model, "--cluster", path, "--time-limit", "5",
-                           "-o", os.path.join(work, "plan.yaml")])]
+                           "-o", os.path.join(out, "plan.yaml")])]
     if fmt == "safetensors":
         return [("mist-safetensors-tool", [tools["safetensors"], "dump", path]),
                 ("mistc", [tools["mistc"], model, "--emit=hf", "--checkpoint", path, "-o",
-                           os.path.join(work, "hf")])]
+                           os.path.join(out, "hf")])]
     if fmt == "tokens":
         return [("mist-token-tool", [tools["tokens"], "check", path, "256"])]
     raise ValueError(fmt)
@@ -93,9 +93,10 @@ def main():
     for name, tool in tools.items():
         if not os.access(tool, os.X_OK):
             sys.exit(f"run-corpus: {tool} is not built")
-    jobs = []  # (format, file, path, name, program, argv)
+    jobs = []  # (format, file, path, name, program, argv, folder)
     with tempfile.TemporaryDirectory(prefix="mist-corpus-") as work:
-        with open(os.path.join(work, "m.mist"), "w") as f:
+        model = os.path.join(work, "m.mist")
+        with open(model, "w") as f:
             f.write(MODEL)
         for fmt in sorted(os.listdir(a.corpus)):
             folder = os.path.join(a.corpus, fmt)
@@ -104,13 +105,11 @@ def main():
             for file in sorted(os.listdir(folder)):
                 path = os.path.join(folder, file)
                 name = os.path.splitext(file)[0]
-                for i, (program, argv) in enumerate(commands(fmt, path, tools, work)):
-                    # Each run gets a folder of its own for what it writes.
-                    cwd = os.path.join(work, f"{fmt}-{file}-{i}")
-                    os.makedirs(cwd)
-                    argv = [x.replace(work + "/plan.yaml", cwd + "/plan.yaml")
-                            .replace(work + "/hf", cwd + "/hf") for x in argv]
-                    jobs.append((fmt, file, path, name, program, argv, cwd))
+                # Each input gets a folder of its own for what its runs write.
+                out = os.path.join(work, f"{fmt}-{file}")
+                os.makedirs(out)
+                for program, argv in commands(fmt, path, tools, model, out):
+                    jobs.append((fmt, file, path, name, program, argv, out))
 
         def run(job):
             fmt, file, path, name, program, argv, cwd = job

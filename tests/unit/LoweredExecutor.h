@@ -265,14 +265,13 @@ private:
         ropeGrad(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta, rotary);
       break;
     }
-    case OpKind::Gelu: {
-      bool exact = op.words.count("approximate") && op.words.at("approximate") == "false";
-      (exact ? geluExact : gelu)(outp(0), in(0), n(r0));
-      break;
-    }
+    case OpKind::Gelu:
     case OpKind::GeluGrad: {
-      bool exact = op.words.count("approximate") && op.words.at("approximate") == "false";
-      (exact ? geluExactGrad : geluGrad)(outp(0), in(0), in(1), n(r0));
+      const bool exact = op.words.count("approximate") && op.words.at("approximate") == "false";
+      if (op.kind == OpKind::Gelu)
+        (exact ? geluExact : gelu)(outp(0), in(0), n(r0));
+      else
+        (exact ? geluExactGrad : geluGrad)(outp(0), in(0), in(1), n(r0));
       break;
     }
     case OpKind::Silu:
