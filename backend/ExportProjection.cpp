@@ -306,6 +306,17 @@ ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &tra
     notes.push_back(fmt::format("plain 1F1B instead of interleaved 1F1B with {} virtual stages",
                                 plan.virtualStages));
   }
+  // Sequence parallelism: Megatron-LM (--sequence-parallel) and TorchTitan
+  // (enable_sequence_parallel) run it; tp-communication overlap only
+  // Megatron-LM (--tp-comm-overlap). DeepSpeed's engine runs neither.
+  if (plan.sequenceParallel && target == ExportTarget::DeepSpeed) {
+    p.sequenceParallel = false;
+    notes.push_back("tp without sequence parallelism (all-reduces after the row-parallel ops)");
+  }
+  if (plan.tpCommOverlap && target != ExportTarget::Megatron) {
+    p.tpCommOverlap = false;
+    notes.push_back("tp collectives between the GEMMs instead of overlapped with them");
+  }
   const int gps = shape.gpusPerStage;
   int first = 0;
   for (size_t i = 0; i < p.stages.size(); ++i) {

@@ -83,6 +83,8 @@ void parallelismArgs(const Plan &p, const ArgWriter &arg) {
   arg(fmt::format("--micro-batch-size {}", s0.microBatch));
   arg(fmt::format("--global-batch-size {}", p.globalBatch));
   arg(fmt::format("--tensor-model-parallel-size {}", s0.tp));
+  if (p.sequenceParallel && s0.tp > 1)
+    arg(p.tpCommOverlap ? "--sequence-parallel --tp-comm-overlap" : "--sequence-parallel");
   arg(fmt::format("--pipeline-model-parallel-size {}", S));
   if (S > 1) {
     const int first = p.stages.front().layers(), last = p.stages.back().layers();

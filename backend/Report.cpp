@@ -106,6 +106,11 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
                     "per iteration, sequence {}\n",
                     model.modelName, cluster.name, cluster.nodes, cluster.gpusPerNode, gpus,
                     plan.globalBatch, plan.gradAccum, model.seqLen);
+  if (plan.sequenceParallel)
+    os << (plan.tpCommOverlap
+               ? "tp with sequence parallelism and its collectives overlapped with the GEMMs "
+                 "(tp collectives below: the time they add)\n"
+               : "tp with sequence parallelism\n");
   for (size_t i = 0; i < est.stages.size(); ++i)
     printStage(i, plan.stages[i], est.stages[i], est.stages.size(), cluster, os);
   double peak = cluster.device.peakTflops;

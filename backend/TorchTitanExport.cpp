@@ -234,9 +234,9 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
       sharded ? 1 : s0.dp, sharded ? s0.dp : 1);
   if (sharded)
     os << "            fsdp_reshard_after_forward=\"always\",\n";
-  // mistc prices tp without sequence parallelism (TorchTitan's default is on).
-  os << fmt::format("            tensor_parallel_degree={}, enable_sequence_parallel=False,\n",
-                    s0.tp);
+  // Stated either way: TorchTitan's default is on, mistc's plans say.
+  os << fmt::format("            tensor_parallel_degree={}, enable_sequence_parallel={},\n", s0.tp,
+                    p.sequenceParallel ? "True" : "False");
   os << fmt::format("            pipeline_parallel_degree={},\n", S);
   if (S > 1)
     os << fmt::format("            module_fqns_per_model_part={},\n"

@@ -62,6 +62,13 @@ struct Plan {
   /// (chunk j on stage j % S), which cuts the pipeline's fill and drain by
   /// this factor for that many more p2p transfers. 1: plain 1F1B.
   int virtualStages = 1;
+  /// Megatron-LM's sequence parallelism: beside tp, the activations tp
+  /// replicates (norms, dropout, residuals) are split along the sequence;
+  /// its all-reduces become reduce-scatters and all-gathers.
+  bool sequenceParallel = false;
+  /// Megatron-LM's --tp-comm-overlap: a layer's tp collectives run in
+  /// chunks beside its GEMMs. Needs sequenceParallel.
+  bool tpCommOverlap = false;
   std::vector<StagePlan> stages;
   std::optional<PlanPrediction> predicted;
   bool operator==(const Plan &) const = default; ///< exact, doubles included

@@ -20,9 +20,10 @@ public:
     auto top = r.parseTopMapping("plan");
     if (!top)
       return std::nullopt;
-    static const llvm::StringRef keys[] = {"mist_plan", "model",         "seq_len",    "dtype",
-                                           "cluster",   "global_batch",  "grad_accum", "stages",
-                                           "predicted", "virtual_stages"};
+    static const llvm::StringRef keys[] = {
+        "mist_plan", "model",          "seq_len",           "dtype",
+        "cluster",   "global_batch",   "grad_accum",        "stages",
+        "predicted", "virtual_stages", "sequence_parallel", "tp_comm_overlap"};
     YamlMap m(r, *top, "plan", keys);
     if (locations) {
       locations->top["plan"] = r.bufferStart();
@@ -44,6 +45,8 @@ public:
     batchOk = m.getInt("global_batch", p.globalBatch, Need::Required, Range::Count);
     batchOk &= m.getInt("grad_accum", p.gradAccum, Need::Required, Range::Count);
     m.getInt("virtual_stages", p.virtualStages, Need::Optional, Range::Count);
+    m.getBool("sequence_parallel", p.sequenceParallel, Need::Optional);
+    m.getBool("tp_comm_overlap", p.tpCommOverlap, Need::Optional);
     if (auto stages = m.get("stages", Need::Required))
       parseStages(*stages, m.valueLoc("stages"));
     if (auto pred = m.get("predicted", Need::Optional))

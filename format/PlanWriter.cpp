@@ -70,6 +70,10 @@ void mist::writePlan(const Plan &plan, llvm::raw_ostream &os) {
   os << "grad_accum: " << plan.gradAccum << "\n";
   if (plan.virtualStages > 1)
     os << "virtual_stages: " << plan.virtualStages << "\n";
+  if (plan.sequenceParallel)
+    os << "sequence_parallel: true\n";
+  if (plan.tpCommOverlap)
+    os << "tp_comm_overlap: true\n";
   os << "stages:\n";
   for (const StagePlan &s : plan.stages) {
     os << "  - layers: [" << s.firstLayer << ", " << s.lastLayer << "]\n";

@@ -7,11 +7,13 @@ using namespace mist;
 
 StageEvaluator::StageEvaluator(const ModelProfile &model, const Cluster &cluster,
                                const StageContext &ctx)
-    : StageEvaluator(
-          StageNumbers{model.evaluate(RegionKind::Layer, ctx.microBatch, ctx.tp, cluster),
-                       model.evaluate(RegionKind::Pre, ctx.microBatch, ctx.tp, cluster),
-                       model.evaluate(RegionKind::Post, ctx.microBatch, ctx.tp, cluster)},
-          cluster, ctx) {}
+    : StageEvaluator(StageNumbers{model.evaluate(RegionKind::Layer, ctx.microBatch, ctx.tp, cluster,
+                                                 ctx.sequenceParallel),
+                                  model.evaluate(RegionKind::Pre, ctx.microBatch, ctx.tp, cluster,
+                                                 ctx.sequenceParallel),
+                                  model.evaluate(RegionKind::Post, ctx.microBatch, ctx.tp, cluster,
+                                                 ctx.sequenceParallel)},
+                     cluster, ctx) {}
 
 StageEvaluator::StageEvaluator(const StageNumbers &n, const Cluster &cluster,
                                const StageContext &ctx)
@@ -26,6 +28,8 @@ StageEvaluator::StageEvaluator(const StageNumbers &n, const Cluster &cluster,
   base.last = ctx.last;
   base.inflight = ctx.inflight;
   base.gradAccum = ctx.gradAccum;
+  base.sequenceParallel = ctx.sequenceParallel;
+  base.tpCommOverlap = ctx.tpCommOverlap;
   constants = makeStageConstants(base, n, cluster);
 }
 

@@ -19,6 +19,7 @@ struct StageContext {
   int meshNodes = 1, meshGpusPerNode = 1;
   bool first = true, last = true;
   int inflight = 1, gradAccum = 1;
+  bool sequenceParallel = false, tpCommOverlap = false; ///< StageKnobs'
 };
 
 /// Candidate strategies, one entry per strategy.
@@ -55,7 +56,8 @@ struct StrategyResult {
 class StageEvaluator {
 public:
   StageEvaluator(const ModelProfile &model, const Cluster &cluster, const StageContext &ctx);
-  /// With the regions already evaluated at the context's micro-batch and tp.
+  /// With the regions already evaluated at the context's micro-batch, tp
+  /// and sequence parallelism.
   StageEvaluator(const StageNumbers &numbers, const Cluster &cluster, const StageContext &ctx);
   /// Scores every strategy; `out` must have batch.size() entries. With
   /// `timesOfFitsOnly`, strategies over the memory budget get t = d = +inf

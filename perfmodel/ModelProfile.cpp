@@ -56,22 +56,40 @@ public:
       return std::nullopt;
     if (!compile(tiedParams(), p.tiedParams))
       return std::nullopt;
+    findSequenceSplit();
     for (auto &op : r.fwd.ops)
       if (op->kind != OpKind::Param && !addOp(*op, p.fwd))
         return std::nullopt;
     for (auto &op : r.bwd->ops)
       if (!addOp(*op, p.bwd))
         return std::nullopt;
+    // Sequence parallelism's all-gathers: a column-parallel op's input in
+    // the forward (where tp_copy passes it through) and again in the
+    // backward for its weight gradient, and in the backward the gradient a
+    // partial sum's reader needs whole (where all_reduce's gradient passes
+    // through).
+    for (auto &op : r.fwd.ops) {
+      if (op->kind == OpKind::TpCopy &&
+          (!addSpGather(*op, p.fwd) || !addSpGather(*op, p.bwd, /*besideGemm=*/true)))
+        return std::nullopt;
+      if (op->kind == OpKind::AllReduce && !addSpGather(*op, p.bwd))
+        return std::nullopt;
+    }
     for (auto &[key, dst] : {std::pair{"fwd_flops", &p.fwdFlops}, {"bwd_flops", &p.bwdFlops}})
       if (!compile(r.summary->get(key).value_or(0), *dst))
         return std::nullopt;
-    liveness(p.memory, /*singleTpRank=*/false);
-    liveness(p.memoryAtTp1, /*singleTpRank=*/true);
-    for (auto &a : r.bwd->args)
+    liveness(p.memory, /*singleTpRank=*/false, /*sp=*/false);
+    liveness(p.memoryAtTp1, /*singleTpRank=*/true, /*sp=*/false);
+    liveness(p.memorySp, /*singleTpRank=*/false, /*sp=*/true);
+    for (auto &a : r.bwd->args) {
       p.gradIn = p.gradIn + bytes(a.get());
+      p.gradInSp = p.gradInSp + bytesUnder(a.get(), true);
+    }
     for (const Value *y : r.fwd.yields)
-      if (isActivation(y))
+      if (isActivation(y)) {
         p.output = p.output + bytes(y);
+        p.outputSp = p.outputSp + bytesUnder(y, true);
+      }
     return p;
   }
 
@@ -152,6 +170,58 @@ private:
     }
   }
 
+  /// The activations sequence parallelism splits along the sequence: every
+  /// one tp replicates (the region's inputs, and what its ops compute),
+  /// except the module's inputs (the embedding and the vocab-parallel loss
+  /// read all tokens), a tp_copy's result (the all-gathered input of a
+  /// column-parallel op) and partial sums (before their reduce-scatter).
+  void findSequenceSplit() {
+    auto consider = [&](const Value *v) {
+      if (isActivation(v) && !v->type.isSharded() && !v->type.partial)
+        seqSplit.insert(v);
+    };
+    for (const Block *b : {&r.fwd, &*r.bwd}) {
+      for (auto &a : b->args)
+        consider(a.get());
+      for (auto &op : b->ops)
+        if (op->kind != OpKind::TpCopy)
+          for (auto &res : op->results)
+            consider(res.get());
+    }
+  }
+
+  /// Whether every activation the op reads or writes is split along the
+  /// sequence under sequence parallelism (then so is its work).
+  bool splitUnderSp(const Op &op) const {
+    bool any = false, all = true;
+    auto visit = [&](const Value *v) {
+      if (isActivation(v)) {
+        any = true;
+        all = all && seqSplit.count(v);
+      }
+    };
+    for (const Value *v : op.operands)
+      visit(v);
+    for (auto &res : op.results)
+      visit(res.get());
+    return any && all;
+  }
+
+  /// An all-gather of `op`'s result (a tp_copy's or an all_reduce's: the
+  /// whole, replicated tensor) that only sequence parallelism runs.
+  bool addSpGather(const Op &op, std::vector<OpProfile> &list, bool besideGemm = false) {
+    OpProfile p;
+    p.kind = OpKind::TpCopy;
+    p.name = op.results[0]->name + (besideGemm ? ".regather" : ".gather");
+    p.tpCollective = true;
+    p.onlyUnderSp = true;
+    p.besideGemm = besideGemm;
+    if (!compile(op.result()->type.bytes(), p.comm))
+      return false;
+    list.push_back(std::move(p));
+    return true;
+  }
+
   bool addOp(const Op &op, std::vector<OpProfile> &list) {
     if (forwardsOperand(op, /*singleTpRank=*/false))
       return true; // nothing runs (all_reduce at tp = 1 is priced as a no-op already)
@@ -166,6 +236,7 @@ private:
     if (attention && op.boolAttr("causal", true) && op.boolAttr("flash", true))
       p.flopDiscount = 0.5;
     p.tpCollective = op.kind == OpKind::AllReduce || !c.comm.expand().is_zero();
+    p.splitUnderSp = !p.tpCollective && splitUnderSp(op);
     if (!addKernelShapes(op, p))
       return false;
     for (const Value *v : op.operands) {
@@ -189,6 +260,10 @@ private:
     compile(v->type.bytes(), pv);
     return pv;
   }
+  /// Its bytes per rank, with or without sequence parallelism.
+  Poly bytesUnder(const Value *v, bool sp) {
+    return sp && seqSplit.count(v) ? bytes(v).overTp() : bytes(v);
+  }
 
   /// When each activation of the region is live, at program points:
   /// forward ops 0..F-1, then backward ops F..F+B-1 (-1: before the forward).
@@ -204,9 +279,17 @@ private:
     }
   };
 
-  Lifetimes lifetimes(bool singleTpRank) const {
+  /// Under sequence parallelism a tp_copy all-gathers into a buffer of its
+  /// own instead of passing its operand through, and the backward
+  /// re-gathers it from the split operand, which is what stays saved.
+  Lifetimes lifetimes(bool singleTpRank, bool sp) const {
     const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
     Lifetimes lt;
+    std::map<const Value *, const Value *> gatheredFrom;
+    if (sp)
+      for (auto &op : r.fwd.ops)
+        if (op->kind == OpKind::TpCopy)
+          gatheredFrom[op->result()] = op->operands[0];
     auto define = [&](const Value *v, int at) {
       if (!isActivation(v) || lt.def.count(v))
         return;
@@ -216,6 +299,8 @@ private:
       lt.order.push_back(v);
     };
     auto use = [&](const Value *v, int at) {
+      if (auto it = gatheredFrom.find(v); it != gatheredFrom.end() && at >= F)
+        v = it->second;
       v = lt.root(v);
       if (!lt.def.count(v))
         return; // params, module inputs, values of other regions
@@ -224,7 +309,7 @@ private:
         lt.lastFwdUse[v] = std::max(lt.lastFwdUse[v], at);
     };
     auto visit = [&](const Op &op, int at) {
-      if (forwardsOperand(op, singleTpRank)) {
+      if (forwardsOperand(op, singleTpRank) && !(sp && op.kind == OpKind::TpCopy)) {
         lt.rootOf[op.result()] = lt.root(op.operands[0]);
         use(op.operands[0], at);
         return;
@@ -329,24 +414,25 @@ private:
   /// A run's peak is the largest live set outside the arena plus its arena;
   /// what the backward reads is saved (all of it, or with checkpointing the
   /// layer inputs).
-  void liveness(RegionMemory &p, bool singleTpRank) {
+  void liveness(RegionMemory &p, bool singleTpRank, bool sp) {
     const int F = static_cast<int>(r.fwd.ops.size());
-    Lifetimes lt = lifetimes(singleTpRank);
+    Lifetimes lt = lifetimes(singleTpRank, sp);
     std::map<const Value *, Poly> size;
     for (const Value *v : lt.order)
-      size[v] = bytes(v);
+      size[v] = bytesUnder(v, sp);
     peaks(p, lt, arenaValues(lt), size);
     for (const Value *v : lt.order) {
       if (lt.def.at(v) < F && lt.lastUse.at(v) >= F)
         p.savedFull = p.savedFull + size[v];
     }
     for (auto &a : r.fwd.args)
-      p.savedCkpt = p.savedCkpt + bytes(a.get());
+      p.savedCkpt = p.savedCkpt + bytesUnder(a.get(), sp);
   }
 
   const Module &m;
   const Region &r;
   DiagnosticEngine &diag;
+  std::set<const Value *> seqSplit; ///< findSequenceSplit
 };
 
 double maxOf(const std::vector<Poly> &cands, double b, double tp) {
@@ -397,22 +483,46 @@ double kernelSeconds(const OpProfile &op, int b, int tp, const DeviceProfile &d,
   return std::max(compute, memory);
 }
 
+/// The collective a tp op runs: all-reduce, or under sequence parallelism
+/// a reduce-scatter (a partial sum's, forward or backward) or all-gather.
+Collective tpCollectiveKind(const OpProfile &op, bool sp) {
+  if (sp && op.onlyUnderSp)
+    return Collective::AllGather;
+  return sp && op.kind == OpKind::AllReduce ? Collective::ReduceScatter : Collective::AllReduce;
+}
+
+/// Seconds of a region's ops, summed: kernels (`compute`, of which GEMMs
+/// also in `gemm`) and tp collectives (`tpComm`; those beside GEMMs in
+/// `tpBeside`).
 void opTimes(const std::vector<OpProfile> &ops, int b, int tp, const Cluster &c, bool fp32Training,
-             double elementBytes, double &compute, double &tpComm) {
+             double elementBytes, bool sp, double &compute, double &gemm, double &tpComm,
+             double &tpBeside) {
+  sp = sp && tp > 1;
   for (const OpProfile &op : ops) {
+    if (op.onlyUnderSp && !sp)
+      continue;
     if (op.tpCollective) {
       // At tp = 1 the collectives are no-ops.
       if (tp > 1) {
         int gpn = std::min(tp, c.gpusPerNode), nodes = (tp + gpn - 1) / gpn;
-        tpComm += collectiveSeconds(c, Collective::AllReduce, op.comm.eval(b, tp), nodes, gpn);
+        (op.besideGemm ? tpBeside : tpComm) +=
+            collectiveSeconds(c, tpCollectiveKind(op, sp), op.comm.eval(b, tp), nodes, gpn);
       }
     }
     if (!looksUpMeasured(op))
       continue;
+    double seconds = 0;
     if (auto t = measuredTime(op, b, tp, c))
-      compute += *t;
+      seconds = *t;
     else
-      compute += kernelSeconds(op, b, tp, c.device, fp32Training, elementBytes);
+      seconds = kernelSeconds(op, b, tp, c.device, fp32Training, elementBytes);
+    // Split along the sequence, the op runs on a tp-th of its rows (the
+    // measured table holds the whole op's shape).
+    if (sp && op.splitUnderSp)
+      seconds /= tp;
+    compute += seconds;
+    if (!op.gemms.empty())
+      gemm += seconds;
   }
 }
 
@@ -422,14 +532,18 @@ std::string mist::measuredShapeKey(const OpProfile &op, int b, int tp) {
   std::string key;
   for (size_t i = 0; i < op.operandShapes.size(); ++i) {
     key += i ? "," : "";
-    for (size_t j = 0; j < op.operandShapes[i].size(); ++j)
-      key += (j ? "x" : "") +
-             std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
+    for (size_t j = 0; j < op.operandShapes[i].size(); ++j) {
+      if (j)
+        key += 'x';
+      key += std::to_string(static_cast<long long>(op.operandShapes[i][j].eval(b, tp)));
+    }
   }
   return key;
 }
 
-bool mist::looksUpMeasured(const OpProfile &op) { return op.kind != OpKind::AllReduce; }
+bool mist::looksUpMeasured(const OpProfile &op) {
+  return op.kind != OpKind::AllReduce && !op.onlyUnderSp;
+}
 
 std::vector<std::pair<std::string, std::string>> ModelProfile::measuredLookups(int b,
                                                                                int tp) const {
@@ -442,7 +556,9 @@ std::vector<std::pair<std::string, std::string>> ModelProfile::measuredLookups(i
   return keys;
 }
 
-RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Cluster &c) const {
+RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Cluster &c,
+                                     bool sequenceParallel) const {
+  const bool sp = sequenceParallel && tp > 1;
   const RegionProfile &p = region(kind);
   RegionNumbers n;
   n.params = p.params.eval(b, tp);
@@ -451,16 +567,18 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   n.gradBytes = gradBytes;
   n.stateBytes = stateBytes;
   n.mastersAreWeights = mastersAreWeights;
-  opTimes(p.fwd, b, tp, c, fp32Training, paramBytes, n.fwdCompute, n.tpFwd);
-  opTimes(p.bwd, b, tp, c, fp32Training, paramBytes, n.bwdCompute, n.tpBwd);
-  const RegionMemory &mem = tp == 1 ? p.memoryAtTp1 : p.memory;
+  double none = 0; // the forward has nothing beside its GEMMs
+  opTimes(p.fwd, b, tp, c, fp32Training, paramBytes, sp, n.fwdCompute, n.gemmFwd, n.tpFwd, none);
+  opTimes(p.bwd, b, tp, c, fp32Training, paramBytes, sp, n.bwdCompute, n.gemmBwd, n.tpBwd,
+          n.tpBwdBesideGemm);
+  const RegionMemory &mem = tp == 1 ? p.memoryAtTp1 : sp ? p.memorySp : p.memory;
   n.savedFull = mem.savedFull.eval(b, tp);
   n.savedCkpt = mem.savedCkpt.eval(b, tp);
   n.fwdPeakFull = maxOf(mem.fwdPeakFull, b, tp);
   n.fwdPeakCkpt = maxOf(mem.fwdPeakCkpt, b, tp);
   n.bwdPeak = maxOf(mem.bwdPeak, b, tp);
-  n.gradIn = p.gradIn.eval(b, tp);
-  n.output = p.output.eval(b, tp);
+  n.gradIn = (sp ? p.gradInSp : p.gradIn).eval(b, tp);
+  n.output = (sp ? p.outputSp : p.output).eval(b, tp);
   n.fwdFlops = p.fwdFlops.eval(b, tp);
   n.bwdFlops = p.bwdFlops.eval(b, tp);
   return n;

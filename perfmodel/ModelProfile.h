@@ -2,13 +2,16 @@
 /// \file
 /// Everything the memory and time models need from a costed, differentiated,
 /// tp-sharded module, as polynomials in (b, tp) compiled once:
-///  - per op: FLOPs, bytes moved, tp communication bytes;
+///  - per op: FLOPs, bytes moved, tp communication bytes, and what sequence
+///    parallelism changes (ops it splits along the sequence, the
+///    all-gathers it adds);
 ///  - per region: parameters per rank, and the liveness of activations over
 ///    its forward then backward ops: bytes kept for backward with and without
 ///    checkpointing, and the live-byte peaks of forward, checkpointed forward
 ///    and backward. Peaks are maxima over program points; candidates that
 ///    another dominates for every b, tp are dropped at build time.
-/// RegionNumbers evaluates one region at a concrete (b, tp) on a cluster.
+/// RegionNumbers evaluates one region at a concrete (b, tp) on a cluster,
+/// with or without sequence parallelism.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -40,6 +43,18 @@ struct OpProfile {
   Poly flops, bytes, comm;
   double flopDiscount = 1; ///< causal flash attention computes about half the scores
   bool tpCollective = false;
+  /// Sequence parallelism (Megatron-LM's, beside tp) splits every activation
+  /// tp replicates along the sequence; an op all of whose activations are
+  /// such runs on a tp-th of the rows (norms, dropout, residual adds).
+  bool splitUnderSp = false;
+  /// An all-gather only sequence parallelism runs (nothing without it): in
+  /// front of a column-parallel op (forward; `tp_copy`'s place) and of the
+  /// gradient of a partial sum's reader (backward). `comm` is its result.
+  bool onlyUnderSp = false;
+  /// Of those, a backward re-gather of a column-parallel op's input for its
+  /// weight gradient (the forward keeps only the split input, as Megatron-LM
+  /// does), which runs beside the op's input-gradient GEMM.
+  bool besideGemm = false;
   std::string name; ///< first result, for measured-table lookups and traces
   std::vector<std::vector<Poly>> operandShapes;
   std::vector<GemmShape> gemms;            ///< linear, lm_head and their gradients
@@ -66,7 +81,11 @@ struct RegionProfile {
   std::vector<OpProfile> fwd, bwd;
   /// At tp > 1, and at tp = 1, where all_reduce passes its operand through too.
   RegionMemory memory, memoryAtTp1;
+  /// At tp > 1 with sequence parallelism: the replicated activations are a
+  /// tp-th, the all-gathered inputs of column-parallel ops whole buffers.
+  RegionMemory memorySp;
   Poly gradIn, output;     ///< incoming gradient / output activation bytes
+  Poly gradInSp, outputSp; ///< the same under sequence parallelism
   Poly fwdFlops, bwdFlops; ///< matrix FLOPs (from the cost model)
 };
 
@@ -85,6 +104,12 @@ struct RegionNumbers {
   bool mastersAreWeights = false;
   double fwdCompute = 0, bwdCompute = 0; ///< kernels, without tp collectives
   double tpFwd = 0, tpBwd = 0;           ///< tp collectives, on the critical path
+  /// Of the compute, the GEMMs (linear, lm_head and their gradients): what
+  /// tp collectives overlapped with their neighbouring GEMMs hide behind.
+  double gemmFwd = 0, gemmBwd = 0;
+  /// Sequence parallelism's backward re-gathers (OpProfile::besideGemm),
+  /// overlapped with gemmBwd rather than on the critical path.
+  double tpBwdBesideGemm = 0;
   double savedFull = 0, savedCkpt = 0;
   double fwdPeakFull = 0, fwdPeakCkpt = 0, bwdPeak = 0;
   double gradIn = 0, output = 0;
@@ -97,7 +122,11 @@ public:
   /// cost-model; reports what is missing otherwise.
   static std::optional<ModelProfile> build(const Module &m, DiagnosticEngine &diag);
 
-  RegionNumbers evaluate(RegionKind r, int b, int tp, const Cluster &c) const;
+  /// With `sequenceParallel` (it changes nothing at tp = 1), the
+  /// replicated part of the region runs split along the sequence and its tp
+  /// collectives become reduce-scatters and all-gathers.
+  RegionNumbers evaluate(RegionKind r, int b, int tp, const Cluster &c,
+                         bool sequenceParallel = false) const;
   /// The (op name, shape key) pairs evaluate(r, b, tp, c) looks up in
   /// c.device.measured, for every region, forward then backward, in op
   /// order (repeats included): what a profiler must measure so that no op
@@ -139,7 +168,8 @@ private:
 /// "8192x2048,2048x6144" (docs/cluster.md, "Roofline and measured ops").
 std::string measuredShapeKey(const OpProfile &op, int b, int tp);
 /// Whether the time model looks `op` up in the measured table (every op but
-/// a forward or backward all_reduce, which the collective table prices).
+/// a forward or backward all_reduce and sequence parallelism's all-gathers,
+/// which the collective model prices).
 bool looksUpMeasured(const OpProfile &op);
 
 } // namespace mist

@@ -84,6 +84,13 @@ Poly Poly::operator-(const Poly &o) const {
   return r;
 }
 
+Poly Poly::overTp() const {
+  Poly r = *this;
+  for (Term &t : r.terms)
+    --t.tpPower;
+  return r;
+}
+
 bool Poly::dominates(const Poly &other) const {
   Poly diff = *this - other;
   return std::all_of(diff.terms.begin(), diff.terms.end(),

@@ -38,6 +38,8 @@ public:
   bool dominates(const Poly &other) const;
   Poly operator+(const Poly &o) const;
   Poly operator-(const Poly &o) const;
+  /// This divided by tp (a tp-th of a size split over the tp group).
+  Poly overTp() const;
 
 private:
   static double ipow(double x, int p) {

@@ -103,6 +103,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
     case StepKind::Recompute:
       C += L.fwdCompute;
       p.tp += L.tpFwd;
+      p.tpGemm += L.gemmFwd;
       break;
     case StepKind::SwapOutActivations:
       dBytes += o.activations * saved;
@@ -113,6 +114,8 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
     case StepKind::Backward:
       C += L.bwdCompute;
       p.tp += L.tpBwd;
+      p.tpGemm += L.gemmBwd;
+      p.tpBeside += L.tpBwdBesideGemm;
       break;
     case StepKind::FetchGradientAccumulators:
       hBytes += o.grads * Gr / shardG;
@@ -160,12 +163,17 @@ double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, con
   bool fwd = ph == Phase::Forward || ph == Phase::FirstForward;
   bool last = ph == Phase::LastBackward; // pre/post gradient reduction, exposed
   const RegionNumbers &pre = sc.numbers.pre, &post = sc.numbers.post;
+  // (pre's and post's re-gathers under sequence parallelism, beside their
+  // GEMMs, add what their GEMMs do not hide)
+  auto besides = [](const RegionNumbers &r) {
+    return std::max(0.0, r.tpBwdBesideGemm - r.gemmBwd);
+  };
   if (k.first)
-    elapsed +=
-        fwd ? pre.fwdCompute + pre.tpFwd : pre.bwdCompute + pre.tpBwd + (last ? sc.reducePre : 0);
+    elapsed += fwd ? pre.fwdCompute + pre.tpFwd
+                   : pre.bwdCompute + pre.tpBwd + besides(pre) + (last ? sc.reducePre : 0);
   if (k.last)
     elapsed += fwd ? post.fwdCompute + post.tpFwd
-                   : post.bwdCompute + post.tpBwd + (last ? sc.reducePost : 0);
+                   : post.bwdCompute + post.tpBwd + besides(post) + (last ? sc.reducePost : 0);
   return elapsed;
 }
 
@@ -189,7 +197,7 @@ PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
     if (!runs)
       continue;
     total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute;
-    total.tp += fwd ? r->tpFwd : r->tpBwd;
+    total.tp += fwd ? r->tpFwd : r->tpBwd + std::max(0.0, r->tpBwdBesideGemm - r->gemmBwd);
     if (ph == Phase::LastBackward)
       total.busy[1] += reduce;
   }
@@ -344,6 +352,23 @@ LayerTimes mist::layerTimes(const StageKnobs &k, const StageConstants &sc,
   for (unsigned p = 0; p < 4; ++p)
     for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
       PhaseLoad l = layerLoad(static_cast<Phase>(p), ckpt, k, sc);
+      if (l.tpBeside > 0 && !k.tpCommOverlap) {
+        const double beside[numStreams] = {l.tpGemm, l.tpBeside, 0, 0};
+        l.tp += std::max(0.0, interference.overlap(beside) - l.tpGemm);
+      } else {
+        l.tp += l.tpBeside; // overlapped below with the rest
+      }
+      if (k.tpCommOverlap && l.tp > 0 && k.tp > 1) {
+        // Megatron-LM's --tp-comm-overlap splits each collective and its
+        // neighbouring GEMM into tp chunks, one per peer, and pipelines
+        // them: one chunk's transfer has no GEMM chunk beside it, the rest
+        // run beside the GEMM's other chunks, as the interference model
+        // gives for compute and g2g busy together. The rest of the layer's
+        // compute waits for the collectives' results.
+        const double share = 1.0 - 1.0 / k.tp;
+        const double beside[numStreams] = {share * l.tpGemm, share * l.tp, 0, 0};
+        l.tp = l.tp / k.tp + std::max(0.0, interference.overlap(beside) - share * l.tpGemm);
+      }
       lt.load[p][ckpt] = l;
       lt.elapsed[p][ckpt] = interference.overlap(l.busy) + l.tp;
       const double fetchBeside[numStreams] = {l.busy[0], l.gather, l.busy[2], 0};
@@ -443,9 +468,12 @@ StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &
   k.meshNodes = st.meshNodes;
   k.meshGpusPerNode = st.meshGpusPerNode;
   k.inflight = inflightMicroBatches(i, S, plan.gradAccum, plan.virtualStages);
-  StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster),
-                 model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster),
-                 model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster)};
+  k.sequenceParallel = plan.sequenceParallel;
+  k.tpCommOverlap = plan.tpCommOverlap;
+  const bool sp = plan.sequenceParallel;
+  StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster, sp),
+                 model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster, sp),
+                 model.evaluate(RegionKind::Post, st.microBatch, st.tp, cluster, sp)};
   StageEstimate e = estimateStage(k, n, cluster, interference);
   // Activations go to the next stage and gradients come back, once per
   // micro-batch each way; interleaved, once per chunk, and the stages form a
@@ -520,6 +548,9 @@ std::optional<PlanProblem> mist::planProblem(const Plan &plan, const ModelProfil
                          "interleaved 1F1B needs grad_accum divisible by the " + std::to_string(S) +
                              " stages (as Megatron-LM does)"};
   }
+  if (plan.tpCommOverlap && !plan.sequenceParallel)
+    return PlanProblem{-1, "tp_comm_overlap",
+                       "tp_comm_overlap needs sequence_parallel (as in Megatron-LM)"};
   if (expectFirst != model.numLayers) {
     PlanProblem p{S - 1, "layers",
                   "the stages cover " + std::to_string(expectFirst) + " layers but the model has " +

@@ -10,7 +10,8 @@
 ///   T = sum t_i + (G-1) max t_i + max_i (d_i - sum_{j<i} t_j).
 /// Each layer's four streams (compute, GPU<->GPU, host->GPU, GPU->host) run
 /// concurrently, slowed by the cluster's interference factors; tp
-/// collectives sit on the critical path. The model and its simplifications
+/// collectives sit on the critical path, or with tp-communication overlap
+/// beside the layer's GEMMs. The model and its simplifications
 /// are documented in docs/perf-model.md.
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -40,6 +41,10 @@ struct StageKnobs : ScheduleKnobs {
   int microBatch = 1;
   int meshNodes = 1, meshGpusPerNode = 1;
   int inflight = 1; ///< micro-batches whose activations it holds (1F1B: S - i)
+  /// Megatron-LM's sequence parallelism (the region numbers must be
+  /// evaluated with it) and tp-communication overlap: each layer's tp
+  /// collectives run beside its GEMMs instead of between them.
+  bool sequenceParallel = false, tpCommOverlap = false;
 };
 
 struct MemoryBreakdown {
@@ -63,7 +68,13 @@ struct PhaseLoad {
   /// the rest reduces its gradients after. (Stream 2 only fetches, stream 3
   /// only drains.)
   double gather = 0;
-  double tp = 0;      ///< tp collectives on the critical path
+  double tp = 0; ///< tp collectives on the critical path
+  /// The GEMMs beside which overlapped tp collectives run (the layer's, in
+  /// the phase); with tpCommOverlap, `tp` is what they add to them.
+  double tpGemm = 0;
+  /// tp collectives that run beside the GEMMs even without tpCommOverlap
+  /// (sequence parallelism's backward re-gathers); `tp` includes what they add.
+  double tpBeside = 0;
   double elapsed = 0; ///< wall time of the phase
 };
 

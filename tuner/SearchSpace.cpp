@@ -152,3 +152,18 @@ std::vector<int64_t> mist::divisorsOf(int64_t n) {
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
 }
+
+std::vector<TpChoice> SearchSpace::tpChoices() const {
+  std::vector<TpChoice> choices{{false, false}};
+  if (sequenceParallel)
+    choices.push_back({true, false});
+  if (sequenceParallel && tpCommOverlap)
+    choices.push_back({true, true});
+  return choices;
+}
+
+std::string mist::tpChoiceText(const TpChoice &c) {
+  return c.commOverlap        ? ", sequence parallel, tp overlap"
+         : c.sequenceParallel ? ", sequence parallel"
+                              : "";
+}

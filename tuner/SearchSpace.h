@@ -31,6 +31,7 @@
 #include "format/Plan.h"
 #include "llvm/ADT/StringRef.h"
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace mist {
@@ -38,6 +39,12 @@ namespace mist {
 enum class SpaceLevel { Megatron = 0, Zero = 1, Ckpt = 2, Offload = 3, Full = 4, DeepSpeed = 5 };
 std::optional<SpaceLevel> parseSpaceLevel(llvm::StringRef s);
 const char *spaceLevelName(SpaceLevel s);
+
+/// How tp runs plan-wide: plain (all-reduces between the GEMMs), with
+/// sequence parallelism, and with tp-communication overlap on top.
+struct TpChoice {
+  bool sequenceParallel = false, commOverlap = false;
+};
 
 struct SearchSpace {
   SpaceLevel level = SpaceLevel::Full;
@@ -53,6 +60,12 @@ struct SearchSpace {
   /// stage's mesh is a whole number of nodes or a divisor of a node, within
   /// a factor of 2 of the even share, never growing along the pipeline.
   bool nonUniformMeshes = false;
+  /// Whether plans may use Megatron-LM's sequence parallelism and, with it,
+  /// tp-communication overlap. Off by default: mistc's trainer runs tp
+  /// without them; the driver allows them when the plan is for a framework
+  /// that runs them (--emit=megatron: both; --emit=torchtitan: sequence
+  /// parallelism) or when asked to.
+  bool sequenceParallel = false, tpCommOverlap = false;
 
   bool zeroLevels() const { return level != SpaceLevel::Megatron; }
   bool flexibleCkpt() const {
@@ -67,6 +80,10 @@ struct SearchSpace {
   /// Layer counts must split evenly: a stage count that does not divide
   /// the layers is not in the space.
   bool evenLayers() const { return level < SpaceLevel::Full; }
+
+  /// The plan-wide tp settings to search: plain tp always, then sequence
+  /// parallelism and tp-communication overlap where allowed.
+  std::vector<TpChoice> tpChoices() const;
 
   /// Whether a stage of a `stages`-stage pipeline may combine these knobs
   /// (the deepspeed space's rules; every combination elsewhere).
@@ -91,5 +108,7 @@ struct SearchSpace {
 };
 
 std::vector<int64_t> divisorsOf(int64_t n);
+/// ", sequence parallel" and the like, for progress lines ("" for plain tp).
+std::string tpChoiceText(const TpChoice &c);
 
 } // namespace mist

@@ -124,13 +124,14 @@ private:
     return stats.timedOut;
   }
   const StageNumbers &numbers(int b, int tp) {
-    auto key = std::make_pair(b, tp);
+    const bool sp = tpChoice.sequenceParallel;
+    auto key = std::make_tuple(b, tp, sp);
     auto it = numberCache.find(key);
     if (it == numberCache.end())
       it = numberCache
-               .emplace(key, StageNumbers{model.evaluate(RegionKind::Layer, b, tp, cluster),
-                                          model.evaluate(RegionKind::Pre, b, tp, cluster),
-                                          model.evaluate(RegionKind::Post, b, tp, cluster)})
+               .emplace(key, StageNumbers{model.evaluate(RegionKind::Layer, b, tp, cluster, sp),
+                                          model.evaluate(RegionKind::Pre, b, tp, cluster, sp),
+                                          model.evaluate(RegionKind::Post, b, tp, cluster, sp)})
                .first;
     return it->second;
   }
@@ -203,8 +204,10 @@ private:
   InterferenceTable interference;
   std::chrono::steady_clock::time_point start;
   std::vector<OffloadRatios> offloads;
-  std::vector<int> validTp; ///< tp degrees the model allows
-  std::map<std::pair<int, int>, StageNumbers> numberCache;
+  std::vector<int> validTp;                                       ///< tp degrees the model allows
+  std::map<std::tuple<int, int, bool>, StageNumbers> numberCache; ///< (b, tp, sp)
+  /// How tp runs in this search (one search per choice the space allows).
+  TpChoice tpChoice;
   std::map<std::tuple<int, bool, bool, bool>, StrategyBatch> batchCache;
   /// In a space with uniform recomputation: whether this search recomputes
   /// every layer of every stage (else none).
@@ -287,6 +290,8 @@ void Tuner::scoreSlot(const StageSlot &slot, int onlyTp, std::vector<ScoredConte
     ctx.last = slot.cls.last;
     ctx.inflight = slot.fewest;
     ctx.gradAccum = slot.G;
+    ctx.sequenceParallel = tpChoice.sequenceParallel;
+    ctx.tpCommOverlap = tpChoice.commOverlap;
     const StageNumbers &n = numbers(b, tp);
     StageEvaluator eval(n, cluster, ctx);
     const StrategyBatch &batch = strategies(slot.layers, dp, slot.S);
@@ -390,6 +395,11 @@ void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
     st.offload = c.offload;
     plan.stages.push_back(st);
   }
+  // Only tp > 1 has anything to split or overlap; plans without it say so.
+  const bool anyTp = std::any_of(plan.stages.begin(), plan.stages.end(),
+                                 [](const StagePlan &st) { return st.tp > 1; });
+  plan.sequenceParallel = anyTp && tpChoice.sequenceParallel;
+  plan.tpCommOverlap = anyTp && tpChoice.commOverlap;
   // Judge every plan by the report's own estimate: the megatron ablation
   // chooses blind to d, and non-uniform tables assume the slower p2p.
   auto est = estimatePlan(plan, model, cluster, diag);
@@ -494,21 +504,30 @@ std::optional<TuneResult> Tuner::run() {
   std::string tpFailure;
   validTp = validTpDegrees(model, cluster, &tpFailure);
   bool anyBatchSplit = false;
-  for (int S = 1; S <= std::min(gpus, model.numLayers) && !outOfTime(); ++S) {
-    const bool uniform = gpus % S == 0 && meshOf(gpus / S, gpn);
-    const std::vector<int> mixed = opts.space.nonUniformMeshSizes(S, gpus, gpn);
-    if (!uniform && mixed.empty())
-      continue;
-    anyBatchSplit |= searchStageCount(S, uniform, mixed);
-    if (opts.progress)
-      llvm::errs() << fmt::format("mistc: tuned {} stage{}: {} strategies scored, {} MILPs, best "
-                                  "{:.4g} s, {:.1f} s elapsed\n",
-                                  S, S == 1 ? "" : "s", stats.evaluations, stats.milps,
-                                  bestObjective, elapsed());
+  // Sequence parallelism and tp-communication overlap are plan-wide (as in
+  // Megatron-LM): each setting the space allows is a search of its own;
+  // the best plan found so far bounds the later searches' MILPs.
+  for (const TpChoice &choice : opts.space.tpChoices()) {
+    tpChoice = choice;
+    for (int S = 1; S <= std::min(gpus, model.numLayers) && !outOfTime(); ++S) {
+      const bool uniform = gpus % S == 0 && meshOf(gpus / S, gpn);
+      const std::vector<int> mixed = opts.space.nonUniformMeshSizes(S, gpus, gpn);
+      if (!uniform && mixed.empty())
+        continue;
+      anyBatchSplit |= searchStageCount(S, uniform, mixed);
+      if (opts.progress)
+        llvm::errs() << fmt::format("mistc: tuned {} stage{}{}: {} strategies scored, {} MILPs, "
+                                    "best {:.4g} s, {:.1f} s elapsed\n",
+                                    S, S == 1 ? "" : "s", tpChoiceText(choice), stats.evaluations,
+                                    stats.milps, bestObjective, elapsed());
+    }
   }
   stats.seconds = elapsed();
   for (const auto &entry : numberCache)
-    stats.stageShapes.push_back(entry.first);
+    stats.stageShapes.emplace_back(std::get<0>(entry.first), std::get<1>(entry.first));
+  std::sort(stats.stageShapes.begin(), stats.stageShapes.end());
+  stats.stageShapes.erase(std::unique(stats.stageShapes.begin(), stats.stageShapes.end()),
+                          stats.stageShapes.end());
   if (stats.timedOut && bestPlan)
     diag.warning({}, fmt::format("the time limit of {} s stopped the search; the plan is the best "
                                  "found so far",

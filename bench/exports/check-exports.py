@@ -48,6 +48,7 @@ CASES = [
     ("llama7-tp2-offload-opt", "llama2-7b", ["--cluster", "a100-40g"], "llama7-tp2-offload-opt.yaml"),
     ("llama7-does-not-fit", "llama2-7b", ["--cluster", "a100-40g"], "llama7-does-not-fit.yaml"),
     ("gpt13-pp2-v3", "gpt3-1.3b", ["--cluster", "a100-40g"], "gpt13-pp2-v3.yaml"),
+    ("gpt67-tp4-sp-overlap", "gpt3-6.7b", ["--cluster", "a100-40g"], "gpt67-tp4-sp-overlap.yaml"),
 ]
 TARGETS = ["deepspeed", "megatron", "torchtitan"]
 
@@ -57,6 +58,7 @@ NOTE_WORDS = {
     "grad_accum": ["gradient accumulation", "tp and dp"], "layers_per_stage": ["layers per stage"],
     "ckpt_per_stage": ["checkpointed layers", "recomput"], "zero": ["ZeRO"], "offload_optimizer": ["offload"],
     "offload_weights": ["offload"], "grad_dtype": ["gradient"], "virtual_stages": ["1F1B"],
+    "sequence_parallel": ["sequence parallelism"], "tp_comm_overlap": ["overlapped"],
 }
 
 
@@ -90,6 +92,9 @@ def plan_values(text, model):
         "zero": 3 if zero["weights"] else 2 if zero["grads"] else 1 if zero["optimizer"] else 0,
         "offload_optimizer": st[0]["offload"]["optimizer"], "offload_weights": st[0]["offload"]["weights"],
         "virtual_stages": p.get("virtual_stages", 1),
+        # Only tp > 1 has a sequence to split (the frameworks turn it off at tp 1).
+        "sequence_parallel": bool(p.get("sequence_parallel", False)) and st[0]["tp"] > 1,
+        "tp_comm_overlap": bool(p.get("tp_comm_overlap", False)) and st[0]["tp"] > 1,
         "family": "llama" if model.startswith("llama") else "gpt",
     }
 
@@ -185,6 +190,8 @@ def check_deepspeed(path, plan):
                               str(zc.offload_optimizer.device).endswith("cpu") else 0.0),
         "offload_weights": 1.0 if zc.offload_param and str(zc.offload_param.device).endswith("cpu") else 0.0,
         "virtual_stages": 1,  # DeepSpeed's pipeline engine runs plain 1F1B
+        # Megatron-LM's tp inside DeepSpeed's engine: plain all-reduces.
+        "sequence_parallel": False, "tp_comm_overlap": False,
     }
     # The optimizer and precision as DeepSpeed's config object parsed them.
     params = config.optimizer_params or {}
@@ -274,6 +281,7 @@ def check_megatron_parser(argv, env, gpus, plan, megatron_lm):
         "offload_optimizer": args.optimizer_offload_fraction if args.optimizer_cpu_offload else 0.0,
         # Interleaved 1F1B: validate_args derives the chunks per stage.
         "virtual_stages": getattr(args, "virtual_pipeline_model_parallel_size", None) or 1,
+        "sequence_parallel": bool(args.sequence_parallel), "tp_comm_overlap": bool(args.tp_comm_overlap),
         # The optimizer, schedule and precision as parse_args/validate_args leave them.
         "optimizer.lr": args.lr, "optimizer.betas": [args.adam_beta1, args.adam_beta2],
         "optimizer.eps": args.adam_eps, "optimizer.weight_decay": args.weight_decay,
@@ -352,8 +360,6 @@ def check_torchtitan(path, plan):
     finally:
         sys.path.remove(folder)
     par, tr = c.parallelism, c.training
-    if par.enable_sequence_parallel and par.tensor_parallel_degree > 1:
-        raise ValueError("sequence parallelism is on, which mistc does not price")
     dp = par.data_parallel_replicate_degree * par.data_parallel_shard_degree
     pp = par.pipeline_parallel_degree
     micro = par.pipeline_parallel_microbatch_size if pp > 1 else tr.local_batch_size
@@ -387,6 +393,8 @@ def check_torchtitan(path, plan):
         "offload_optimizer": 1.0 if tr.enable_cpu_offload else 0.0,
         "offload_weights": 1.0 if tr.enable_cpu_offload else 0.0,
         "virtual_stages": virtual,
+        "sequence_parallel": bool(par.enable_sequence_parallel) and par.tensor_parallel_degree > 1,
+        "tp_comm_overlap": False,  # 0.3's async tp needs torch.compile; mistc's export leaves it off
         "optimizer.lr": adamw["lr"], "optimizer.betas": list(adamw["betas"]),
         "optimizer.eps": adamw["eps"], "optimizer.weight_decay": adamw["weight_decay"],
         "max_norm": tr.max_norm, "warmup_steps": c.lr_scheduler.warmup_steps,

@@ -161,6 +161,14 @@ TEST(PlanLoader, RoundTrip) {
   l = loadText(written(p));
   ASSERT_TRUE(l->plan) << l->errors() << written(p);
   EXPECT_EQ(*l->plan, p) << written(p);
+
+  // The plan-wide schedule keys.
+  p.virtualStages = 2;
+  p.sequenceParallel = true;
+  p.tpCommOverlap = true;
+  l = loadText(written(p));
+  ASSERT_TRUE(l->plan) << l->errors() << written(p);
+  EXPECT_EQ(*l->plan, p) << written(p);
 }
 
 TEST(PlanLoader, WriterFormat) {

@@ -149,6 +149,16 @@ cl::opt<bool> quiet("quiet", cl::desc("no progress lines while tuning"), cl::cat
 cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
                                cl::desc("let stages differ in GPU count (full space; slower)"),
                                cl::cat(category));
+cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("let the tuner use Megatron-LM's sequence parallelism (on by itself for "
+             "--emit=megatron|torchtitan; plans that use it are priced and exported, not run)"),
+    cl::cat(category));
+cl::opt<bool> tpCommOverlap(
+    "tp-comm-overlap",
+    cl::desc("let the tuner overlap tp collectives with GEMMs (Megatron-LM's --tp-comm-overlap, "
+             "with sequence parallelism; on by itself for --emit=megatron)"),
+    cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
 
@@ -264,6 +274,15 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.planOut = planOutputPath(what);
   pa.tuner.space.level = *level;
   pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
+  // The tp knobs a plan may use are those of the framework that runs it.
+  if ((sequenceParallel || tpCommOverlap) && (what == Emit::Trainer || what == Emit::Lowered)) {
+    diag.error({}, "--sequence-parallel and --tp-comm-overlap make plans mistc's trainer does not "
+                   "run: use them with --emit=plan, report, megatron or torchtitan");
+    return std::nullopt;
+  }
+  pa.tuner.space.sequenceParallel =
+      sequenceParallel || tpCommOverlap || what == Emit::Megatron || what == Emit::TorchTitan;
+  pa.tuner.space.tpCommOverlap = tpCommOverlap || what == Emit::Megatron;
   pa.tuner.paretoLimit = paretoK;
   pa.tuner.timeLimitSeconds = timeLimit;
   pa.tuner.dumpMilpDir = dumpMilp;

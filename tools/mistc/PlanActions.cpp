@@ -342,8 +342,8 @@ struct PricedPlan {
   PipelineEstimate estimate;
   Cluster cluster;
   ModelProfile model;
-  bool tuned = false;          ///< tuned by this run (else --plan's)
-  llvm::SMLoc virtualStagesAt; ///< where --plan's file sets virtual_stages
+  bool tuned = false;  ///< tuned by this run (else --plan's)
+  PlanLocations where; ///< where --plan's file sets each key (empty when tuned)
 };
 
 /// --plan priced on its cluster, or a plan tuned for the cluster (and
@@ -367,9 +367,7 @@ std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts
     auto estimate = estimatePlan(*given, *model, *cluster, diag);
     if (!estimate)
       return std::nullopt;
-    const auto at = where.top.find("virtual_stages");
-    return PricedPlan{*given, *estimate, *cluster,
-                      *model, false,     at == where.top.end() ? llvm::SMLoc() : at->second};
+    return PricedPlan{*given, *estimate, *cluster, *model, false, std::move(where)};
   }
   auto tuned = tune(*model, *cluster, model->globalBatch, opts.tuner, diag);
   if (!tuned)
@@ -383,7 +381,7 @@ std::optional<PricedPlan> planFor(const Module &m, const PlanActionOptions &opts
   tuned->plan.dtype = dtypeName(m.train.dtype).str();
   if (!opts.planOut.empty() && !writePlanFile(tuned->plan, opts.planOut, diag))
     return std::nullopt;
-  return PricedPlan{tuned->plan, tuned->estimate, *cluster, *model, true, llvm::SMLoc()};
+  return PricedPlan{tuned->plan, tuned->estimate, *cluster, *model, true, PlanLocations{}};
 }
 
 /// --emit=trainer: train.cu, its header naming the plan and the prediction.
@@ -430,13 +428,25 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
   case Emit::TimelineSvg:
   case Emit::Lowered:
     if (p.plan.virtualStages > 1) {
-      diag.error(p.virtualStagesAt,
+      diag.error(p.where.of(-1, "virtual_stages"),
                  fmt::format("the trainer and its schedule run plain 1F1B (one chunk per stage): "
                              "a plan with virtual_stages = {} is priced (--emit=report) and "
                              "exported (--emit=megatron), not run",
                              p.plan.virtualStages));
       return false;
     }
+    if (opts.output != Emit::Trainer && opts.output != Emit::Lowered)
+      break; // the schedule and its timeline are the same with either
+    for (auto [on, key] : {std::pair{p.plan.sequenceParallel, "sequence_parallel"},
+                           {p.plan.tpCommOverlap, "tp_comm_overlap"}})
+      if (on) {
+        diag.error(p.where.of(-1, key),
+                   fmt::format("the trainer runs tp with an all-reduce after each row-parallel "
+                               "op: a plan with {} is priced (--emit=report) and exported "
+                               "(--emit=megatron{}), not run",
+                               key, std::string(key) == "sequence_parallel" ? ", torchtitan" : ""));
+        return false;
+      }
     break;
   default:
     break;
