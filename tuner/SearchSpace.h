@@ -66,6 +66,10 @@ struct SearchSpace {
   /// that runs them (--emit=megatron: both; --emit=torchtitan: sequence
   /// parallelism) or when asked to.
   bool sequenceParallel = false, tpCommOverlap = false;
+  /// Whether plans may use interleaved 1F1B (virtual stages). Off by
+  /// default for the same reason (the trainer runs plain 1F1B); on for
+  /// --emit=megatron|torchtitan or when asked to.
+  bool interleaving = false;
 
   bool zeroLevels() const { return level != SpaceLevel::Megatron; }
   bool flexibleCkpt() const {

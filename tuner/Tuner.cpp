@@ -166,8 +166,11 @@ private:
                                                  const std::vector<ScoredContext> &scored, int i,
                                                  bool crossPrev, bool crossNext,
                                                  FrontierScratch &scratch);
-  /// Solves the MILP for a table and keeps the plan when it is the best so far.
+  /// Solves the MILP for a table and keeps the plan when it is the best so
+  /// far (and, where the space allows, its interleaved variants).
   void consider(int S, int G, const StageTable &table, int totalGpus);
+  /// Prices a plan as the report does and keeps it when it fits and beats the best.
+  void keepIfBest(const Plan &plan);
   /// Every G for S stages: the tables of the uniform meshes (when `uniform`)
   /// and of the `mixed` sizes, and their MILPs. True when some stage
   /// splits the batch.
@@ -402,10 +405,29 @@ void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
   plan.tpCommOverlap = anyTp && tpChoice.commOverlap;
   // Judge every plan by the report's own estimate: the megatron ablation
   // chooses blind to d, and non-uniform tables assume the slower p2p.
+  keepIfBest(plan);
+  // Interleaved 1F1B, where the plan's runner has it: the same stages split
+  // into v chunks each (Megatron-LM's rules: equal stages, G divisible by
+  // S). The MILP chose the stages for plain 1F1B; each v re-prices them
+  // with its shorter fill, more p2p and more activations in flight.
+  if (!opts.space.interleaving || S < 2 || G % S != 0)
+    return;
+  const int layers = plan.stages.front().layers();
+  for (const StagePlan &st : plan.stages)
+    if (st.layers() != layers)
+      return;
+  for (int64_t v : divisorsOf(layers))
+    if (v > 1) {
+      plan.virtualStages = static_cast<int>(v);
+      keepIfBest(plan);
+    }
+}
+
+void Tuner::keepIfBest(const Plan &plan) {
   auto est = estimatePlan(plan, model, cluster, diag);
   if (est && est->fits && est->iterationSeconds < bestObjective) {
     bestObjective = est->iterationSeconds;
-    bestPlan = std::move(plan);
+    bestPlan = plan;
   }
 }
 

@@ -26,6 +26,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include <cmath>
+#include <fmt/format.h>
 #include <glpk.h>
 
 #ifndef MIST_STDLIB_DIR
@@ -159,6 +160,11 @@ cl::opt<bool> tpCommOverlap(
     cl::desc("let the tuner overlap tp collectives with GEMMs (Megatron-LM's --tp-comm-overlap, "
              "with sequence parallelism; on by itself for --emit=megatron)"),
     cl::cat(category));
+cl::opt<bool> interleave(
+    "interleave",
+    cl::desc("let the tuner use interleaved 1F1B (virtual stages; on by itself for "
+             "--emit=megatron|torchtitan; plans that use it are priced and exported, not run)"),
+    cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
 
@@ -275,11 +281,19 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.tuner.space.level = *level;
   pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
   // The tp knobs a plan may use are those of the framework that runs it.
-  if ((sequenceParallel || tpCommOverlap) && (what == Emit::Trainer || what == Emit::Lowered)) {
-    diag.error({}, "--sequence-parallel and --tp-comm-overlap make plans mistc's trainer does not "
-                   "run: use them with --emit=plan, report, megatron or torchtitan");
+  const bool forTrainer = what == Emit::Trainer || what == Emit::Lowered;
+  const bool plain1F1B =
+      forTrainer || what == Emit::Schedule || what == Emit::Timeline || what == Emit::TimelineSvg;
+  if (((sequenceParallel || tpCommOverlap) && forTrainer) || (interleave && plain1F1B)) {
+    diag.error({}, fmt::format("--{} makes plans mistc's trainer does not run (nor its schedule "
+                               "replay, for --interleave): use it with --emit=plan, report, "
+                               "megatron or torchtitan",
+                               interleave && plain1F1B ? "interleave"
+                               : sequenceParallel      ? "sequence-parallel"
+                                                       : "tp-comm-overlap"));
     return std::nullopt;
   }
+  pa.tuner.space.interleaving = interleave || what == Emit::Megatron || what == Emit::TorchTitan;
   pa.tuner.space.sequenceParallel =
       sequenceParallel || tpCommOverlap || what == Emit::Megatron || what == Emit::TorchTitan;
   pa.tuner.space.tpCommOverlap = tpCommOverlap || what == Emit::Megatron;
