@@ -44,14 +44,28 @@ MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_
 # most on small models, is not in the model: the trainer is C++);
 # torch.compile also fuses elementwise ops, which the model does not.
 PYTORCH_H100 = "PyTorch on our H100, shared/reference/h100-measured.md"
+# NVIDIA/Megatron-LM README (main at d98e8a64, 2026-08-22), "Model table"
+# (images/model_table.png): weak scaling of GPT models from 1.7B to 462B on
+# H100 DGX nodes, dp 48 throughout, vocabulary 131072, sequence 4096, with
+# --overlap-grad-reduce --overlap-param-gather (the distributed optimizer:
+# ZeRO-1) and --tp-comm-overlap (so sequence parallelism); per-GPU teraFLOP/s
+# as published (Megatron-LM's formula, the 72 form: no recomputation).
+# The table gives hidden, heads, layers, tp, pp, GPUs and batch; what it
+# does not give is assumed here, the same for every run: micro-batch 1, no
+# recomputation, plain 1F1B (no virtual stages), no dropout, flash attention,
+# bf16, and an untied LM head (the parameter counts, e.g. 1.75B for "1.7B",
+# need one).
+MEGATRON_H100 = "NVIDIA/Megatron-LM README at d98e8a64, images/model_table.png (H100 weak scaling)"
 
 
 def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
-        mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1):
+        mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1, untied=False,
+        sp_overlap=False, zero1=False):
     return dict(name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
                 layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
                 gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
-                counts_recompute=counts_recompute, note=note, virtual=virtual)
+                counts_recompute=counts_recompute, note=note, virtual=virtual, untied=untied,
+                sp_overlap=sp_overlap, zero1=zero1)
 
 
 def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, virtual):
@@ -60,6 +74,13 @@ def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, v
                pp, nodes, 8, mbs, gbs, True, tflops, True,
                f"interleaved 1F1B, {virtual} chunks per stage" if virtual > 1 else "",
                virtual)
+
+
+def megatron_h100_run(name, heads, hidden, layers, tp, pp, gpus, gbs, tflops):
+    return run(name, MEGATRON_H100, "dgx-h100-80g", hidden, heads, layers, 131072, 4096, False,
+               tp, pp, gpus // 8, 8, 1, gbs, False, tflops, False,
+               "SP + tp overlap, ZeRO-1" if tp > 1 else "ZeRO-1", untied=True,
+               sp_overlap=tp > 1, zero1=True)
 
 
 def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode):
@@ -78,6 +99,15 @@ RUNS = [
     megatron_run("gpt-310b", 16384, 128, 96, 8, 16, 240, 1, 2160, 155, 2),
     megatron_run("gpt-530b", 20480, 128, 105, 8, 35, 315, 1, 2520, 163, 3),
     megatron_run("gpt-1t", 25600, 160, 128, 8, 64, 384, 1, 3072, 163, 1),
+    megatron_h100_run("h100-1.7b", 16, 2048, 24, 1, 1, 48, 192, 408.8),
+    megatron_h100_run("h100-7.1b", 32, 4096, 30, 2, 1, 96, 192, 465.9),
+    megatron_h100_run("h100-16b", 48, 6144, 32, 4, 1, 192, 192, 489.1),
+    megatron_h100_run("h100-32b", 56, 7168, 48, 8, 1, 384, 192, 459.6),
+    megatron_h100_run("h100-70b", 64, 8192, 84, 8, 2, 768, 384, 419.7),
+    megatron_h100_run("h100-119b", 80, 10240, 92, 8, 4, 1536, 768, 420.5),
+    megatron_h100_run("h100-177b", 96, 12288, 96, 8, 6, 2304, 1152, 432.8),
+    megatron_h100_run("h100-314b", 128, 16384, 96, 8, 8, 3072, 1536, 474.4),
+    megatron_h100_run("h100-462b", 144, 18432, 112, 8, 16, 6144, 3072, 459.9),
     pytorch_run("gpt-125m", 768, 12, 12, 1024, 16, False, 250, "eager"),
     pytorch_run("gpt-125m-c", 768, 12, 12, 1024, 16, False, 396, "torch.compile"),
     pytorch_run("gpt3-1.3b", 2048, 16, 24, 2048, 4, False, 437, "eager"),
@@ -101,10 +131,11 @@ def write_case(folder, r):
     model = "m_" + name.replace("-", "_").replace(".", "_")
     mist = os.path.join(folder, name + ".mist")
     attention = "dropout = 0.1, flash = false" if r["classic"] else "flash = true"
+    head = ", tied_head = false" if r["untied"] else ""
     with open(mist, "w") as f:
         f.write('import "gpt"\n')
         f.write(f"model {model} = gpt(vocab = {r['vocab']}, hidden = {r['hidden']}, "
-                f"layers = {r['layers']}, heads = {r['heads']}, {attention})\n")
+                f"layers = {r['layers']}, heads = {r['heads']}, {attention}{head})\n")
         f.write(f"train {{\n  global_batch = {r['gbs']}\n  seq_len = {r['seq']}\n"
                 "  optimizer = adamw(lr = 1e-4)\n}\n")
     tp, pp, gpus = r["tp"], r["pp"], r["nodes"] * r["gpn"]
@@ -118,12 +149,15 @@ def write_case(folder, r):
     with open(plan, "w") as f:
         f.write(f"mist_plan: 1\nmodel: {model}\ncluster: {r['cluster']}\n"
                 f"global_batch: {r['gbs']}\ngrad_accum: {grad_accum}\n"
-                + (f"virtual_stages: {r['virtual']}\n" if r["virtual"] > 1 else "") + "stages:\n")
+                + (f"virtual_stages: {r['virtual']}\n" if r["virtual"] > 1 else "")
+                + ("sequence_parallel: true\ntp_comm_overlap: true\n" if r["sp_overlap"] else "")
+                + "stages:\n")
         for i in range(pp):
             f.write(f"  - layers: [{i * per_stage}, {(i + 1) * per_stage - 1}]\n"
                     f"    mesh: {mesh}\n    micro_batch: {r['mbs']}\n    dp: {dp}\n"
                     f"    tp: {tp}\n"
-                    "    zero: {weights: false, grads: false, optimizer: false}\n"
+                    "    zero: {weights: false, grads: false, optimizer: "
+                    f"{'true' if r['zero1'] and dp > 1 else 'false'}}}\n"
                     f"    ckpt_layers: {per_stage if r['recompute'] else 0}\n"
                     "    offload: {weights: 0.0, grads: 0.0, optimizer: 0.0, activations: 0.0}\n")
     return mist, plan
@@ -187,6 +221,7 @@ def main():
 
     groups = {"all": rows,
               "megatron_sc21_a100": [r for r in rows if r["source"] == MEGATRON_SC21],
+              "megatron_h100_readme": [r for r in rows if r["source"] == MEGATRON_H100],
               "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
               "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"],
               "megatron_interleaved": [r for r in rows if "interleaved" in r["note"]]}
