@@ -71,6 +71,13 @@ private:
     step(os, call, why);
     step(os, fmt::format("r.releaseWeights(RegionKind::{}, {});", region, layer), releaseWhy);
   }
+  /// What a layer's reduceGradients does at the stage's ZeRO level.
+  std::string reduceWhy() const {
+    if (zero2)
+      return "g2g: ZeRO-2 scattered them after its backward already";
+    return fmt::format("g2g: last backward only: {} over dp {} beside the next region",
+                       zero1 ? "reduce-scattered" : "all-reduced", sp.dp);
+  }
   /// The stage's first or last layer, none when it has no layers.
   std::optional<Region> layerIfAny(int l) const {
     return sp.layers() > 0 ? std::optional<Region>(Region{"Layer", l}) : std::nullopt;
@@ -146,12 +153,21 @@ void StageScheduleWriter::backward() {
       step(os, fmt::format("r.recomputeLayer({}, mb);", l), "checkpointed: forward again");
     step(os, fmt::format("r.backwardLayer({}, mb);", l),
          fmt::format("layer {}", sp.firstLayer + l));
+    if (sp.dp > 1)
+      step(os, fmt::format("r.reduceGradients(RegionKind::Layer, {}, mb);", l), reduceWhy());
     step(os, fmt::format("r.releaseWeights(RegionKind::Layer, {});", l), releaseWhy);
   }
-  if (first)
+  if (first) {
     around("Pre", 0, "r.backwardPre(mb);", "embedding gradients", std::nullopt);
-  else
+    if (sp.dp > 1)
+      step(os, "r.reduceGradients(RegionKind::Pre, 0, mb);",
+           fmt::format("g2g: over dp {}, in the last backward", sp.dp));
+  } else {
     step(os, "r.sendGradients(mb);", fmt::format("g2g: to stage {}", i - 1));
+  }
+  if (last && sp.dp > 1)
+    step(os, "r.reduceGradients(RegionKind::Post, 0, mb);",
+         fmt::format("g2g: over dp {}, in the last backward", sp.dp));
   step(os, "r.foldGradients();",
        (zero2 ? fmt::format("ZeRO-2: each region's gradients were reduce-scattered over dp {} "
                             "after its backward (g2g); the rest here",

@@ -415,31 +415,71 @@ void ParameterStore::foldGradBuffers() {
                     });
 }
 
+bool ParameterStore::reducedPerRegion(size_t p, size_t copy) const {
+  return dp > 1 && !gradsSliced && !tied(p) && state[p][copy].sumsInPlace;
+}
+
+void ParameterStore::reduceRegionGradients(RegionKind region, int layer) {
+  std::vector<std::pair<size_t, size_t>> toReduce;
+  for (auto [p, l] : paramsOf(region, layer))
+    if (reducedPerRegion(p, l) && lastBackwardOf(spec.params[p]) == region) {
+      toReduce.push_back({p, l});
+      state[p][l].reducedEarly = true;
+    }
+  if (toReduce.empty())
+    return;
+  // After the backward that completed the sums; the step's reduceGradients
+  // fence, later on the same stream, makes the norm and the optimizer wait.
+  streams.wait(StreamKind::G2G, streams.record(StreamKind::Compute));
+  streams.run(StreamKind::G2G,
+              (sliced ? "reduce-scatter gradients " : "all-reduce gradients ") +
+                  regionName(region, layer),
+              [this, toReduce] {
+                for (auto [p, l] : toReduce)
+                  reduceOverDp(p, l);
+              });
+}
+
+void ParameterStore::reduceOverDp(size_t p, size_t copy) {
+  State &s = state[p][copy];
+  DeviceTensor &sum = gradSum(p, copy);
+  if (!sliced) {
+    groups.dp.allReduceSum(sum.data(), sum.size(), sum.dtype());
+    return;
+  }
+  DeviceTensor padded(sum.dtype()), part(sum.dtype());
+  const void *whole = sum.data();
+  if (sum.size() != s.chunk * size_t(dp)) { // the last slice is zero-padded
+    padded.assignZeros(s.chunk * size_t(dp));
+    device::copy(padded.data(), sum.data(), sum.bytes());
+    whole = padded.data();
+  }
+  part.assignZeros(s.chunk);
+  groups.dp.reduceScatterSum(whole, part.data(), s.chunk, sum.dtype());
+  s.grad = std::move(part);
+}
+
 void ParameterStore::reduceGradients() {
+  // What the last backward reduced already (decided here, on the thread
+  // that enqueued those reductions); a train.cu that skipped a region's
+  // reduction still gets it here.
+  std::vector<std::vector<char>> early(state.size());
+  for (size_t p = 0; p < state.size(); ++p)
+    for (State &s : state[p]) {
+      early[p].push_back(s.reducedEarly);
+      s.reducedEarly = false;
+    }
   streams.runFenced(StreamKind::G2G, "reduce gradients over dp", [&] {
     for (size_t p = 0; p < state.size(); ++p)
-      for (State &s : state[p]) {
+      for (size_t l = 0; l < state[p].size(); ++l) {
+        State &s = state[p][l];
         offload.swapIn(s.grad, s.gradHost);
-        if (tied(p)) {
+        if (tied(p))
           sumTiedOverStages(p, s);
-        } else if (gradsSliced) {
-          // already summed into the slice, micro-batch by micro-batch
-        } else if (sliced) {
-          const DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
-          DeviceTensor padded(sum.dtype()), part(sum.dtype());
-          const void *whole = sum.data();
-          if (sum.size() != s.chunk * size_t(dp)) { // the last slice is zero-padded
-            padded.assignZeros(s.chunk * size_t(dp));
-            device::copy(padded.data(), sum.data(), sum.bytes());
-            whole = padded.data();
-          }
-          part.assignZeros(s.chunk);
-          groups.dp.reduceScatterSum(whole, part.data(), s.chunk, sum.dtype());
-          s.grad = std::move(part);
-        } else if (dp > 1) {
-          DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
-          groups.dp.allReduceSum(sum.data(), sum.size(), sum.dtype());
-        }
+        else if (gradsSliced || early[p][l])
+          continue; // summed already: ZeRO-2 per micro-batch, the rest in the last backward
+        else if (dp > 1)
+          reduceOverDp(p, l);
       }
   });
 }

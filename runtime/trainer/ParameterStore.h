@@ -94,8 +94,16 @@ public:
   /// full gradients exist for about one region at a time.
   void prepareGradBuffers(RegionKind region, int layer);
   void foldRegionGradients(RegionKind region, int layer);
-  /// After the last micro-batch: sums over dp (or the slice's), and over the
-  /// two stages of a tied weight.
+  /// The last backward's reduction of a region, as the stage schedule
+  /// places it (AllReduceGradients, or ZeRO-1's ReduceScatterGradients):
+  /// right after `region`'s backward of the last micro-batch, the sums over
+  /// dp of the gradients complete by then, on the g2g stream beside the
+  /// next region's backward. Those are the ones summed in place over the
+  /// micro-batches and not tied across stages; ZeRO-2's were scattered by
+  /// foldRegionGradients already.
+  void reduceRegionGradients(RegionKind region, int layer);
+  /// After the last micro-batch: sums over dp (or the slice's) what
+  /// reduceRegionGradients did not, and over the two stages of a tied weight.
   void reduceGradients();
   /// This rank's share of the squared global gradient norm: every element
   /// of the model is counted by exactly one rank of the job.
@@ -131,6 +139,7 @@ private:
     bool masterIsWeights = false; ///< fp32 training without ZeRO or offload: one copy
     bool sumsInPlace = false;     ///< the micro-batches sum into the gradient buffer itself
     bool stepPending = false;     ///< gradients summed this step, optimizer not run yet
+    bool reducedEarly = false;    ///< reduceRegionGradients took it this step
     /// master, m, v: fp32; grad: the gradients' type; shard (the ZeRO-3
     /// weight slice): the weights'.
     DeviceTensor master, m, v, grad, shard;
@@ -155,6 +164,11 @@ private:
   /// each region reading them.
   bool foldedPerRegion(size_t p) const;
   RegionKind lastBackwardOf(const ParamSpec &ps) const;
+  /// Whether reduceRegionGradients sums this parameter copy over dp.
+  bool reducedPerRegion(size_t p, size_t copy) const;
+  /// One parameter copy's step sum over dp: all-reduced, or under ZeRO-1
+  /// reduce-scattered into the rank's slice.
+  void reduceOverDp(size_t p, size_t copy);
   void foldInto(size_t p, size_t copy); ///< one micro-batch's gradient into the step's sum
   bool tied(size_t p) const { return spec.params[p].tiedAcrossStages && groups.tied; }
   DeviceTensor slice(const DeviceTensor &local, size_t chunk) const;

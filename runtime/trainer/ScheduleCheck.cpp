@@ -29,6 +29,10 @@ bool isCheckedStep(StepKind kind) {
   case StepKind::Backward:
   case StepKind::PreBackward:
   case StepKind::SendGradients:
+  case StepKind::ReduceScatterGradients:
+  case StepKind::AllReduceGradients:
+  case StepKind::ReducePreGradients:
+  case StepKind::ReducePostGradients:
     return true;
   default:
     return false;

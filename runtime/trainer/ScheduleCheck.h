@@ -1,14 +1,15 @@
 //===- ScheduleCheck.h - The trainer runs the schedule the model priced ---===//
 /// \file
 /// Every step of training, each rank compares the compute and pipeline
-/// steps its stage ran (region runs, recomputations, activations and
-/// gradients sent and received, with their micro-batch) against the stage
-/// schedule (schedule/Schedule.h) the performance model prices, expanded
-/// over the 1F1B order. The schedule is rebuilt here from the stage's
-/// table in train.cu, by the same code mistc uses; a difference ends the
-/// job naming the first step that differs. The optimizer, offload copies and
-/// gradient reductions are not compared: docs/schedule.md says where the
-/// trainer still places them differently.
+/// steps and the gradient reductions its stage ran (region runs,
+/// recomputations, activations and gradients sent and received, reductions
+/// over dp, with their micro-batch) against the stage schedule
+/// (schedule/Schedule.h) the performance model prices, expanded over the
+/// 1F1B order. The schedule is rebuilt here from the stage's table in
+/// train.cu, by the same code mistc uses; a difference ends the job naming
+/// the first step that differs. The optimizer and offload copies are not
+/// compared: docs/schedule.md says where the trainer still places them
+/// differently.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -21,8 +22,8 @@ namespace mist::rt {
 
 struct StageSpec;
 
-/// The steps ScheduleCheck compares: what runs on the compute stream and
-/// the pipeline messages.
+/// The steps ScheduleCheck compares: what runs on the compute stream, the
+/// pipeline messages and the gradient reductions.
 bool isCheckedStep(StepKind kind);
 
 /// The stage's schedule as train.cu describes the stage (its index, the

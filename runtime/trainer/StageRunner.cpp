@@ -311,6 +311,32 @@ void StageRunner::sendGradients(int mb) {
 
 void StageRunner::foldGradients() { store.foldGradBuffers(); }
 
+void StageRunner::reduceGradients(RegionKind region, int layer, int mb) {
+  if (stage.dp <= 1)
+    return;
+  const bool last = mb == spec.gradAccum - 1;
+  if (region != RegionKind::Layer) {
+    if (!last)
+      return;
+    if (!stage.zeroGrads)
+      store.reduceRegionGradients(region, 0);
+    check.record(region == RegionKind::Pre ? StepKind::ReducePreGradients
+                                           : StepKind::ReducePostGradients,
+                 -1, mb);
+    return;
+  }
+  // The schedule's steps (schedule/Schedule.cpp, layerSteps): ZeRO-2 reduce-
+  // scatters every backward's gradients, the others sum them in the last.
+  if (stage.zeroGrads) {
+    check.record(StepKind::ReduceScatterGradients, layer, mb);
+  } else if (last) {
+    store.reduceRegionGradients(region, layer);
+    check.record(stage.zeroOptimizer ? StepKind::ReduceScatterGradients
+                                     : StepKind::AllReduceGradients,
+                 layer, mb);
+  }
+}
+
 void StageRunner::optimizerStep(const AdamStep &adam, RegionKind region, int layer) {
   store.stepGroup(adam, region == RegionKind::Layer ? layer
                         : region == RegionKind::Pre ? -1

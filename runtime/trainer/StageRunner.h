@@ -68,6 +68,11 @@ public:
   void backwardPre(int mb);
   void sendGradients(int mb);
   void foldGradients(); ///< into the step's sums (ZeRO-2: reduce-scattered)
+  /// A region's gradient reduction over dp where the stage schedule places
+  /// it (dp > 1): a layer's in every backward under ZeRO-2 (folded by its
+  /// backward), else in the last one (ParameterStore::reduceRegionGradients);
+  /// pre's and post's in the last backward. Nothing in other backwards.
+  void reduceGradients(RegionKind region, int layer, int mb);
 
   /// The optimizer on one region's parameters (`sN_optimizer`, after the
   /// step's reduction and clipping).

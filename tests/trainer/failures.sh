@@ -107,4 +107,13 @@ sed -i "s/^  spec.ckptLayers = 1;$/  spec.ckptLayers = 0;/" "$work/edited.cu"
 line=$(grep -m1 '^//   mpicxx' "$work/edited.cu" | sed "s|^//   ||;s| train.cu | edited.cu |;s|-o train\$|-o edited|")
 (cd "$work" && eval "$line")
 TRAIN="$work/edited" expect off-schedule 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran recompute of layer 1 for micro-batch 0 where the schedule has backward of layer 1' --steps 2
+# The gradient reductions are steps of the schedule too: a train.cu that
+# leaves a layer's out (its gradients are then summed at the step's end, so
+# the numbers stay right) is stopped all the same.
+"$mistc" "$model" --cluster a100-40g --plan "$work/plan.yaml" --emit=trainer -o "$work/unreduced.cu" 2>/dev/null
+grep -q '^  r.reduceGradients(RegionKind::Layer, 0, mb);' "$work/unreduced.cu"
+sed -i '/^  r.reduceGradients(RegionKind::Layer, 0, mb);/d' "$work/unreduced.cu"
+line=$(grep -m1 '^//   mpicxx' "$work/unreduced.cu" | sed "s|^//   ||;s| train.cu | unreduced.cu |;s|-o train\$|-o unreduced|")
+(cd "$work" && eval "$line")
+TRAIN="$work/unreduced" expect off-schedule-reduction 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran pre-backward for micro-batch 0 where the schedule has all-reduce-gradients of layer 0 for micro-batch 0' --steps 2
 echo "failure checks passed"
