@@ -180,7 +180,10 @@ void StageScheduleWriter::backward() {
 }
 
 void StageScheduleWriter::optimizer() {
-  os << fmt::format("// Stage {}'s optimizer, in the order the next forward reads the weights.\n",
+  os << fmt::format("// Stage {}'s optimizer. A step's update runs in the next step's first "
+                    "forward, each\n// region's just before its weights are wanted; this "
+                    "runs what is left of it\n// before a checkpoint and after the last "
+                    "step, in the order the forward reads them.\n",
                     i);
   if (zero1)
     os << fmt::format("// ZeRO-1: AdamW on this rank's slice, then {} over dp {}.\n",

@@ -287,19 +287,25 @@ void ParameterStore::release(RegionKind region, int layer) {
 
 void ParameterStore::beginStep() {
   for (size_t p = 0; p < state.size(); ++p)
-    for (State &s : state[p]) {
-      s.stepPending = true;
-      if (s.sumsInPlace) {
-        DeviceTensor &sum = gradSum(p, size_t(&s - state[p].data()));
-        device::fillZero(sum.data(), sum.bytes());
-        continue;
-      }
-      // A tied weight's gradients are summed over two stages whose slices
-      // may differ: they stay whole until reduceGradients.
-      s.grad.assignZeros(gradsSliced && !tied(p) ? s.chunk : s.local);
-      s.gradHost.clear();
-      offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
-    }
+    for (size_t l = 0; l < state[p].size(); ++l)
+      // A group whose last update is still pending keeps its sums until
+      // applyPendingStep has read them.
+      if (!state[p][l].updateDue)
+        zeroSums(p, l);
+}
+
+void ParameterStore::zeroSums(size_t p, size_t l) {
+  State &s = state[p][l];
+  if (s.sumsInPlace) {
+    DeviceTensor &sum = gradSum(p, l);
+    device::fillZero(sum.data(), sum.bytes());
+    return;
+  }
+  // A tied weight's gradients are summed over two stages whose slices
+  // may differ: they stay whole until reduceGradients.
+  s.grad.assignZeros(gradsSliced && !tied(p) ? s.chunk : s.local);
+  s.gradHost.clear();
+  offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
 }
 
 void ParameterStore::clearGradBuffers() {
@@ -563,14 +569,44 @@ int ParameterStore::groupOf(size_t p, size_t copy) const {
   return uses(ps, RegionKind::Pre) ? -1 : spec.layers;
 }
 
-void ParameterStore::beginOptimizerStep() { updated.assign(size_t(spec.layers) + 2, Event{}); }
+void ParameterStore::deferStep(const AdamStep &adam) {
+  if (pendingStep)
+    abortJob("an optimizer step was deferred before the last one ran");
+  pendingStep = adam;
+  updated.assign(size_t(spec.layers) + 2, Event{});
+  groupPending.assign(size_t(spec.layers) + 2, 0);
+  for (size_t p = 0; p < state.size(); ++p)
+    for (size_t l = 0; l < state[p].size(); ++l) {
+      state[p][l].updateDue = true;
+      groupPending[size_t(groupOf(p, l) + 1)] = 1;
+    }
+}
 
-void ParameterStore::endOptimizerStep() {
+bool ParameterStore::applyPendingStep(int group, bool stepUnderWay) {
+  const size_t g = size_t(group + 1);
+  if (!pendingStep || g >= groupPending.size() || !groupPending[g])
+    return false;
+  groupPending[g] = 0;
+  stepGroup(*pendingStep, group);
   for (size_t p = 0; p < state.size(); ++p)
     for (size_t l = 0; l < state[p].size(); ++l)
-      if (state[p][l].stepPending)
+      if (groupOf(p, l) == group) {
+        state[p][l].updateDue = false;
+        if (stepUnderWay) // what the step's beginStep left for now
+          zeroSums(p, l);
+      }
+  if (std::none_of(groupPending.begin(), groupPending.end(), [](char c) { return c; }))
+    finishDeferred();
+  return true;
+}
+
+void ParameterStore::finishDeferred() {
+  for (size_t p = 0; p < state.size(); ++p)
+    for (size_t l = 0; l < state[p].size(); ++l)
+      if (state[p][l].updateDue)
         abortJob(std::string("the schedule's optimizer step left out ") + spec.params[p].name +
                  " (copy " + std::to_string(l) + ")");
+  pendingStep.reset();
 }
 
 void ParameterStore::stepGroup(const AdamStep &a, int group) {
@@ -642,7 +678,7 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         ops::adamW(tailMasters, stagedM.f32() + stagedAt[i], stagedV.f32() + stagedAt[i],
                    updatedWeights + int64_t(head), grad + int64_t(head), int64_t(tail), hyper);
       s.grad.clear();
-      s.stepPending = false;
+      s.updateDue = false;
     }
   });
   if (staged > 0)

@@ -35,6 +35,8 @@
 #include "runtime/trainer/Streams.h"
 #include "runtime/trainer/Trainer.h"
 
+#include <optional>
+
 namespace mist::rt {
 
 /// The groups a stage's parameters are reduced over, and this rank's place.
@@ -109,16 +111,27 @@ public:
   /// of the model is counted by exactly one rank of the job.
   double normSquaredShare();
   /// The optimizer step, one group at a time (`group` -1 for pre, 0.. for
-  /// the stage's layers, `layers` for post), in the order the next step's
-  /// first forward reads them: AdamW on every tensor of the group (on the
-  /// slice under ZeRO-1), then its weights updated where the plan keeps
-  /// them. Each group's update ends with an event `acquire` makes the
-  /// compute stream wait for, so on GPUs the next forward of layer 0 can
-  /// start while later layers are still being updated. `endStep` ends the
-  /// job if a tensor was left out (a schedule that misses a group).
-  void beginOptimizerStep();
-  void stepGroup(const AdamStep &adam, int group);
-  void endOptimizerStep();
+  /// the stage's layers, `layers` for post): AdamW on every tensor of the
+  /// group (on the slice under ZeRO-1), then its weights updated where the
+  /// plan keeps them. Each group's update ends with an event `acquire` (and
+  /// `prefetch`) makes its reader wait for, so on GPUs a layer's forward can
+  /// start while later layers are still being updated.
+  ///
+  /// As the stage schedule places it, a step's update runs in the next
+  /// step's first forward, each group just before its weights are first
+  /// wanted: `deferStep` keeps the step's AdamW settings with every group
+  /// pending (its gradient sums kept: the next beginStep leaves them);
+  /// `applyPendingStep` runs one pending group, and with `stepUnderWay` (in
+  /// a forward) zeroes its sums for the step under way; `finishDeferred`
+  /// ends the deferral, and the job if a tensor was left out.
+  void deferStep(const AdamStep &adam);
+  bool hasPendingStep() const { return pendingStep.has_value(); }
+  const AdamStep &pendingAdam() const { return *pendingStep; }
+  /// True when it ran the group's update now (false: none pending for it).
+  bool applyPendingStep(int group, bool stepUnderWay);
+  void finishDeferred();
+  /// The optimizer group of a region: -1 pre, a layer, or `layers` post.
+  int groupOfRegion(RegionKind region, int layer) const;
 
   size_t paramCount() const { return state.size(); }
   int copies(size_t p) const { return int(state[p].size()); }
@@ -138,8 +151,8 @@ private:
     bool weightsInPlace = false;
     bool masterIsWeights = false; ///< fp32 training without ZeRO or offload: one copy
     bool sumsInPlace = false;     ///< the micro-batches sum into the gradient buffer itself
-    bool stepPending = false;     ///< gradients summed this step, optimizer not run yet
     bool reducedEarly = false;    ///< reduceRegionGradients took it this step
+    bool updateDue = false;       ///< a deferred step has not updated it yet
     /// master, m, v: fp32; grad: the gradients' type; shard (the ZeRO-3
     /// weight slice): the weights'.
     DeviceTensor master, m, v, grad, shard;
@@ -176,8 +189,9 @@ private:
   void unsplit(DeviceTensor &into, const DeviceTensor &slice, size_t n);
   std::vector<float> gatherOverTp(size_t p, const DeviceTensor &local);
   int groupOf(size_t p, size_t copy) const;
-  /// The optimizer group of a region: -1 pre, a layer, or `layers` post.
-  int groupOfRegion(RegionKind region, int layer) const;
+  void stepGroup(const AdamStep &adam, int group);
+  /// A parameter copy's step sums to zero, where they live (beginStep).
+  void zeroSums(size_t p, size_t copy);
   /// Whether weights move between uses (ZeRO-3 slices, weight offload).
   bool movesWeights() const;
   void bring(RegionKind region, int layer); ///< gathers or swaps them in now
@@ -200,6 +214,8 @@ private:
   std::vector<Event> prefetched;         ///< per group (index group + 1): its weights brought in
   std::vector<Event> folded;             ///< per group (index group + 1): its gradients' last fold
   DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
+  std::optional<AdamStep> pendingStep;   ///< deferStep's, until finishDeferred
+  std::vector<char> groupPending;        ///< per group (index group + 1)
   /// The offloaded tails of one group's optimizer state (masters, m, v),
   /// stepped here: the device part is stepped in place.
   DeviceTensor stagedMaster, stagedM, stagedV;

@@ -7,9 +7,8 @@
 /// (schedule/Schedule.h) the performance model prices, expanded over the
 /// 1F1B order. The schedule is rebuilt here from the stage's table in
 /// train.cu, by the same code mistc uses; a difference ends the job naming
-/// the first step that differs. The optimizer and offload copies are not
-/// compared: docs/schedule.md says where the trainer still places them
-/// differently.
+/// the first step that differs. The offload copies are not compared:
+/// docs/schedule.md says where the trainer still places them differently.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -22,8 +21,9 @@ namespace mist::rt {
 
 struct StageSpec;
 
-/// The steps ScheduleCheck compares: what runs on the compute stream, the
-/// pipeline messages and the gradient reductions.
+/// The steps ScheduleCheck compares: what runs on the compute stream (the
+/// optimizer updates included), the pipeline messages and the gradient
+/// reductions.
 bool isCheckedStep(StepKind kind);
 
 /// The stage's schedule as train.cu describes the stage (its index, the
@@ -36,6 +36,9 @@ public:
 
   /// A step the trainer ran (layer: the stage's index, -1 for the stage's own).
   void record(StepKind kind, int layer, int microBatch);
+  /// Whether this step's first forward runs the last step's optimizer
+  /// update (not in a run's first step, nor after a checkpoint ran it).
+  void expectOptimizerSteps(bool expect) { optimizerExpected = expect; }
   /// At the end of a training step: "" when the recorded steps are the
   /// schedule's, else what differs first. Starts the next step's record.
   std::string finishStep();
@@ -50,6 +53,7 @@ public:
 private:
   std::vector<Entry> expected, ran;
   int stage;
+  bool optimizerExpected = true;
 };
 
 } // namespace mist::rt

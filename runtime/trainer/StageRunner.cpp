@@ -192,9 +192,38 @@ void StageRunner::receiveActivations(int mb) {
   receive(x, mb, false);
 }
 
-void StageRunner::prefetchWeights(RegionKind region, int layer) { store.prefetch(region, layer); }
+void StageRunner::beginStep() {
+  check.expectOptimizerSteps(store.hasPendingStep());
+  updatedThisStep.assign(size_t(stage.layers) + 2, 0);
+  recordedUpdate.assign(size_t(stage.layers) + 2, 0);
+}
 
-void StageRunner::acquireWeights(RegionKind region, int layer) { store.acquire(region, layer); }
+// The last step's update of a region runs just before its weights are first
+// wanted in this step's first forward: brought in early (prefetch) or used.
+bool StageRunner::updateBeforeUse(RegionKind region, int layer) {
+  const int group = store.groupOfRegion(region, layer);
+  if (!store.applyPendingStep(group, /*stepUnderWay=*/true))
+    return false;
+  updatedThisStep[size_t(group + 1)] = 1;
+  return true;
+}
+
+void StageRunner::prefetchWeights(RegionKind region, int layer) {
+  updateBeforeUse(region, layer);
+  store.prefetch(region, layer);
+}
+
+void StageRunner::acquireWeights(RegionKind region, int layer) {
+  updateBeforeUse(region, layer);
+  // Recorded where the forward waits for it: a layer's update is a step of
+  // the schedule's first forward before the layer's own forward.
+  const size_t g = size_t(store.groupOfRegion(region, layer) + 1);
+  if (region == RegionKind::Layer && updatedThisStep[g] && !recordedUpdate[g]) {
+    check.record(StepKind::OptimizerStep, layer, 0);
+    recordedUpdate[g] = 1;
+  }
+  store.acquire(region, layer);
+}
 
 void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(region, layer); }
 
@@ -243,7 +272,14 @@ void StageRunner::sendActivations(int mb) {
   x.clear(); // sent (postSend copies): not kept until the next forward
 }
 
-void StageRunner::beginForward(int mb) { stash.begin(mb); }
+void StageRunner::beginForward(int mb) {
+  // The schedule runs pre's and post's updates first of the first forward.
+  if (stageIndex == 0 && updateBeforeUse(RegionKind::Pre, 0))
+    check.record(StepKind::PreOptimizerStep, -1, mb);
+  if (stageIndex + 1 == int(spec.stages.size()) && updateBeforeUse(RegionKind::Post, 0))
+    check.record(StepKind::PostOptimizerStep, -1, mb);
+  stash.begin(mb);
+}
 
 void StageRunner::stashActivations(int mb) { stash.save(mb); }
 
@@ -337,10 +373,9 @@ void StageRunner::reduceGradients(RegionKind region, int layer, int mb) {
   }
 }
 
-void StageRunner::optimizerStep(const AdamStep &adam, RegionKind region, int layer) {
-  store.stepGroup(adam, region == RegionKind::Layer ? layer
-                        : region == RegionKind::Pre ? -1
-                                                    : stage.layers);
+// The store keeps the deferred step's settings, which the caller passes too.
+void StageRunner::optimizerStep(const AdamStep &, RegionKind region, int layer) {
+  store.applyPendingStep(store.groupOfRegion(region, layer), /*stepUnderWay=*/false);
 }
 
 } // namespace mist::rt

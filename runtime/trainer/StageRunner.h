@@ -31,8 +31,10 @@ public:
               ParameterStore &store, ActivationStash &stash, Streams &streams,
               const BatchSampler *sampler);
 
-  /// Step start.
-  void beginStep() {}
+  /// Step start: whether the last step's optimizer update is pending (then
+  /// the first forward runs it, group by group, and the schedule check
+  /// expects its steps).
+  void beginStep();
   /// After the step's work is enqueued: waits for it, and ends the job on a
   /// non-finite micro-batch loss (naming the first) or when the stage did not
   /// run its schedule's compute and pipeline steps in order (ScheduleCheck).
@@ -43,8 +45,9 @@ public:
   void beginForward(int mb);       ///< the micro-batch's activations get a slot
   void loadData(int step, int mb); ///< tokens on the first stage, targets on the last
   void receiveActivations(int mb); ///< from the previous stage, re-sliced
-  /// Waits for the region's last optimizer update, then makes its weights
-  /// present (ZeRO-3 all-gather, swap-in of the offloaded part).
+  /// Runs the region's pending optimizer update (the first forward of a
+  /// step), waits for it, then makes its weights present (ZeRO-3
+  /// all-gather, swap-in of the offloaded part).
   void acquireWeights(RegionKind region, int layer);
   void releaseWeights(RegionKind region, int layer);
   /// Starts bringing in the next region's weights beside this one's compute
@@ -74,8 +77,9 @@ public:
   /// pre's and post's in the last backward. Nothing in other backwards.
   void reduceGradients(RegionKind region, int layer, int mb);
 
-  /// The optimizer on one region's parameters (`sN_optimizer`, after the
-  /// step's reduction and clipping).
+  /// The optimizer on one region's parameters when its update is still
+  /// pending (`sN_optimizer`: the last step's update not yet run by a next
+  /// forward, before a checkpoint or at the end).
   void optimizerStep(const AdamStep &adam, RegionKind region, int layer);
 
   /// The sum of this rank's micro-batch losses this step (last stage only;
@@ -105,6 +109,11 @@ private:
   Streams &streams;
   const BatchSampler *sampler;
   int stageIndex;
+  /// Runs the region's pending update, if any (true: it ran now).
+  bool updateBeforeUse(RegionKind region, int layer);
+  /// Groups (index group + 1) whose pending update this step's first forward
+  /// ran, and whether its OptimizerStep was recorded for the check.
+  std::vector<char> updatedThisStep, recordedUpdate;
   /// The steps run this training step, against the schedule mistc priced.
   ScheduleCheck check;
   int64_t samplesPerMicroBatch; ///< M = b dp, the same on every stage

@@ -344,13 +344,24 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
   if (!std::isfinite(norm))
     abortJob("non-finite gradient norm at step " + std::to_string(step));
   const float scale = float(scaleBack) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
-  t.store.beginOptimizerStep();
-  t.stage.optimizer(t.runner,
-                    {stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
-  t.store.endOptimizerStep();
+  // The update runs in the next step's first forward, region by region, as
+  // the stage schedule places it (or before a checkpoint: runPendingUpdate).
+  t.store.deferStep({stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
   t.streams.synchronize(); // the step's time is the device's
   return {loss, norm,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+/// The last step's optimizer update, where no next forward has run it yet:
+/// before a checkpoint is written, and after the last step.
+void runPendingUpdate(const RankTraining &t) {
+  if (!t.store.hasPendingStep())
+    return;
+  const AdamStep adam = t.store.pendingAdam(); // the store drops its copy when done
+  t.stage.optimizer(t.runner, adam);
+  if (t.store.hasPendingStep()) // a train.cu whose optimizer left a region out
+    t.store.finishDeferred();
+  t.streams.synchronize();
 }
 
 /// --trace: the stage leaders' timelines of the last step, in one file.
@@ -475,15 +486,19 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       logStep(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
               samplesPerStep, ranks, f.seconds, offload);
     std::fflush(stdout);
-    if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps))
+    if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps)) {
+      runPendingUpdate(training); // the checkpoint holds the step's updated state
       saveCheckpoint(o.ckptDir, spec, groups, *world, store, step, o.seed, schedule,
                      runRecord(spec, o, step, samplesPerStep));
+    }
     if (o.stopAfter > 0 && step == o.stopAfter) {
+      runPendingUpdate(training);
       if (worldRank == 0)
         std::printf("stopping after step %d (--stop-after)\n", step);
       return 0;
     }
   }
+  runPendingUpdate(training);
   reportStagePeaks(*layout, *world);
   writeTraceIfAsked(o, spec, *layout, *world, streams);
   return 0;

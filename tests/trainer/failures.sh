@@ -116,4 +116,14 @@ sed -i '/^  r.reduceGradients(RegionKind::Layer, 0, mb);/d' "$work/unreduced.cu"
 line=$(grep -m1 '^//   mpicxx' "$work/unreduced.cu" | sed "s|^//   ||;s| train.cu | unreduced.cu |;s|-o train\$|-o unreduced|")
 (cd "$work" && eval "$line")
 TRAIN="$work/unreduced" expect off-schedule-reduction 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran pre-backward for micro-batch 0 where the schedule has all-reduce-gradients of layer 0 for micro-batch 0' --steps 2
+# So are the optimizer updates, each in the next step's first forward before
+# its region's weights are wanted: a forward that never asks for layer 0's
+# weights computes with stale ones, and step 2 (the first with an update
+# pending) stops on it.
+"$mistc" "$model" --cluster a100-40g --plan "$work/plan.yaml" --emit=trainer -o "$work/stale.cu" 2>/dev/null
+grep -q '^  r.acquireWeights(RegionKind::Layer, 0);' "$work/stale.cu"
+sed -i '0,/^  r.acquireWeights(RegionKind::Layer, 0);/{/^  r.acquireWeights(RegionKind::Layer, 0);/d}' "$work/stale.cu"
+line=$(grep -m1 '^//   mpicxx' "$work/stale.cu" | sed "s|^//   ||;s| train.cu | stale.cu |;s|-o train\$|-o stale|")
+(cd "$work" && eval "$line")
+TRAIN="$work/stale" expect off-schedule-update 'mistrt: rank [01]: step 2: stage 0 did not run the schedule mistc priced: it ran forward of layer 0 for micro-batch 0 where the schedule has optimizer-step of layer 0 for micro-batch 0' --steps 3
 echo "failure checks passed"
