@@ -53,6 +53,7 @@ plans=(
   "gpt-b16-g1 tiny-gpt 1 16 0 0 0 2 exact"
   "llama-b4 tiny-llama 4 4 0 0 0 2 exact"
   "small-b4 small-gpt 1 4 0 0 0 4 exact"
+  "small-b4-oa50 small-gpt 2 4 0 0 0.5 4 exact"
   "gpt-b4-bf16 tiny-gpt-bf16 4 4 0 0 0 2 exact"
   "gpt-b4-ck1-bf16 tiny-gpt-bf16 4 4 1 0 0 2 exact"
   "gpt-b4-oa50-bf16 tiny-gpt-bf16 4 4 0 0 0.5 2 exact"

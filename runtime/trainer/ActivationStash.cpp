@@ -36,21 +36,57 @@ void ActivationStash::begin(int mb) {
   freeSlots.pop_back();
   slotOf[mb] = slot;
   memory.bindSlot(slot);
-  memory.refillSlot(); // what the last backward from this slot freed
+  // What the last backward from this slot freed; with activation offload
+  // each layer's comes back when its forward begins (prepareLayer), so the
+  // layers the forward has not reached take no memory.
+  memory.refillSlot(spec.offloadActivations > 0 ? 0 : -1);
+}
+
+void ActivationStash::prepareLayer(int layer) {
+  if (spec.offloadActivations > 0)
+    memory.refillSlot(1 + layer);
+}
+
+void ActivationStash::moveFrame(int slot, int frame, bool out, const std::string &what) {
+  if (spec.offloadActivations <= 0)
+    return; // the slot holds them until the backward
+  std::vector<DeviceTensor *> arrays = memory.slotFloats(slot);
+  const std::vector<int> frames = memory.slotFloatFrames(slot);
+  std::vector<HostBytes> &tails = hostTails[size_t(slot)];
+  bool any = false; // out: something still resident; in: something held
+  for (size_t k = 0; k < arrays.size(); ++k)
+    any |=
+        frames[k] == frame && (out ? tails[k].empty() && !arrays[k]->empty() : !tails[k].empty());
+  if (!any)
+    return;
+  streams.runFenced(out ? StreamKind::D2H : StreamKind::H2D, what, [&] {
+    for (size_t k = 0; k < arrays.size(); ++k) {
+      if (frames[k] != frame)
+        continue;
+      if (!out)
+        offload.swapIn(*arrays[k], tails[k]);
+      else if (tails[k].empty())
+        offload.swapOut(*arrays[k], tails[k], spec.offloadActivations);
+    }
+  });
+}
+
+void ActivationStash::saveLayer(int mb, int layer) {
+  auto it = slotOf.find(mb);
+  if (it == slotOf.end())
+    abortJob("the schedule stashes micro-batch " + std::to_string(mb) + " before its forward");
+  moveFrame(it->second, 1 + layer, /*out=*/true,
+            "stash activations " + std::to_string(mb) + " layer " +
+                std::to_string(spec.firstLayer + layer));
 }
 
 void ActivationStash::save(int mb) {
   auto it = slotOf.find(mb);
   if (it == slotOf.end())
     abortJob("the schedule stashes micro-batch " + std::to_string(mb) + " before its forward");
-  if (spec.offloadActivations <= 0)
-    return; // the slot holds them until the backward
-  const int slot = it->second;
-  std::vector<DeviceTensor *> arrays = memory.slotFloats(slot);
-  streams.runFenced(StreamKind::D2H, "stash activations " + std::to_string(mb), [&] {
-    for (size_t k = 0; k < arrays.size(); ++k)
-      offload.swapOut(*arrays[k], hostTails[size_t(slot)][k], spec.offloadActivations);
-  });
+  for (int l = 0; l < spec.layers; ++l)
+    saveLayer(mb, l); // the ones not sent during the forward
+  moveFrame(it->second, 0, /*out=*/true, "stash activations " + std::to_string(mb));
 }
 
 void ActivationStash::restore(int mb) {
@@ -60,17 +96,24 @@ void ActivationStash::restore(int mb) {
              " before its forward");
   const int slot = it->second;
   memory.bindSlot(slot);
-  if (spec.offloadActivations > 0) {
-    std::vector<DeviceTensor *> arrays = memory.slotFloats(slot);
-    streams.runFenced(StreamKind::H2D, "unstash activations " + std::to_string(mb), [&] {
-      for (size_t k = 0; k < arrays.size(); ++k)
-        offload.swapIn(*arrays[k], hostTails[size_t(slot)][k]);
-    });
-  }
+  moveFrame(slot, 0, /*out=*/false, "unstash activations " + std::to_string(mb));
+  // The last layer, whose backward comes first (after post's, which the
+  // memory model counts beside it), and the one fetched beside it.
+  for (int l = std::max(0, spec.layers - 2); l < spec.layers; ++l)
+    moveFrame(slot, 1 + l, /*out=*/false,
+              "unstash activations layer " + std::to_string(spec.firstLayer + l));
   // Later forwards run after this backward (the order is per rank), so the
-  // slot can be handed out again.
+  // slot can be handed out again; its other layers come back one by one.
+  backwardSlot = slot;
   slotOf.erase(it);
   freeSlots.push_back(slot);
+}
+
+void ActivationStash::restoreLayer(int layer) {
+  if (backwardSlot < 0)
+    abortJob("a layer's activations were asked for outside a backward");
+  moveFrame(backwardSlot, 1 + layer, /*out=*/false,
+            "unstash activations layer " + std::to_string(spec.firstLayer + layer));
 }
 
 } // namespace mist::rt

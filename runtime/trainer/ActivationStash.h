@@ -6,9 +6,14 @@
 /// frames point into that slot while the forward computes, and again while
 /// its backward runs, so activations are never copied. The plan's
 /// activation offload ratio sends the tail of every float activation of the
-/// slot to pinned host memory after the forward (d2h stream) and brings it
-/// back before the backward (h2d stream), both fenced with the compute
-/// stream.
+/// slot to pinned host memory (d2h stream) and brings it back (h2d stream),
+/// both fenced with the compute stream, a layer at a time as the stage
+/// schedule and the memory model have it (StageRunner says when): a layer's
+/// goes out while the layer after next computes, so one layer's tail is in
+/// flight beside each forward; it comes back while the layer after it runs
+/// its backward (the last two when the backward begins). The global frame
+/// (pre's and post's activations) goes out after the whole forward and comes
+/// back when the backward begins.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -25,12 +30,23 @@ public:
                   Streams &streams);
   /// Micro-batch `mb`'s forward begins: a free slot, bound to the frames.
   void begin(int mb);
-  /// Its forward is done: the slot keeps its activations (the offloaded tail
-  /// goes to host memory).
+  /// Layer `layer`'s forward of the micro-batch under way begins: its saved
+  /// activations get their memory (with activation offload; else `begin`
+  /// gave every layer's).
+  void prepareLayer(int layer);
+  /// Layer `layer` of micro-batch `mb` is done with its forward: its
+  /// offloaded tail goes to host memory (once; again is a no-op).
+  void saveLayer(int mb, int layer);
+  /// Its forward is done: the slot keeps its activations (the offloaded
+  /// tail of the layers not sent yet and of the global frame goes out).
   void save(int mb);
-  /// Its backward begins: the frames point at its slot again, the offloaded
-  /// tail comes back, and the slot is free for a forward after this backward.
+  /// Its backward begins: the frames point at its slot again, the global
+  /// frame's and the last two layers' offloaded tails come back, and the
+  /// slot is free for a forward after this backward.
   void restore(int mb);
+  /// Layer `layer`'s offloaded tail comes back for the backward under way
+  /// (once; again is a no-op).
+  void restoreLayer(int layer);
 
   size_t inFlight() const { return slotOf.size(); }
   int slots() const { return memory.slots(); }
@@ -45,6 +61,10 @@ private:
   OffloadEngine &offload;
   Streams &streams;
   std::map<int, int> slotOf; ///< micro-batch -> its slot, from begin to restore
+  int backwardSlot = -1;     ///< the slot of the backward under way (restoreLayer's)
+  /// Moves the offloaded tails of one frame (0 global, 1 + l layer l) of a
+  /// slot out to host memory or back in.
+  void moveFrame(int slot, int frame, bool out, const std::string &what);
   std::vector<int> freeSlots;
   /// [slot][activation]: the offloaded tails, pinned host memory kept across steps.
   std::vector<std::vector<HostBytes>> hostTails;

@@ -44,14 +44,17 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
   bind(scratch, BufferRole::Scratch);
   for (int s = 0; s < slots; ++s)
     slotArrays.push_back(makeArrays(BufferRole::Saved, false));
-  for (DeviceTensor *a : slots > 0 ? slotFloats(0) : std::vector<DeviceTensor *>{})
-    bytesPerSlot += a->bytes();
-  if (slots > 0) {
-    for (const auto &frame : slotArrays[0].ids)
-      for (const DeviceArray<int32_t> &a : frame)
-        bytesPerSlot += a.size() * sizeof(int32_t);
+  // A slot's bytes as its forward fills it (with activation offload the
+  // layers' arrays get memory only when their forward begins).
+  for (size_t f = 0; f < size_t(spec.layers) + 1; ++f)
+    for (size_t b = 0; b < spec.buffers.size(); ++b) {
+      const BufferSpec &buf = spec.buffers[b];
+      if (roles[b] == BufferRole::Saved && buf.elements > 0 && buf.layer == (f > 0) &&
+          aliasOf[b] < 0 && !droppedBetweenPasses(f, b))
+        bytesPerSlot += size_t(buf.elements) * elementBytes(buf);
+    }
+  if (slots > 0)
     bindSlot(0);
-  }
 }
 
 // A checkpointed layer's recomputed buffers get memory only when its
@@ -74,6 +77,10 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       if (roles[b] != role || buf.elements <= 0 || buf.layer != (f > 0) || aliasOf[b] >= 0)
         continue;
       if (!allocateRecomputed && droppedBetweenPasses(f, b))
+        continue;
+      // Offloaded activations: a layer's get memory when its forward begins
+      // (StageMemory::refillSlot), so the layers not reached take none.
+      if (role == BufferRole::Saved && f > 0 && spec.offloadActivations > 0)
         continue;
       // What runs hand on gets memory when a run writes it or the carried
       // array moves in (Frame::allocate in train.cu, StageRunner::handIn).
@@ -148,10 +155,10 @@ void StageMemory::leave(RegionKind region, bool forward) {
   arenas[2 * int(region) + (forward ? 0 : 1)].clear();
 }
 
-void StageMemory::refillSlot() {
+void StageMemory::refillSlot(int frame) {
   Arrays &a = slotArrays[size_t(boundSlot)];
   for (size_t f = 0; f < a.floats.size(); ++f)
-    for (size_t b = 0; b < spec.buffers.size(); ++b) {
+    for (size_t b = 0; b < spec.buffers.size() && (frame < 0 || int(f) == frame); ++b) {
       const BufferSpec &buf = spec.buffers[b];
       if (roles[b] != BufferRole::Saved || buf.elements <= 0 || buf.layer != (f > 0) ||
           droppedBetweenPasses(f, b))
@@ -213,6 +220,17 @@ void StageMemory::bindSlot(int slot) {
     abortJob("stage memory: no activation slot " + std::to_string(slot));
   boundSlot = slot;
   bind(slotArrays[size_t(slot)], BufferRole::Saved);
+}
+
+std::vector<int> StageMemory::slotFloatFrames(int slot) const {
+  std::vector<int> out;
+  const Arrays &a = slotArrays[size_t(slot)];
+  for (size_t f = 0; f < a.floats.size(); ++f)
+    for (size_t b = 0; b < spec.buffers.size(); ++b)
+      if (roles[b] == BufferRole::Saved && spec.buffers[b].layer == (f > 0) &&
+          spec.buffers[b].kind == BufferKind::Float && spec.buffers[b].elements > 0)
+        out.push_back(int(f));
+  return out;
 }
 
 std::vector<DeviceTensor *> StageMemory::slotFloats(int slot) {

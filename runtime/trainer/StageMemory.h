@@ -55,8 +55,10 @@ public:
   void bindSlot(int slot);
   /// Gives the bound slot memory again for every saved activation a
   /// backward freed (but a checkpointed layer's recomputed buffers, which
-  /// its forward allocates): a forward is about to fill it.
-  void refillSlot();
+  /// its forward allocates): a forward is about to fill it. With `frame` (0
+  /// global, 1 + l layer l) only that frame's: with activation offload a
+  /// layer's memory comes back when its forward begins.
+  void refillSlot(int frame = -1);
   /// Frees saved activations of the bound slot once the backward that
   /// reads them is done: a layer's, the global ones post's backward alone
   /// reads (StageSpec::freedAfterPostBackward), or all global ones.
@@ -73,6 +75,8 @@ public:
   /// ones; a checkpointed layer's dropped buffers are empty between its
   /// forward and its recompute): what the stash offloads.
   std::vector<DeviceTensor *> slotFloats(int slot);
+  /// The frame of each of slotFloats(slot)'s arrays: 0 global, 1 + l layer l's.
+  std::vector<int> slotFloatFrames(int slot) const;
   /// Bytes of one slot's activations as allocated at start (the buffers a
   /// checkpointed layer drops are not allocated until its forward runs).
   size_t slotBytes() const { return bytesPerSlot; }

@@ -239,6 +239,12 @@ void StageRunner::forwardPre(int mb) {
 }
 
 void StageRunner::forwardLayer(int layer, int mb) {
+  // Offloaded activations go out a layer behind: the one before last while
+  // this one computes (and drops what it recomputes), as the memory model
+  // counts one layer's tail in flight beside each forward.
+  if (layer >= 2)
+    stash.saveLayer(mb, layer - 2);
+  stash.prepareLayer(layer);
   check.record(StepKind::Forward, layer, mb);
   Frame &frame = layers[size_t(layer)];
   handIn(frame.vec(stage.layerIn), x);
@@ -305,7 +311,16 @@ void StageRunner::receiveGradients(int mb) {
   receive(dx, mb, true);
 }
 
+// A layer's offloaded activations come back for its recompute or backward,
+// and the next one's beside it (the one after it in the backward).
+void StageRunner::bringBackActivations(int layer) {
+  stash.restoreLayer(layer);
+  if (layer > 0)
+    stash.restoreLayer(layer - 1);
+}
+
 void StageRunner::recomputeLayer(int layer, int mb) {
+  bringBackActivations(layer);
   check.record(StepKind::Recompute, layer, mb);
   Frame &frame = layers[size_t(layer)];
   memory.enter(RegionKind::Layer, true);
@@ -316,6 +331,7 @@ void StageRunner::recomputeLayer(int layer, int mb) {
 }
 
 void StageRunner::backwardLayer(int layer, int mb) {
+  bringBackActivations(layer);
   check.record(StepKind::Backward, layer, mb);
   Frame &frame = layers[size_t(layer)];
   handIn(frame.vec(stage.layerGradIn), dx);

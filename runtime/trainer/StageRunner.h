@@ -111,6 +111,8 @@ private:
   int stageIndex;
   /// Runs the region's pending update, if any (true: it ran now).
   bool updateBeforeUse(RegionKind region, int layer);
+  /// Brings a layer's offloaded activations back, and the next one's.
+  void bringBackActivations(int layer);
   /// Groups (index group + 1) whose pending update this step's first forward
   /// ran, and whether its OptimizerStep was recorded for the check.
   std::vector<char> updatedThisStep, recordedUpdate;

@@ -127,6 +127,11 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApartWithoutCopies) {
   };
   auto forward = [&](int mb, float v) {
     stash.begin(mb);
+    // With activation offload a layer's saved arrays get memory when its
+    // forward begins, not before.
+    EXPECT_TRUE(layers[1].vec(3).empty());
+    stash.prepareLayer(0);
+    stash.prepareLayer(1);
     fill(2, v);
     fill(3, v);
     fill(4, v); // backward scratch: one array, shared by the layers
