@@ -352,11 +352,11 @@ LayerTimes mist::layerTimes(const StageKnobs &k, const StageConstants &sc,
   for (unsigned p = 0; p < 4; ++p)
     for (unsigned ckpt = 0; ckpt < 2; ++ckpt) {
       PhaseLoad l = layerLoad(static_cast<Phase>(p), ckpt, k, sc);
-      if (l.tpBeside > 0 && !k.tpCommOverlap) {
+      if (k.tpCommOverlap) {
+        l.tp += l.tpBeside; // overlapped below with the rest
+      } else if (l.tpBeside > 0) {
         const double beside[numStreams] = {l.tpGemm, l.tpBeside, 0, 0};
         l.tp += std::max(0.0, interference.overlap(beside) - l.tpGemm);
-      } else {
-        l.tp += l.tpBeside; // overlapped below with the rest
       }
       if (k.tpCommOverlap && l.tp > 0 && k.tp > 1) {
         // Megatron-LM's --tp-comm-overlap splits each collective and its

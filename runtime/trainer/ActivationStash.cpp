@@ -21,8 +21,11 @@ ActivationStash::ActivationStash(const StageSpec &stage, StageMemory &memory,
   for (int s = memory.slots() - 1; s >= 0; --s)
     freeSlots.push_back(s);
   hostTails.resize(size_t(memory.slots()));
-  for (int s = 0; s < memory.slots(); ++s)
-    hostTails[size_t(s)].resize(memory.slotFloats(s).size());
+  for (int s = 0; s < memory.slots(); ++s) {
+    hostTails[size_t(s)].resize(size_t(stage.layers) + 1);
+    for (int f = 0; f <= stage.layers; ++f)
+      hostTails[size_t(s)][size_t(f)].resize(memory.slotFloats(s, f).size());
+  }
 }
 
 void ActivationStash::begin(int mb) {
@@ -50,19 +53,15 @@ void ActivationStash::prepareLayer(int layer) {
 void ActivationStash::moveFrame(int slot, int frame, bool out, const std::string &what) {
   if (spec.offloadActivations <= 0)
     return; // the slot holds them until the backward
-  std::vector<DeviceTensor *> arrays = memory.slotFloats(slot);
-  const std::vector<int> frames = memory.slotFloatFrames(slot);
-  std::vector<HostBytes> &tails = hostTails[size_t(slot)];
+  std::vector<DeviceTensor *> arrays = memory.slotFloats(slot, frame);
+  std::vector<HostBytes> &tails = hostTails[size_t(slot)][size_t(frame)];
   bool any = false; // out: something still resident; in: something held
   for (size_t k = 0; k < arrays.size(); ++k)
-    any |=
-        frames[k] == frame && (out ? tails[k].empty() && !arrays[k]->empty() : !tails[k].empty());
+    any |= out ? tails[k].empty() && !arrays[k]->empty() : !tails[k].empty();
   if (!any)
     return;
   streams.runFenced(out ? StreamKind::D2H : StreamKind::H2D, what, [&] {
     for (size_t k = 0; k < arrays.size(); ++k) {
-      if (frames[k] != frame)
-        continue;
       if (!out)
         offload.swapIn(*arrays[k], tails[k]);
       else if (tails[k].empty())

@@ -66,8 +66,8 @@ private:
   /// slot out to host memory or back in.
   void moveFrame(int slot, int frame, bool out, const std::string &what);
   std::vector<int> freeSlots;
-  /// [slot][activation]: the offloaded tails, pinned host memory kept across steps.
-  std::vector<std::vector<HostBytes>> hostTails;
+  /// [slot][frame][activation]: the offloaded tails, pinned host memory kept across steps.
+  std::vector<std::vector<std::vector<HostBytes>>> hostTails;
 };
 
 } // namespace mist::rt

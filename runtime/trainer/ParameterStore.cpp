@@ -562,6 +562,15 @@ double ParameterStore::normSquaredShare() {
   return normSum.download()[0];
 }
 
+std::vector<std::pair<size_t, size_t>> ParameterStore::membersOf(int group) const {
+  std::vector<std::pair<size_t, size_t>> members;
+  for (size_t p = 0; p < state.size(); ++p)
+    for (size_t l = 0; l < state[p].size(); ++l)
+      if (groupOf(p, l) == group)
+        members.push_back({p, l});
+  return members;
+}
+
 int ParameterStore::groupOf(size_t p, size_t copy) const {
   const ParamSpec &ps = spec.params[p];
   if (spec.buffers[ps.buffer].layer)
@@ -588,13 +597,9 @@ bool ParameterStore::applyPendingStep(int group, bool stepUnderWay) {
     return false;
   groupPending[g] = 0;
   stepGroup(*pendingStep, group);
-  for (size_t p = 0; p < state.size(); ++p)
-    for (size_t l = 0; l < state[p].size(); ++l)
-      if (groupOf(p, l) == group) {
-        state[p][l].updateDue = false;
-        if (stepUnderWay) // what the step's beginStep left for now
-          zeroSums(p, l);
-      }
+  if (stepUnderWay) // what the step's beginStep left for now
+    for (auto [p, l] : membersOf(group))
+      zeroSums(p, l);
   if (std::none_of(groupPending.begin(), groupPending.end(), [](char c) { return c; }))
     finishDeferred();
   return true;
@@ -610,11 +615,7 @@ void ParameterStore::finishDeferred() {
 }
 
 void ParameterStore::stepGroup(const AdamStep &a, int group) {
-  std::vector<std::pair<size_t, size_t>> members; // (param, copy)
-  for (size_t p = 0; p < state.size(); ++p)
-    for (size_t l = 0; l < state[p].size(); ++l)
-      if (groupOf(p, l) == group)
-        members.push_back({p, l});
+  const std::vector<std::pair<size_t, size_t>> members = membersOf(group);
   if (members.empty())
     return;
   const RegionKind region = group < 0              ? RegionKind::Pre

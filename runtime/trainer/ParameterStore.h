@@ -189,6 +189,8 @@ private:
   void unsplit(DeviceTensor &into, const DeviceTensor &slice, size_t n);
   std::vector<float> gatherOverTp(size_t p, const DeviceTensor &local);
   int groupOf(size_t p, size_t copy) const;
+  /// (param, copy) of every parameter copy in optimizer group `group`.
+  std::vector<std::pair<size_t, size_t>> membersOf(int group) const;
   void stepGroup(const AdamStep &adam, int group);
   /// A parameter copy's step sums to zero, where they live (beginStep).
   void zeroSums(size_t p, size_t copy);

@@ -222,22 +222,11 @@ void StageMemory::bindSlot(int slot) {
   bind(slotArrays[size_t(slot)], BufferRole::Saved);
 }
 
-std::vector<int> StageMemory::slotFloatFrames(int slot) const {
-  std::vector<int> out;
-  const Arrays &a = slotArrays[size_t(slot)];
-  for (size_t f = 0; f < a.floats.size(); ++f)
-    for (size_t b = 0; b < spec.buffers.size(); ++b)
-      if (roles[b] == BufferRole::Saved && spec.buffers[b].layer == (f > 0) &&
-          spec.buffers[b].kind == BufferKind::Float && spec.buffers[b].elements > 0)
-        out.push_back(int(f));
-  return out;
-}
-
-std::vector<DeviceTensor *> StageMemory::slotFloats(int slot) {
+std::vector<DeviceTensor *> StageMemory::slotFloats(int slot, int frame) {
   std::vector<DeviceTensor *> out;
   Arrays &a = slotArrays[size_t(slot)];
   for (size_t f = 0; f < a.floats.size(); ++f)
-    for (size_t b = 0; b < spec.buffers.size(); ++b)
+    for (size_t b = 0; b < spec.buffers.size() && (frame < 0 || int(f) == frame); ++b)
       if (roles[b] == BufferRole::Saved && spec.buffers[b].layer == (f > 0) &&
           spec.buffers[b].kind == BufferKind::Float && spec.buffers[b].elements > 0)
         out.push_back(&a.floats[f][b]);

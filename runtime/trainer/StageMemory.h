@@ -74,9 +74,8 @@ public:
   /// The float saved-activation arrays of a slot (every layer's and the global
   /// ones; a checkpointed layer's dropped buffers are empty between its
   /// forward and its recompute): what the stash offloads.
-  std::vector<DeviceTensor *> slotFloats(int slot);
-  /// The frame of each of slotFloats(slot)'s arrays: 0 global, 1 + l layer l's.
-  std::vector<int> slotFloatFrames(int slot) const;
+  /// With `frame` (0 global, 1 + l layer l's) that frame's only.
+  std::vector<DeviceTensor *> slotFloats(int slot, int frame = -1);
   /// Bytes of one slot's activations as allocated at start (the buffers a
   /// checkpointed layer drops are not allocated until its forward runs).
   size_t slotBytes() const { return bytesPerSlot; }

@@ -97,33 +97,35 @@ PLAN
 "$build" "$mistc" "$model" "$work/pp.yaml" "$work/train"
 expect pipeline-non-finite 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30
 expect pipeline-non-finite-overlap 'mistrt: rank 1: non-finite loss' --steps 50 --lr 1e30 --overlap
+# edited_trainer NAME PLAN PRESENT EDIT: PLAN's train.cu with the sed script
+# EDIT applied (PRESENT, a line it must have, keeps an edit from silently
+# missing), built as $work/NAME.
+edited_trainer() {
+  local name=$1 plan=$2 present=$3 edit=$4 line
+  "$mistc" "$model" --cluster a100-40g --plan "$plan" --emit=trainer -o "$work/$name.cu" 2>/dev/null
+  grep -q "$present" "$work/$name.cu"
+  sed -i "$edit" "$work/$name.cu"
+  line=$(grep -m1 '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train\$|-o $name|")
+  (cd "$work" && eval "$line")
+}
 # A trainer that does not run the schedule mistc priced stops at the end of the
 # step, naming the first step that differs: here train.cu is edited by hand so
 # that its table says no layer is checkpointed while its code recomputes one.
 sed 's/^    tp: 1$/    tp: 1\n    ckpt_layers: 1/' "$work/plan.yaml" >"$work/ckpt.yaml"
-"$mistc" "$model" --cluster a100-40g --plan "$work/ckpt.yaml" --emit=trainer -o "$work/edited.cu" 2>/dev/null
-grep -q '^  spec.ckptLayers = 1;$' "$work/edited.cu"
-sed -i "s/^  spec.ckptLayers = 1;$/  spec.ckptLayers = 0;/" "$work/edited.cu"
-line=$(grep -m1 '^//   mpicxx' "$work/edited.cu" | sed "s|^//   ||;s| train.cu | edited.cu |;s|-o train\$|-o edited|")
-(cd "$work" && eval "$line")
+edited_trainer edited "$work/ckpt.yaml" '^  spec.ckptLayers = 1;$' \
+  's/^  spec.ckptLayers = 1;$/  spec.ckptLayers = 0;/'
 TRAIN="$work/edited" expect off-schedule 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran recompute of layer 1 for micro-batch 0 where the schedule has backward of layer 1' --steps 2
 # The gradient reductions are steps of the schedule too: a train.cu that
 # leaves a layer's out (its gradients are then summed at the step's end, so
 # the numbers stay right) is stopped all the same.
-"$mistc" "$model" --cluster a100-40g --plan "$work/plan.yaml" --emit=trainer -o "$work/unreduced.cu" 2>/dev/null
-grep -q '^  r.reduceGradients(RegionKind::Layer, 0, mb);' "$work/unreduced.cu"
-sed -i '/^  r.reduceGradients(RegionKind::Layer, 0, mb);/d' "$work/unreduced.cu"
-line=$(grep -m1 '^//   mpicxx' "$work/unreduced.cu" | sed "s|^//   ||;s| train.cu | unreduced.cu |;s|-o train\$|-o unreduced|")
-(cd "$work" && eval "$line")
+edited_trainer unreduced "$work/plan.yaml" '^  r.reduceGradients(RegionKind::Layer, 0, mb);' \
+  '/^  r.reduceGradients(RegionKind::Layer, 0, mb);/d'
 TRAIN="$work/unreduced" expect off-schedule-reduction 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran pre-backward for micro-batch 0 where the schedule has all-reduce-gradients of layer 0 for micro-batch 0' --steps 2
 # So are the optimizer updates, each in the next step's first forward before
 # its region's weights are wanted: a forward that never asks for layer 0's
 # weights computes with stale ones, and step 2 (the first with an update
 # pending) stops on it.
-"$mistc" "$model" --cluster a100-40g --plan "$work/plan.yaml" --emit=trainer -o "$work/stale.cu" 2>/dev/null
-grep -q '^  r.acquireWeights(RegionKind::Layer, 0);' "$work/stale.cu"
-sed -i '0,/^  r.acquireWeights(RegionKind::Layer, 0);/{/^  r.acquireWeights(RegionKind::Layer, 0);/d}' "$work/stale.cu"
-line=$(grep -m1 '^//   mpicxx' "$work/stale.cu" | sed "s|^//   ||;s| train.cu | stale.cu |;s|-o train\$|-o stale|")
-(cd "$work" && eval "$line")
+edited_trainer stale "$work/plan.yaml" '^  r.acquireWeights(RegionKind::Layer, 0);' \
+  '0,/^  r.acquireWeights(RegionKind::Layer, 0);/{/^  r.acquireWeights(RegionKind::Layer, 0);/d}'
 TRAIN="$work/stale" expect off-schedule-update 'mistrt: rank [01]: step 2: stage 0 did not run the schedule mistc priced: it ran forward of layer 0 for micro-batch 0 where the schedule has optimizer-step of layer 0 for micro-batch 0' --steps 3
 echo "failure checks passed"

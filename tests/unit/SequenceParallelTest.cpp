@@ -4,6 +4,7 @@
 /// its collectives counted by hand, and tp-communication overlap on
 /// hand-built layer numbers.
 //===----------------------------------------------------------------------===//
+#include "HandCluster.h"
 #include "TestUtil.h"
 #include "perfmodel/StageModel.h"
 
@@ -11,21 +12,6 @@ using namespace mist;
 using namespace mist::test;
 
 namespace {
-
-Cluster handCluster() {
-  Cluster c;
-  c.name = "hand";
-  c.nodes = 1;
-  c.gpusPerNode = 8;
-  c.device.memoryGiB = 80;
-  c.device.usableFraction = 1.0;
-  c.device.peakTflops = 100;
-  c.device.matmulEfficiency = 1;
-  c.device.memBandwidthGBs = 1000;
-  c.device.memEfficiency = 1;
-  c.collectives = {{1, 8, 100, 0}, {1, 4, 100, 0}, {1, 2, 100, 0}};
-  return c;
-}
 
 std::optional<ModelProfile> gpt13b() {
   auto c = compileFile(std::string(MIST_EXAMPLES_DIR) + "/gpt3-1.3b.mist");

@@ -3,6 +3,7 @@
 /// computable by hand; the last tests pin the profile of a real model to the
 /// closed forms of the cost model.
 //===----------------------------------------------------------------------===//
+#include "HandCluster.h"
 #include "TestUtil.h"
 #include "perfmodel/Evaluator.h"
 
@@ -12,23 +13,6 @@ using namespace mist;
 using namespace mist::test;
 
 namespace {
-
-Cluster handCluster() {
-  Cluster c;
-  c.name = "hand";
-  c.nodes = 1;
-  c.gpusPerNode = 8;
-  c.device.memoryGiB = 80;
-  c.device.usableFraction = 1.0;
-  c.device.peakTflops = 100;
-  c.device.matmulEfficiency = 1;
-  c.device.memBandwidthGBs = 1000;
-  c.device.memEfficiency = 1;
-  c.collectives = {{1, 8, 100, 0}, {1, 4, 100, 0}, {1, 2, 100, 0}};
-  c.h2dGBs = c.d2hGBs = 10;
-  c.p2pIntraGBs = c.p2pInterGBs = 50;
-  return c;
-}
 
 /// A layer with 1e6 parameters per rank, 1 ms forward, 2 ms backward.
 StageNumbers handNumbers() {
