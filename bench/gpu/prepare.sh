@@ -15,8 +15,8 @@ rm -rf "$work" && mkdir -p "$work"
 # One head of 64 dims: the CUDA attention kernels exist for head dims 64 and 128.
 "$mistc" "$root/tests/trainer/tiny-gpt-1head.mist" --cluster a100-40g \
   --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" --emit=trainer -o "$work/tiny-gpt.train.cu"
-# The same in bf16 (fp32 masters): the GPU runs it through fp32 staging of its
-# bf16 operands (runtime/ops/Fp32Staging.h) and must match the CPU's bf16 run.
+# The same in bf16 (fp32 masters): the GPU runs the bf16 kernels (attention
+# on cuDNN where the build has it) and must match the CPU's bf16 run.
 sed 's/dtype = f32/dtype = bf16/' "$root/tests/trainer/tiny-gpt-1head.mist" >"$work/tiny-gpt-bf16.mist"
 "$mistc" "$work/tiny-gpt-bf16.mist" --cluster a100-40g \
   --plan "$root/tests/trainer/tiny-gpt-1rank.yaml" --emit=trainer -o "$work/tiny-gpt-bf16.train.cu"
@@ -28,6 +28,16 @@ sed 's/^model: tiny_gpt$/model: tiny_fused_4l/; s/layers: \[0, 1\]/layers: [0, 3
   "$root/tests/trainer/tiny-gpt-1rank.yaml" >"$work/tiny-fused-1rank.yaml"
 "$mistc" "$work/tiny-fused.mist" --cluster a100-40g --plan "$work/tiny-fused-1rank.yaml" \
   --emit=trainer -o "$work/tiny-fused.train.cu"
+# The tiny Llama in bf16 (RMSNorm, RoPE, SwiGLU, grouped kv heads) with two
+# 64-dim query heads sharing one kv head: the bf16 kernels of the Llama ops.
+sed 's/hidden = 64, layers = 4, heads = 4, kv_heads = 2, ffn = 176/hidden = 128, layers = 4, heads = 2, kv_heads = 1, ffn = 352/' \
+  "$root/tests/trainer/Inputs/tiny-llama-4l-bf16.mist" >"$work/tiny-llama-bf16.mist"
+grep -q 'hidden = 128, layers = 4, heads = 2, kv_heads = 1' "$work/tiny-llama-bf16.mist" ||
+  { echo "prepare.sh: tiny-llama-4l-bf16.mist changed: update the sed above" >&2; exit 1; }
+sed 's/^model: tiny_gpt$/model: tiny_llama_4l/; s/layers: \[0, 1\]/layers: [0, 3]/' \
+  "$root/tests/trainer/tiny-gpt-1rank.yaml" >"$work/tiny-llama-1rank.yaml"
+"$mistc" "$work/tiny-llama-bf16.mist" --cluster a100-40g --plan "$work/tiny-llama-1rank.yaml" \
+  --emit=trainer -o "$work/tiny-llama-bf16.train.cu"
 "$root/bench/h100/make-trainers.sh" "$mistc" "$work/trainers"
 git -C "$root" rev-parse HEAD > "$work/commit" 2>/dev/null || echo "not a git checkout" > "$work/commit"
 echo "prepare.sh: wrote $work (carry it with the device call)"

@@ -7,8 +7,8 @@
 #   gpu-tests   ctest -L gpu: every CUDA kernel against its CPU reference
 #   tiny-match  the tiny GPT's trainer on the GPU against the same train.cu on a
 #               CPU rank, 20 steps, loss by loss (tests/trainer/gpu-matches-cpu.sh);
-#               also in bf16, and a model with slice/concat and the exact GELU
-#               (tiny-match-bf16, tiny-match-fused)
+#               also in bf16, a bf16 Llama, and a model with slice/concat and the
+#               exact GELU (tiny-match-bf16, tiny-match-llama-bf16, tiny-match-fused)
 #   torch-ref   the PyTorch reference step on the same card (bench/h100/pytorch_gpt.py,
 #               GPT-3 1.3B micro-batch 4, TORCH_MODES, default "eager compile")
 #   trainers    GPT-3 single-GPU trainers (PLANS): measured iteration time and peak
@@ -49,7 +49,8 @@ need() { # need FILE...: every input a step reads must be there before the lease
     [[ -e $f ]] || { echo "run-all.sh: missing $f" >&2; missing=1; }
   done
 }
-need "$work/tiny-gpt.train.cu" "$work/tiny-gpt-bf16.train.cu" "$work/tiny-fused.train.cu" "$work/trainers/predicted.json" tests/trainer/gpu-matches-cpu.sh \
+need "$work/tiny-gpt.train.cu" "$work/tiny-gpt-bf16.train.cu" "$work/tiny-fused.train.cu" \
+  "$work/tiny-llama-bf16.train.cu" "$work/trainers/predicted.json" tests/trainer/gpu-matches-cpu.sh \
   scripts/compile-trainer.sh bench/h100/pytorch_gpt.py bench/h100/summarize-trainers.py \
   bench/h100/profile-h100.sh bench/h100/gpt3-shapes.tsv
 for p in $plans; do need "$work/trainers/$p.train.cu"; done
@@ -82,11 +83,13 @@ step build 300 bash -c "cmake -S . -B '$build' -G Ninja -DMIST_RUNTIME_ONLY=ON -
   cmake --build '$build' -j$jobs"
 step gpu-tests 180 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j4
 step tiny-match 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-gpt.train.cu" "$build" /tmp/tiny-match 20
-# bf16: TF32 GEMMs against the CPU's fp32 ones move values across bf16
-# rounding boundaries, hence bf16's bound (the CPU bf16 suites' 2e-4 is for
-# one kind of arithmetic).
+# bf16: fp32 sums in another order (cuBLASLt, the GPU's reductions) move
+# values across bf16 rounding boundaries, hence bf16's bound (the CPU bf16
+# suites' 2e-4 is for one kind of arithmetic).
 step tiny-match-bf16 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-gpt-bf16.train.cu" "$build" \
   /tmp/tiny-match-bf16 20 1e-3
+step tiny-match-llama-bf16 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-llama-bf16.train.cu" \
+  "$build" /tmp/tiny-match-llama-bf16 20 1e-3
 # slice/concat (strided copies), partial rotary and the exact GELU, in fp32.
 step tiny-match-fused 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-fused.train.cu" "$build" \
   /tmp/tiny-match-fused 20

@@ -9,7 +9,10 @@
 # Plans (sequence 2048, one GPU, dp = tp = 1) differ in micro-batch,
 # checkpointed layers, optimizer-state offload and activation offload; the
 # GPT-3 6.7B pair is the tuner's plan against the plan that offloads all
-# optimizer state (the ZeRO-Offload-style baseline).
+# optimizer state (the ZeRO-Offload-style baseline). The models train in
+# DTYPE (default bf16, the examples' own: bf16 weights and activations on the
+# bf16 kernels, fp32 masters and gradients; DTYPE=f32 for the fp32 trainers,
+# TF32 GEMMs, of the first GPU runs).
 set -euo pipefail
 [[ $# -ge 1 ]] || { echo "usage: make-trainers.sh MISTC [OUT] [CLUSTER.yaml]" >&2; exit 2; }
 mistc=$1
@@ -21,12 +24,13 @@ if [[ $# -lt 3 ]]; then # the preset, one GPU per node, one node
   sed -e 's/^gpus_per_node: 8$/gpus_per_node: 1/;s/^name: h100-80g$/name: h100-80g-1gpu/' \
     -e '/^  - {nodes: [0-9]*, gpus_per_node: [2-9]/d' "$root/stdlib/clusters/h100-80g.yaml" > "$cluster"
 fi
-# The GPU trainer trains in fp32 today: predict and emit fp32 training
-# (`dtype = f32` in each model's train section), so that the predictions
-# describe what runs. (The time model still prices GEMMs at the bf16 peak.)
+# Predict and emit the same dtype (written into each model's train section),
+# so that the predictions describe what runs.
 mkdir -p "$out/models"
+dtype=${DTYPE:-bf16}
+[[ $dtype == bf16 || $dtype == f32 ]] || { echo "make-trainers.sh: DTYPE is bf16 or f32" >&2; exit 2; }
 for m in gpt3-1.3b gpt3-2.7b gpt3-6.7b; do
-  sed 's/^train {$/train {\n  dtype = f32/' "$root/examples/$m.mist" > "$out/models/$m.mist"
+  sed "s/^train {\$/train {\n  dtype = $dtype/" "$root/examples/$m.mist" > "$out/models/$m.mist"
 done
 # name model layers G b ckpt offload-optimizer offload-activations
 plans=(

@@ -182,6 +182,62 @@ void requireHeadDim(Index headDim, const char *op) {
              "and 128 only, not " + std::to_string(headDim));
 }
 
+//===----------------------------------------------------------------------===//
+// Operands: bf16 kernels where the op's tensors are bf16, else fp32 ones
+//===----------------------------------------------------------------------===//
+
+using bf16 = __nv_bfloat16;
+
+/// The tensors of a bf16 op, handed to the bf16 kernels as they are:
+/// activations and parameters bf16, parameter gradients fp32 (accumulated).
+struct Bf16Operands {
+  bf16 *out(Tensor t, Index) { return static_cast<bf16 *>(t.data); }
+  const bf16 *in(ConstTensor t, Index) { return static_cast<const bf16 *>(t.data); }
+  float *grad(Tensor t, Index) { return t.f32(); }
+};
+
+/// The tensors of any other op, handed to the fp32 kernels: fp32 tensors as
+/// they are, bf16 ones (a mix the bf16 kernels do not take, such as bf16
+/// parameter gradients) through fp32 staging copies (Fp32Staging.h).
+struct Fp32Operands {
+  Fp32Staging staging;
+  float *out(Tensor t, Index n) { return staging.out(t, n); }
+  const float *in(ConstTensor t, Index n) { return staging.in(t, n); }
+  float *grad(Tensor t, Index n) { return staging.inout(t, n); }
+};
+
+/// Whether the bf16 kernels take these operands: every present value
+/// (activation or parameter) bf16, and every present gradient fp32.
+bool bf16Kernels(std::initializer_list<ConstTensor> values,
+                 std::initializer_list<ConstTensor> grads) {
+  bool any = false;
+  for (ConstTensor t : values) {
+    if (t && t.dtype != DType::BF16)
+      return false;
+    any = any || t;
+  }
+  for (ConstTensor t : grads)
+    if (t && t.dtype != DType::F32)
+      return false;
+  return any;
+}
+
+/// Runs `launch(operands)` with the bf16 or the fp32 operands (see above)
+/// and checks its status. `launch` is generic: the kernels' entry points are
+/// overloaded on their argument structs' element type, and the operands'
+/// pointer types pick the overload.
+template <typename Launch>
+void run(const char *op, std::initializer_list<ConstTensor> values,
+         std::initializer_list<ConstTensor> grads, Launch launch) {
+  if (bf16Kernels(values, grads)) {
+    Bf16Operands o;
+    check(launch(o), op);
+  } else {
+    Fp32Operands o;
+    check(launch(o), op);
+  }
+}
+
 } // namespace
 
 void setThreadsPerRank(int) {} // the GPU runs the ops; one host thread drives it
@@ -190,53 +246,49 @@ std::string describe() { return "CUDA kernels, cuBLASLt GEMMs"; }
 
 //===----------------------------------------------------------------------===//
 // Embeddings and elementwise
-//
-// Every op stages its bf16 operands in fp32 (Fp32Staging.h) around the fp32
-// kernels: the same numerics as a native bf16 kernel with fp32 accumulation,
-// at the cost of the conversions; fp32 operands pass through untouched.
 //===----------------------------------------------------------------------===//
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart) {
-  Fp32Staging st;
-  check(k::embeddingFwdCuda({st.out(out, tokens * channels), ids, st.in(table, vocab * channels),
-                             nullptr, nullptr, tokens, channels, vocab, vocabStart},
-                            currentStream()),
-        "embedding");
+  run("embedding", {out, table}, {}, [&](auto &o) {
+    return k::embeddingFwdCuda({o.out(out, tokens * channels), ids, o.in(table, vocab * channels),
+                                nullptr, nullptr, tokens, channels, vocab, vocabStart},
+                               currentStream());
+  });
 }
 
 void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index tokens,
                    Index channels, Index vocab, Index vocabStart) {
-  Fp32Staging st;
-  check(k::embeddingBwdCuda({nullptr, ids, nullptr, st.inout(dtable, vocab * channels),
-                             st.in(dout, tokens * channels), tokens, channels, vocab, vocabStart},
-                            currentStream()),
-        "embeddingGrad");
+  run("embeddingGrad", {dout}, {dtable}, [&](auto &o) {
+    return k::embeddingBwdCuda({nullptr, ids, nullptr, o.grad(dtable, vocab * channels),
+                                o.in(dout, tokens * channels), tokens, channels, vocab, vocabStart},
+                               currentStream());
+  });
 }
 
 void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels) {
-  Fp32Staging st;
-  check(k::positionEmbeddingFwdCuda({st.out(out, batch * seq * channels),
-                                     st.in(table, seq * channels), nullptr, nullptr, batch, seq,
-                                     channels},
-                                    currentStream()),
-        "positionEmbedding");
+  run("positionEmbedding", {out, table}, {}, [&](auto &o) {
+    return k::positionEmbeddingFwdCuda({o.out(out, batch * seq * channels),
+                                        o.in(table, seq * channels), nullptr, nullptr, batch, seq,
+                                        channels},
+                                       currentStream());
+  });
 }
 
 void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq,
                            Index channels) {
-  Fp32Staging st;
-  check(k::positionEmbeddingBwdCuda({nullptr, nullptr, st.inout(dtable, seq * channels),
-                                     st.in(dout, batch * seq * channels), batch, seq, channels},
-                                    currentStream()),
-        "positionEmbeddingGrad");
+  run("positionEmbeddingGrad", {dout}, {dtable}, [&](auto &o) {
+    return k::positionEmbeddingBwdCuda({nullptr, nullptr, o.grad(dtable, seq * channels),
+                                        o.in(dout, batch * seq * channels), batch, seq, channels},
+                                       currentStream());
+  });
 }
 
 void add(Tensor out, ConstTensor a, ConstTensor b, Index n) {
-  Fp32Staging st;
-  check(k::addFwdCuda({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n},
-                      currentStream()),
-        "add");
+  run("add", {out, a, b}, {}, [&](auto &o) {
+    return k::addFwdCuda({o.out(out, n), o.in(a, n), o.in(b, n), nullptr, nullptr, nullptr, n},
+                         currentStream());
+  });
 }
 
 void copy(Tensor out, ConstTensor in, Index n) {
@@ -246,61 +298,60 @@ void copy(Tensor out, ConstTensor in, Index n) {
 }
 
 void gelu(Tensor out, ConstTensor x, Index n) {
-  Fp32Staging st;
-  check(k::geluFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
-                       currentStream()),
-        "gelu");
+  run("gelu", {out, x}, {}, [&](auto &o) {
+    return k::geluFwdCuda({o.out(out, n), o.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
+                          currentStream());
+  });
 }
 
 void geluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
-  Fp32Staging st;
-  check(k::geluBwdCuda({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n},
-                       currentStream()),
-        "geluGrad");
+  run("geluGrad", {dx, dout, x}, {}, [&](auto &o) {
+    return k::geluBwdCuda({nullptr, o.in(x, n), nullptr, o.out(dx, n), nullptr, o.in(dout, n), n},
+                          currentStream());
+  });
 }
 
 void geluExact(Tensor out, ConstTensor x, Index n) {
-  Fp32Staging st;
-  check(k::geluExactFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
-                            currentStream()),
-        "geluExact");
+  run("geluExact", {out, x}, {}, [&](auto &o) {
+    return k::geluExactFwdCuda({o.out(out, n), o.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
+                               currentStream());
+  });
 }
 
 void geluExactGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
-  Fp32Staging st;
-  check(k::geluExactBwdCuda(
-            {nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n},
-            currentStream()),
-        "geluExactGrad");
+  run("geluExactGrad", {dx, dout, x}, {}, [&](auto &o) {
+    return k::geluExactBwdCuda(
+        {nullptr, o.in(x, n), nullptr, o.out(dx, n), nullptr, o.in(dout, n), n}, currentStream());
+  });
 }
 
 void silu(Tensor out, ConstTensor x, Index n) {
-  Fp32Staging st;
-  check(k::siluFwdCuda({st.out(out, n), st.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
-                       currentStream()),
-        "silu");
+  run("silu", {out, x}, {}, [&](auto &o) {
+    return k::siluFwdCuda({o.out(out, n), o.in(x, n), nullptr, nullptr, nullptr, nullptr, n},
+                          currentStream());
+  });
 }
 
 void siluGrad(Tensor dx, ConstTensor dout, ConstTensor x, Index n) {
-  Fp32Staging st;
-  check(k::siluBwdCuda({nullptr, st.in(x, n), nullptr, st.out(dx, n), nullptr, st.in(dout, n), n},
-                       currentStream()),
-        "siluGrad");
+  run("siluGrad", {dx, dout, x}, {}, [&](auto &o) {
+    return k::siluBwdCuda({nullptr, o.in(x, n), nullptr, o.out(dx, n), nullptr, o.in(dout, n), n},
+                          currentStream());
+  });
 }
 
 void mul(Tensor out, ConstTensor a, ConstTensor b, Index n) {
-  Fp32Staging st;
-  check(k::mulFwdCuda({st.out(out, n), st.in(a, n), st.in(b, n), nullptr, nullptr, nullptr, n},
-                      currentStream()),
-        "mul");
+  run("mul", {out, a, b}, {}, [&](auto &o) {
+    return k::mulFwdCuda({o.out(out, n), o.in(a, n), o.in(b, n), nullptr, nullptr, nullptr, n},
+                         currentStream());
+  });
 }
 
 void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor b, Index n) {
-  Fp32Staging st;
-  check(k::mulBwdCuda(
-            {nullptr, st.in(a, n), st.in(b, n), st.out(da, n), st.out(db, n), st.in(dout, n), n},
-            currentStream()),
-        "mulGrad");
+  run("mulGrad", {da, db, dout, a, b}, {}, [&](auto &o) {
+    return k::mulBwdCuda(
+        {nullptr, o.in(a, n), o.in(b, n), o.out(da, n), o.out(db, n), o.in(dout, n), n},
+        currentStream());
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -310,49 +361,50 @@ void mulGrad(Tensor da, Tensor db, ConstTensor dout, ConstTensor a, ConstTensor 
 void layerNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, ConstTensor bias,
                Index rows, Index channels, float eps) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
   float *mean = scratch(stateOf(s), 2 * elements(rows, "layerNorm")), *rstd = mean + rows;
-  check(k::layerNormFwdCuda({st.out(out, rows * channels), mean, rstd, st.in(x, rows * channels),
-                             st.in(weight, channels), st.in(bias, channels), nullptr, nullptr,
-                             nullptr, nullptr, rows, channels, eps},
-                            s),
-        "layerNorm");
+  run("layerNorm", {out, x, weight, bias}, {}, [&](auto &o) {
+    return k::layerNormFwdCuda({o.out(out, rows * channels), mean, rstd, o.in(x, rows * channels),
+                                o.in(weight, channels), o.in(bias, channels), nullptr, nullptr,
+                                nullptr, nullptr, rows, channels, eps},
+                               s);
+  });
   check(interleave<false>(stats.f32(), mean, rstd, rows, s), "layerNorm (stats)");
 }
 
 void layerNormGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
                    ConstTensor weight, ConstTensor stats, Index rows, Index channels) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
   float *mean = scratch(stateOf(s), 2 * elements(rows, "layerNormGrad")), *rstd = mean + rows;
   check(deinterleave<false>(mean, rstd, stats.f32(), rows, s), "layerNormGrad (stats)");
-  check(k::layerNormBwdCuda({nullptr, mean, rstd, st.in(x, rows * channels),
-                             st.in(weight, channels), nullptr, st.out(dx, rows * channels),
-                             st.inout(dweight, channels), st.inout(dbias, channels),
-                             st.in(dout, rows * channels), rows, channels, 0.f},
-                            s),
-        "layerNormGrad");
+  run("layerNormGrad", {dx, dout, x, weight}, {dweight, dbias}, [&](auto &o) {
+    return k::layerNormBwdCuda({nullptr, mean, rstd, o.in(x, rows * channels),
+                                o.in(weight, channels), nullptr, o.out(dx, rows * channels),
+                                o.grad(dweight, channels), o.grad(dbias, channels),
+                                o.in(dout, rows * channels), rows, channels, 0.f},
+                               s);
+  });
 }
 
 void rmsNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, Index rows,
              Index channels, float eps) {
-  Fp32Staging st;
   // The IR's [N, 1] statistics are the kernel's rstd as they are.
-  check(k::rmsNormFwdCuda({st.out(out, rows * channels), stats.f32(), st.in(x, rows * channels),
-                           st.in(weight, channels), nullptr, nullptr, nullptr, rows, channels, eps},
-                          currentStream()),
-        "rmsNorm");
+  run("rmsNorm", {out, x, weight}, {}, [&](auto &o) {
+    return k::rmsNormFwdCuda({o.out(out, rows * channels), stats.f32(), o.in(x, rows * channels),
+                              o.in(weight, channels), nullptr, nullptr, nullptr, rows, channels,
+                              eps},
+                             currentStream());
+  });
 }
 
 void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, ConstTensor weight,
                  ConstTensor stats, Index rows, Index channels) {
-  Fp32Staging st;
-  check(k::rmsNormBwdCuda({nullptr, const_cast<float *>(stats.f32()), st.in(x, rows * channels),
-                           st.in(weight, channels), st.out(dx, rows * channels),
-                           st.inout(dweight, channels), st.in(dout, rows * channels), rows,
-                           channels, 0.f},
-                          currentStream()),
-        "rmsNormGrad");
+  run("rmsNormGrad", {dx, dout, x, weight}, {dweight}, [&](auto &o) {
+    return k::rmsNormBwdCuda({nullptr, const_cast<float *>(stats.f32()), o.in(x, rows * channels),
+                              o.in(weight, channels), o.out(dx, rows * channels),
+                              o.grad(dweight, channels), o.in(dout, rows * channels), rows,
+                              channels, 0.f},
+                             currentStream());
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -362,22 +414,22 @@ void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, Con
 void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Index rows, Index in,
             Index outF) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
-  check(k::linearFwdCuda({st.out(out, rows * outF), st.in(x, rows * in), st.in(weight, in * outF),
-                          st.in(bias, outF), nullptr, nullptr, nullptr, nullptr, rows, in, outF},
-                         s, &stateOf(s).linear),
-        "linear");
+  run("linear", {out, x, weight, bias}, {}, [&](auto &o) {
+    return k::linearFwdCuda({o.out(out, rows * outF), o.in(x, rows * in), o.in(weight, in * outF),
+                             o.in(bias, outF), nullptr, nullptr, nullptr, nullptr, rows, in, outF},
+                            s, &stateOf(s).linear);
+  });
 }
 
 void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
                 ConstTensor weight, Index rows, Index in, Index outF) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
-  check(k::linearBwdCuda({nullptr, st.in(x, rows * in), st.in(weight, in * outF), nullptr,
-                          st.out(dx, rows * in), st.inout(dweight, in * outF),
-                          st.inout(dbias, outF), st.in(dout, rows * outF), rows, in, outF},
-                         s, &stateOf(s).linear),
-        "linearGrad");
+  run("linearGrad", {dx, dout, x, weight}, {dweight, dbias}, [&](auto &o) {
+    return k::linearBwdCuda({nullptr, o.in(x, rows * in), o.in(weight, in * outF), nullptr,
+                             o.out(dx, rows * in), o.grad(dweight, in * outF), o.grad(dbias, outF),
+                             o.in(dout, rows * outF), rows, in, outF},
+                            s, &stateOf(s).linear);
+  });
 }
 
 // The LM head's three GEMMs are the linear layer's, with the table [V, C]
@@ -390,29 +442,31 @@ void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Const
 void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
-  check(k::linearBwdCuda({nullptr, nullptr, st.in(table, vocab * channels), nullptr,
-                          st.out(logits, rows * vocab), nullptr, nullptr, st.in(x, rows * channels),
-                          rows, vocab, channels},
-                         s, &stateOf(s).linear),
-        "lmHead");
+  run("lmHead", {logits, x, table}, {}, [&](auto &o) {
+    return k::linearBwdCuda({nullptr, nullptr, o.in(table, vocab * channels), nullptr,
+                             o.out(logits, rows * vocab), nullptr, nullptr,
+                             o.in(x, rows * channels), rows, vocab, channels},
+                            s, &stateOf(s).linear);
+  });
 }
 
 void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, ConstTensor table,
                 Index rows, Index channels, Index vocab) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
   k::LinearContext &linearContext = stateOf(s).linear;
-  const float *dlogits32 = st.in(dlogits, rows * vocab);
-  check(k::linearFwdCuda({st.out(dx, rows * channels), dlogits32, st.in(table, vocab * channels),
+  run("lmHeadGrad", {dx, dlogits, x, table}, {dtable}, [&](auto &o) {
+    const auto *dlogitsIn = o.in(dlogits, rows * vocab); // staged once for both GEMMs
+    cublasStatus_t rc =
+        k::linearFwdCuda({o.out(dx, rows * channels), dlogitsIn, o.in(table, vocab * channels),
                           nullptr, nullptr, nullptr, nullptr, nullptr, rows, vocab, channels},
-                         s, &linearContext),
-        "lmHeadGrad (dx)");
-  check(k::linearBwdCuda({nullptr, dlogits32, nullptr, nullptr, nullptr,
-                          st.inout(dtable, vocab * channels), nullptr, st.in(x, rows * channels),
-                          rows, vocab, channels},
-                         s, &linearContext),
-        "lmHeadGrad (dtable)");
+                         s, &linearContext);
+    if (rc != CUBLAS_STATUS_SUCCESS)
+      return rc;
+    return k::linearBwdCuda({nullptr, dlogitsIn, nullptr, nullptr, nullptr,
+                             o.grad(dtable, vocab * channels), nullptr, o.in(x, rows * channels),
+                             rows, vocab, channels},
+                            s, &linearContext);
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -453,22 +507,22 @@ void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTenso
 
 void rope(Tensor out, ConstTensor x, Index batch, Index seq, Index heads, Index headDim,
           float theta, Index rotaryDim) {
-  Fp32Staging st;
   const Index n = batch * seq * heads * headDim;
-  check(k::ropeCuda(
-            {st.out(out, n), st.in(x, n), batch, seq, heads, headDim, theta, false, rotaryDim},
-            currentStream()),
-        "rope");
+  run("rope", {out, x}, {}, [&](auto &o) {
+    return k::ropeCuda(
+        {o.out(out, n), o.in(x, n), batch, seq, heads, headDim, theta, false, rotaryDim},
+        currentStream());
+  });
 }
 
 void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, Index headDim,
               float theta, Index rotaryDim) {
-  Fp32Staging st;
   const Index n = batch * seq * heads * headDim;
-  check(k::ropeCuda(
-            {st.out(dx, n), st.in(dout, n), batch, seq, heads, headDim, theta, true, rotaryDim},
-            currentStream()),
-        "ropeGrad");
+  run("ropeGrad", {dx, dout}, {}, [&](auto &o) {
+    return k::ropeCuda(
+        {o.out(dx, n), o.in(dout, n), batch, seq, heads, headDim, theta, true, rotaryDim},
+        currentStream());
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -476,21 +530,21 @@ void ropeGrad(Tensor dx, ConstTensor dout, Index batch, Index seq, Index heads, 
 //===----------------------------------------------------------------------===//
 
 void crossEntropyRowMax(float *rowMax, ConstTensor logits, Index rows, Index vocab) {
-  Fp32Staging st;
-  check(k::crossEntropyMaxCuda({st.in(logits, rows * vocab), nullptr, rowMax, nullptr, nullptr,
-                                nullptr, rows, vocab, 0, rows},
-                               currentStream()),
-        "crossEntropyRowMax");
+  run("crossEntropyRowMax", {logits}, {}, [&](auto &o) {
+    return k::crossEntropyMaxCuda({o.in(logits, rows * vocab), nullptr, rowMax, nullptr, nullptr,
+                                   nullptr, rows, vocab, 0, rows},
+                                  currentStream());
+  });
 }
 
 void crossEntropyRowSums(float *sumExp, float *targetLogit, ConstTensor logits,
                          const int32_t *targets, const float *rowMax, Index rows, Index vocab,
                          Index vocabStart) {
-  Fp32Staging st;
-  check(k::crossEntropySumCuda({st.in(logits, rows * vocab), targets, const_cast<float *>(rowMax),
-                                sumExp, targetLogit, nullptr, rows, vocab, vocabStart, rows},
-                               currentStream()),
-        "crossEntropyRowSums");
+  run("crossEntropyRowSums", {logits}, {}, [&](auto &o) {
+    return k::crossEntropySumCuda({o.in(logits, rows * vocab), targets, const_cast<float *>(rowMax),
+                                   sumExp, targetLogit, nullptr, rows, vocab, vocabStart, rows},
+                                  currentStream());
+  });
 }
 
 void crossEntropyFinish(Tensor loss, Tensor stats, const float *rowMax, const float *sumExp,
@@ -510,15 +564,15 @@ void crossEntropyFinish(Tensor loss, Tensor stats, const float *rowMax, const fl
 void crossEntropyGrad(Tensor dlogits, ConstTensor dloss, ConstTensor logits, const int32_t *targets,
                       ConstTensor stats, Index rows, Index vocab, Index vocabStart) {
   cudaStream_t s = currentStream();
-  Fp32Staging st;
   float *rowMax = scratch(stateOf(s), 2 * elements(rows, "crossEntropyGrad")),
         *sumExp = rowMax + rows;
   check(deinterleave<true>(rowMax, sumExp, stats.f32(), rows, s), "crossEntropyGrad (stats)");
   // dloss stays on the device: the kernel reads *dloss, the host never waits.
-  check(k::crossEntropyBwdCuda({st.in(logits, rows * vocab), targets, rowMax, sumExp, nullptr,
-                                st.out(dlogits, rows * vocab), rows, vocab, vocabStart, rows},
-                               dloss.f32(), s),
-        "crossEntropyGrad");
+  run("crossEntropyGrad", {dlogits, logits}, {}, [&](auto &o) {
+    return k::crossEntropyBwdCuda({o.in(logits, rows * vocab), targets, rowMax, sumExp, nullptr,
+                                   o.out(dlogits, rows * vocab), rows, vocab, vocabStart, rows},
+                                  dloss.f32(), s);
+  });
 }
 
 void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
@@ -536,11 +590,14 @@ void maxOverBlocks(float *out, const float *blocks, int count, Index n) {
 
 void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, Index n,
            const AdamWStep &s) {
-  Fp32Staging st;
-  check(k::adamWCuda({master, m, v, st.out(param, n), st.in(grad, n), n, s.lr, s.beta1, s.beta2,
-                      s.eps, s.weightDecay, s.gradScale, s.step},
-                     currentStream()),
-        "adamW");
+  // The gradient is fp32 whatever the weights' type (the master's update
+  // reads it): a bf16 one goes through staging.
+  run("adamW", {param}, {grad}, [&](auto &o) {
+    Fp32Staging gradStaging;
+    return k::adamWCuda({master, m, v, o.out(param, n), gradStaging.in(grad, n), n, s.lr, s.beta1,
+                         s.beta2, s.eps, s.weightDecay, s.gradScale, s.step},
+                        currentStream());
+  });
 }
 
 } // namespace mist::rt::ops

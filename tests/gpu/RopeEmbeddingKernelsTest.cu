@@ -126,9 +126,9 @@ int main() {
   checkPositionEmbedding(4, 1024, 768, 221);
   checkPositionEmbedding(2, 17, 1031, 231);
 
-  if (ropeCuda({nullptr, nullptr, 1, -1, 1, 8}, nullptr) != cudaErrorInvalidValue ||
-      embeddingFwdCuda({nullptr, nullptr, nullptr, nullptr, nullptr, -1, 8, 8, 0}, nullptr) !=
-          cudaErrorInvalidValue) {
+  if (ropeCuda(RopeArgs{nullptr, nullptr, 1, -1, 1, 8}, nullptr) != cudaErrorInvalidValue ||
+      embeddingFwdCuda(EmbeddingArgs{nullptr, nullptr, nullptr, nullptr, nullptr, -1, 8, 8, 0},
+                       nullptr) != cudaErrorInvalidValue) {
     std::printf("FAIL negative sizes are not refused\n");
     ++failures();
   }

@@ -264,10 +264,14 @@ private:
     const bool exactGelu = e.word("approximate", "true") == "false";
     using Kernel = cudaError_t (*)(const ElementwiseArgs &, cudaStream_t);
     Kernel fn = addFwdCuda; // add, grad_add
-    if (op == "gelu")
-      fn = exactGelu ? geluExactFwdCuda : geluFwdCuda;
+    if (op == "gelu" && exactGelu)
+      fn = geluExactFwdCuda;
+    else if (op == "gelu")
+      fn = geluFwdCuda;
+    else if (op == "gelu_grad" && exactGelu)
+      fn = geluExactBwdCuda;
     else if (op == "gelu_grad")
-      fn = exactGelu ? geluExactBwdCuda : geluBwdCuda;
+      fn = geluBwdCuda;
     else if (op == "silu")
       fn = siluFwdCuda;
     else if (op == "silu_grad")

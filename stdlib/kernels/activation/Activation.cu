@@ -4,6 +4,7 @@
 /// (tanhf / erfcf / expf, no fast-math
 /// intrinsics).
 //===----------------------------------------------------------------------===//
+#include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/activation/ActivationCuda.h"
 
 #include <algorithm>
@@ -31,51 +32,52 @@ enum class Op {
   AddFwd
 };
 
-template <Op op> __global__ void elementwiseKernel(ElementwiseArgs x) {
+template <Op op, typename T> __global__ void elementwiseKernel(ElementwiseArgsOf<T> x) {
   Index stride = Index(gridDim.x) * blockDim.x;
   for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < x.n; i += stride) {
     if constexpr (op == Op::GeluFwd) {
-      float v = x.a[i];
-      x.out[i] = 0.5f * v * (1.f + tanhf(geluScale * (v + 0.044715f * v * v * v)));
+      float v = load(x.a, i);
+      store(x.out, i, 0.5f * v * (1.f + tanhf(geluScale * (v + 0.044715f * v * v * v))));
     } else if constexpr (op == Op::GeluBwd) {
-      float v = x.a[i];
+      float v = load(x.a, i);
       float u = geluScale * (v + 0.044715f * v * v * v);
       float th = tanhf(u);
       float du = geluScale * (1.f + 3.f * 0.044715f * v * v);
-      x.da[i] = x.dout[i] * (0.5f * (1.f + th) + 0.5f * v * (1.f - th * th) * du);
+      store(x.da, i, load(x.dout, i) * (0.5f * (1.f + th) + 0.5f * v * (1.f - th * th) * du));
     } else if constexpr (op == Op::GeluExactFwd) {
-      float v = x.a[i];
-      x.out[i] = 0.5f * v * erfcf(-v * sqrtHalf);
+      float v = load(x.a, i);
+      store(x.out, i, 0.5f * v * erfcf(-v * sqrtHalf));
     } else if constexpr (op == Op::GeluExactBwd) {
-      float v = x.a[i];
+      float v = load(x.a, i);
       float cdf = 0.5f * erfcf(-v * sqrtHalf);
-      x.da[i] = x.dout[i] * (cdf + v * normalPdfScale * expf(-0.5f * v * v));
+      store(x.da, i, load(x.dout, i) * (cdf + v * normalPdfScale * expf(-0.5f * v * v)));
     } else if constexpr (op == Op::SiluFwd) {
-      float v = x.a[i];
-      x.out[i] = v / (1.f + expf(-v));
+      float v = load(x.a, i);
+      store(x.out, i, v / (1.f + expf(-v)));
     } else if constexpr (op == Op::SiluBwd) {
-      float v = x.a[i];
+      float v = load(x.a, i);
       float sg = 1.f / (1.f + expf(-v));
-      x.da[i] = x.dout[i] * sg * (1.f + v * (1.f - sg));
+      store(x.da, i, load(x.dout, i) * sg * (1.f + v * (1.f - sg)));
     } else if constexpr (op == Op::MulFwd) {
-      x.out[i] = x.a[i] * x.b[i];
+      store(x.out, i, load(x.a, i) * load(x.b, i));
     } else if constexpr (op == Op::MulBwd) {
-      float dy = x.dout[i], a = x.a[i], b = x.b[i];
-      x.da[i] = dy * b;
-      x.db[i] = dy * a;
+      float dy = load(x.dout, i), a = load(x.a, i), b = load(x.b, i);
+      store(x.da, i, dy * b);
+      store(x.db, i, dy * a);
     } else {
-      x.out[i] = x.a[i] + x.b[i];
+      store(x.out, i, load(x.a, i) + load(x.b, i));
     }
   }
 }
 
-template <Op op> cudaError_t launch(const ElementwiseArgs &x, cudaStream_t stream) {
+template <Op op, typename T>
+cudaError_t launch(const ElementwiseArgsOf<T> &x, cudaStream_t stream) {
   if (x.n < 0)
     return cudaErrorInvalidValue;
   if (x.n == 0)
     return cudaSuccess;
   Index blocks = std::min((x.n + threads - 1) / threads, maxBlocks);
-  elementwiseKernel<op><<<unsigned(blocks), threads, 0, stream>>>(x);
+  elementwiseKernel<op, T><<<unsigned(blocks), threads, 0, stream>>>(x);
   return cudaGetLastError();
 }
 
@@ -106,6 +108,33 @@ cudaError_t mulBwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
   return launch<Op::MulBwd>(x, stream);
 }
 cudaError_t addFwdCuda(const ElementwiseArgs &x, cudaStream_t stream) {
+  return launch<Op::AddFwd>(x, stream);
+}
+cudaError_t geluFwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::GeluFwd>(x, stream);
+}
+cudaError_t geluBwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::GeluBwd>(x, stream);
+}
+cudaError_t geluExactFwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::GeluExactFwd>(x, stream);
+}
+cudaError_t geluExactBwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::GeluExactBwd>(x, stream);
+}
+cudaError_t siluFwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::SiluFwd>(x, stream);
+}
+cudaError_t siluBwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::SiluBwd>(x, stream);
+}
+cudaError_t mulFwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::MulFwd>(x, stream);
+}
+cudaError_t mulBwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
+  return launch<Op::MulBwd>(x, stream);
+}
+cudaError_t addFwdCuda(const ElementwiseBf16Args &x, cudaStream_t stream) {
   return launch<Op::AddFwd>(x, stream);
 }
 

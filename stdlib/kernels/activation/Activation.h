@@ -7,13 +7,16 @@ namespace mist::kernels {
 
 /// One struct for the elementwise ops: `a` (and `b` for the binary ones) in,
 /// `out` out; backward reads `dout` and writes `da` (and `db`).
-struct ElementwiseArgs {
-  float *out;
-  const float *a, *b;
-  float *da, *db;
-  const float *dout;
+/// T is the storage type: float here; the CUDA kernels also take bf16
+/// (ActivationCuda.h).
+template <typename T> struct ElementwiseArgsOf {
+  T *out;
+  const T *a, *b;
+  T *da, *db;
+  const T *dout;
   Index n;
 };
+using ElementwiseArgs = ElementwiseArgsOf<float>;
 void geluFwdRef(const ElementwiseArgs &x); ///< tanh approximation, as GPT-2/3
 void geluBwdRef(const ElementwiseArgs &x);
 void geluExactFwdRef(const ElementwiseArgs &x); ///< x Phi(x), as Megatron-LM, GPT-NeoX, Falcon

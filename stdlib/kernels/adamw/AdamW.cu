@@ -5,6 +5,7 @@
 /// and passed as fp32 reciprocals (a multiply instead of the reference's
 /// double division: a rounding-level difference).
 //===----------------------------------------------------------------------===//
+#include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/adamw/AdamWCuda.h"
 
 #include <algorithm>
@@ -31,7 +32,8 @@ Hyper hyper(float lr, float beta1, float beta2, float eps, float weightDecay, fl
   return {lr, beta1, beta2, eps, weightDecay, gradScale, float(1 / c1), float(1 / c2)};
 }
 
-__device__ void update(const Hyper &h, float *master, float *m, float *v, float *param,
+template <typename T>
+__device__ void update(const Hyper &h, float *master, float *m, float *v, T *param,
                        const float *grad, Index i) {
   float g = grad[i] * h.gradScale;
   float mi = h.beta1 * m[i] + (1 - h.beta1) * g;
@@ -42,10 +44,10 @@ __device__ void update(const Hyper &h, float *master, float *m, float *v, float 
   float w = master[i];
   w -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weightDecay * w);
   master[i] = w;
-  param[i] = w;
+  store(param, i, w); // bf16 weights: the fp32 master rounded once
 }
 
-__global__ void adamWKernel(AdamWArgs a, Hyper h) {
+template <typename T> __global__ void adamWKernel(AdamWArgsOf<T> a, Hyper h) {
   Index stride = Index(gridDim.x) * blockDim.x;
   for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += stride)
     update(h, a.master, a.m, a.v, a.param, a.grad, i);
@@ -53,13 +55,13 @@ __global__ void adamWKernel(AdamWArgs a, Hyper h) {
 
 /// Block b belongs to the tensor k with blockStart[k] <= b < blockStart[k+1]
 /// and updates its elements [(b - blockStart[k]) * multiBlockElems, + multiBlockElems).
-struct MultiLaunch {
-  AdamWMultiTensorArgs args;
+template <typename T> struct MultiLaunch {
+  AdamWMultiTensorArgsOf<T> args;
   Hyper h;
   unsigned blockStart[adamWMaxTensors + 1];
 };
 
-__global__ void adamWMultiTensorKernel(MultiLaunch l) {
+template <typename T> __global__ void adamWMultiTensorKernel(MultiLaunch<T> l) {
   unsigned b = blockIdx.x;
   int k = 0;
   while (k + 1 < l.args.count && b >= l.blockStart[k + 1])
@@ -70,25 +72,24 @@ __global__ void adamWMultiTensorKernel(MultiLaunch l) {
     update(l.h, l.args.master[k], l.args.m[k], l.args.v[k], l.args.param[k], l.args.grad[k], i);
 }
 
-static_assert(sizeof(MultiLaunch) <= 4096, "the kernel parameter limit of older toolkits");
+static_assert(sizeof(MultiLaunch<float>) <= 4096, "the kernel parameter limit of older toolkits");
 
-} // namespace
-
-cudaError_t adamWCuda(const AdamWArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t adamW(const AdamWArgsOf<T> &a, cudaStream_t stream) {
   if (a.n < 0 || a.step < 1)
     return cudaErrorInvalidValue;
   if (a.n == 0)
     return cudaSuccess;
   Index blocks = std::min((a.n + threads - 1) / threads, maxBlocks);
-  adamWKernel<<<unsigned(blocks), threads, 0, stream>>>(
+  adamWKernel<T><<<unsigned(blocks), threads, 0, stream>>>(
       a, hyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step));
   return cudaGetLastError();
 }
 
-cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorArgs &a, cudaStream_t stream) {
+template <typename T>
+cudaError_t adamWMultiTensor(const AdamWMultiTensorArgsOf<T> &a, cudaStream_t stream) {
   if (a.count < 0 || a.count > adamWMaxTensors || a.step < 1)
     return cudaErrorInvalidValue;
-  MultiLaunch l;
+  MultiLaunch<T> l;
   l.args = a;
   l.h = hyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step);
   Index blocks = 0;
@@ -103,8 +104,19 @@ cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorArgs &a, cudaStream_t str
   l.blockStart[a.count] = unsigned(blocks);
   if (blocks == 0)
     return cudaSuccess;
-  adamWMultiTensorKernel<<<unsigned(blocks), threads, 0, stream>>>(l);
+  adamWMultiTensorKernel<T><<<unsigned(blocks), threads, 0, stream>>>(l);
   return cudaGetLastError();
+}
+
+} // namespace
+
+cudaError_t adamWCuda(const AdamWArgs &a, cudaStream_t s) { return adamW(a, s); }
+cudaError_t adamWCuda(const AdamWBf16Args &a, cudaStream_t s) { return adamW(a, s); }
+cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorArgs &a, cudaStream_t s) {
+  return adamWMultiTensor(a, s);
+}
+cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorBf16Args &a, cudaStream_t s) {
+  return adamWMultiTensor(a, s);
 }
 
 } // namespace mist::kernels

@@ -10,12 +10,16 @@
 
 #include "stdlib/kernels/adamw/AdamW.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 namespace mist::kernels {
 
 /// One step on one tensor (invalid: n < 0 or step < 1).
 cudaError_t adamWCuda(const AdamWArgs &a, cudaStream_t stream);
+/// The same writing bf16 weights.
+using AdamWBf16Args = AdamWArgsOf<__nv_bfloat16>;
+cudaError_t adamWCuda(const AdamWBf16Args &a, cudaStream_t stream);
 
 /// The most tensors one multi-tensor launch takes. The struct travels as a
 /// kernel parameter (with a table of block offsets, about 3.4 KB in all), so
@@ -26,9 +30,9 @@ constexpr int adamWMaxTensors = 64;
 /// k has its own master[k], m[k], v[k], param[k], grad[k] and n[k]; the
 /// hyperparameters are shared (as one AdamWArgs's are). Longer lists go
 /// in several calls.
-struct AdamWMultiTensorArgs {
+template <typename T> struct AdamWMultiTensorArgsOf {
   float *master[adamWMaxTensors], *m[adamWMaxTensors], *v[adamWMaxTensors];
-  float *param[adamWMaxTensors];
+  T *param[adamWMaxTensors]; ///< the weights in the training dtype
   const float *grad[adamWMaxTensors];
   Index n[adamWMaxTensors];
   int count = 0; ///< tensors used, 0 ... adamWMaxTensors
@@ -37,6 +41,9 @@ struct AdamWMultiTensorArgs {
 };
 /// Invalid: count outside [0, adamWMaxTensors], a negative n[k], step < 1,
 /// or more than 2^31 - 1 blocks of 1024 elements in all.
+using AdamWMultiTensorArgs = AdamWMultiTensorArgsOf<float>;
+using AdamWMultiTensorBf16Args = AdamWMultiTensorArgsOf<__nv_bfloat16>;
 cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorArgs &a, cudaStream_t stream);
+cudaError_t adamWMultiTensorCuda(const AdamWMultiTensorBf16Args &a, cudaStream_t stream);
 
 } // namespace mist::kernels

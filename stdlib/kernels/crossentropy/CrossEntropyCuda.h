@@ -18,6 +18,7 @@
 
 #include "stdlib/kernels/crossentropy/CrossEntropy.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 namespace mist::kernels {
@@ -36,5 +37,16 @@ cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, cudaStream_t stream);
 /// float of device memory; a.dloss is ignored), for callers whose dloss is
 /// itself a device value: they need not synchronize the host to read it.
 cudaError_t crossEntropyBwdCuda(const CrossEntropyArgs &a, const float *dloss, cudaStream_t stream);
+
+/// bf16 logits and dlogits (the LM head's bf16 output is read as it is: no
+/// fp32 copy of the [N, V] logits), fp32 statistics and sums, each dlogits
+/// element rounded once. The loss reads the fp32 statistics only: it has the
+/// fp32 entry point alone.
+using CrossEntropyBf16Args = CrossEntropyArgsOf<__nv_bfloat16>;
+cudaError_t crossEntropyMaxCuda(const CrossEntropyBf16Args &a, cudaStream_t stream);
+cudaError_t crossEntropySumCuda(const CrossEntropyBf16Args &a, cudaStream_t stream);
+cudaError_t crossEntropyBwdCuda(const CrossEntropyBf16Args &a, cudaStream_t stream);
+cudaError_t crossEntropyBwdCuda(const CrossEntropyBf16Args &a, const float *dloss,
+                                cudaStream_t stream);
 
 } // namespace mist::kernels

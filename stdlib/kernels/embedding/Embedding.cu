@@ -3,6 +3,7 @@
 /// Grid-stride loops over the output elements (forward) or the gradient
 /// elements (backward); consecutive threads take consecutive channels.
 //===----------------------------------------------------------------------===//
+#include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/embedding/EmbeddingCuda.h"
 
 #include <algorithm>
@@ -17,78 +18,101 @@ constexpr Index maxBlocks = 4096; // the grid-stride loop covers the rest
 
 unsigned blocksFor(Index n) { return unsigned(std::min((n + threads - 1) / threads, maxBlocks)); }
 
-__global__ void embeddingFwdKernel(EmbeddingArgs a) {
+template <typename T> __global__ void embeddingFwdKernel(EmbeddingArgsOf<T> a) {
   Index total = a.tokens * a.channels, stride = Index(gridDim.x) * blockDim.x;
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     Index i = k / a.channels, c = k % a.channels;
     Index row = Index(a.ids[i]) - a.vocabStart;
-    a.out[k] = row >= 0 && row < a.vocab ? a.table[row * a.channels + c] : 0.f;
+    store(a.out, k, row >= 0 && row < a.vocab ? load(a.table, row * a.channels + c) : 0.f);
   }
 }
 
-__global__ void embeddingBwdKernel(EmbeddingArgs a) {
+template <typename T> __global__ void embeddingBwdKernel(EmbeddingArgsOf<T> a) {
   Index total = a.tokens * a.channels, stride = Index(gridDim.x) * blockDim.x;
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     Index i = k / a.channels, c = k % a.channels;
     Index row = Index(a.ids[i]) - a.vocabStart;
     if (row >= 0 && row < a.vocab)
-      atomicAdd(a.dtable + row * a.channels + c, a.dout[k]);
+      atomicAdd(a.dtable + row * a.channels + c, load(a.dout, k));
   }
 }
 
-__global__ void positionEmbeddingFwdKernel(PositionEmbeddingArgs a) {
+template <typename T> __global__ void positionEmbeddingFwdKernel(PositionEmbeddingArgsOf<T> a) {
   Index table = a.seq * a.channels, total = a.batch * table;
   Index stride = Index(gridDim.x) * blockDim.x;
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride)
-    a.out[k] = a.table[k % table];
+    a.out[k] = a.table[k % table]; // exact in either type
 }
 
-__global__ void positionEmbeddingBwdKernel(PositionEmbeddingArgs a) {
+template <typename T> __global__ void positionEmbeddingBwdKernel(PositionEmbeddingArgsOf<T> a) {
   Index table = a.seq * a.channels, stride = Index(gridDim.x) * blockDim.x;
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < table; k += stride) {
     float sum = a.dtable[k];
     for (Index b = 0; b < a.batch; ++b)
-      sum += a.dout[b * table + k];
+      sum += load(a.dout, b * table + k);
     a.dtable[k] = sum;
   }
 }
 
-} // namespace
-
-cudaError_t embeddingFwdCuda(const EmbeddingArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t embeddingFwd(const EmbeddingArgsOf<T> &a, cudaStream_t stream) {
   if (a.tokens < 0 || a.channels < 0 || a.vocab < 0)
     return cudaErrorInvalidValue;
   if (a.tokens == 0 || a.channels == 0)
     return cudaSuccess;
-  embeddingFwdKernel<<<blocksFor(a.tokens * a.channels), threads, 0, stream>>>(a);
+  embeddingFwdKernel<T><<<blocksFor(a.tokens * a.channels), threads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-cudaError_t embeddingBwdCuda(const EmbeddingArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t embeddingBwd(const EmbeddingArgsOf<T> &a, cudaStream_t stream) {
   if (a.tokens < 0 || a.channels < 0 || a.vocab < 0)
     return cudaErrorInvalidValue;
   if (a.tokens == 0 || a.channels == 0 || a.vocab == 0)
     return cudaSuccess;
-  embeddingBwdKernel<<<blocksFor(a.tokens * a.channels), threads, 0, stream>>>(a);
+  embeddingBwdKernel<T><<<blocksFor(a.tokens * a.channels), threads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream) {
+template <typename T>
+cudaError_t positionFwd(const PositionEmbeddingArgsOf<T> &a, cudaStream_t stream) {
   if (a.batch < 0 || a.seq < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.batch == 0 || a.seq == 0 || a.channels == 0)
     return cudaSuccess;
-  positionEmbeddingFwdKernel<<<blocksFor(a.batch * a.seq * a.channels), threads, 0, stream>>>(a);
+  positionEmbeddingFwdKernel<T><<<blocksFor(a.batch * a.seq * a.channels), threads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream) {
+template <typename T>
+cudaError_t positionBwd(const PositionEmbeddingArgsOf<T> &a, cudaStream_t stream) {
   if (a.batch < 0 || a.seq < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.batch == 0 || a.seq == 0 || a.channels == 0)
     return cudaSuccess;
-  positionEmbeddingBwdKernel<<<blocksFor(a.seq * a.channels), threads, 0, stream>>>(a);
+  positionEmbeddingBwdKernel<T><<<blocksFor(a.seq * a.channels), threads, 0, stream>>>(a);
   return cudaGetLastError();
+}
+
+} // namespace
+
+cudaError_t embeddingFwdCuda(const EmbeddingArgs &a, cudaStream_t s) { return embeddingFwd(a, s); }
+cudaError_t embeddingBwdCuda(const EmbeddingArgs &a, cudaStream_t s) { return embeddingBwd(a, s); }
+cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingArgs &a, cudaStream_t s) {
+  return positionFwd(a, s);
+}
+cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingArgs &a, cudaStream_t s) {
+  return positionBwd(a, s);
+}
+cudaError_t embeddingFwdCuda(const EmbeddingBf16Args &a, cudaStream_t s) {
+  return embeddingFwd(a, s);
+}
+cudaError_t embeddingBwdCuda(const EmbeddingBf16Args &a, cudaStream_t s) {
+  return embeddingBwd(a, s);
+}
+cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingBf16Args &a, cudaStream_t s) {
+  return positionFwd(a, s);
+}
+cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingBf16Args &a, cudaStream_t s) {
+  return positionBwd(a, s);
 }
 
 } // namespace mist::kernels

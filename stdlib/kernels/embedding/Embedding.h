@@ -10,24 +10,28 @@
 
 namespace mist::kernels {
 
-struct EmbeddingArgs {
-  float *out;         ///< [B*T, C]
+/// T is the storage type of the activations and the table: float here; the
+/// CUDA kernels also take bf16 (EmbeddingCuda.h). Table gradients are fp32.
+template <typename T> struct EmbeddingArgsOf {
+  T *out;             ///< [B*T, C]
   const int32_t *ids; ///< [B*T]
-  const float *table; ///< [V, C]
+  const T *table;     ///< [V, C]
   float *dtable;      ///< [V, C], += in backward
-  const float *dout;  ///< [B*T, C]
+  const T *dout;      ///< [B*T, C]
   Index tokens, channels, vocab, vocabStart;
 };
+using EmbeddingArgs = EmbeddingArgsOf<float>;
 void embeddingFwdRef(const EmbeddingArgs &a);
 void embeddingBwdRef(const EmbeddingArgs &a);
 
-struct PositionEmbeddingArgs {
-  float *out;         ///< [B, T, C]
-  const float *table; ///< [T, C]
-  float *dtable;      ///< [T, C], += in backward
-  const float *dout;  ///< [B, T, C]
+template <typename T> struct PositionEmbeddingArgsOf {
+  T *out;         ///< [B, T, C]
+  const T *table; ///< [T, C]
+  float *dtable;  ///< [T, C], += in backward
+  const T *dout;  ///< [B, T, C]
   Index batch, seq, channels;
 };
+using PositionEmbeddingArgs = PositionEmbeddingArgsOf<float>;
 void positionEmbeddingFwdRef(const PositionEmbeddingArgs &a);
 void positionEmbeddingBwdRef(const PositionEmbeddingArgs &a);
 

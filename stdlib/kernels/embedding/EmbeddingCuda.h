@@ -10,6 +10,7 @@
 
 #include "stdlib/kernels/embedding/Embedding.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 namespace mist::kernels {
@@ -23,5 +24,13 @@ cudaError_t embeddingBwdCuda(const EmbeddingArgs &a, cudaStream_t stream);
 cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream);
 /// dtable[t] += dout[b, t] for b = 0, 1, ... in order (deterministic, no atomics).
 cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream);
+
+/// bf16 activations and tables, fp32 table gradients: the same kernels.
+using EmbeddingBf16Args = EmbeddingArgsOf<__nv_bfloat16>;
+using PositionEmbeddingBf16Args = PositionEmbeddingArgsOf<__nv_bfloat16>;
+cudaError_t embeddingFwdCuda(const EmbeddingBf16Args &a, cudaStream_t stream);
+cudaError_t embeddingBwdCuda(const EmbeddingBf16Args &a, cudaStream_t stream);
+cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingBf16Args &a, cudaStream_t stream);
+cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingBf16Args &a, cudaStream_t stream);
 
 } // namespace mist::kernels

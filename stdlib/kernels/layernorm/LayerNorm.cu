@@ -9,6 +9,7 @@
 #include "stdlib/kernels/layernorm/LayerNormCuda.h"
 
 #include "stdlib/kernels/BlockReduce.cuh"
+#include "stdlib/kernels/Storage.cuh"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -19,44 +20,44 @@ namespace {
 
 using namespace mist::kernels::cuda;
 
-__global__ void layerNormFwdKernel(LayerNormArgs a) {
+template <typename T> __global__ void layerNormFwdKernel(LayerNormArgsOf<T> a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const float *x = a.inp + n * a.channels;
+    const T *x = a.inp + n * a.channels;
     float sum = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      sum += x[c];
+      sum += load(x, c);
     float m = blockSum(sum) / float(a.channels);
     float sq = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      sq += (x[c] - m) * (x[c] - m);
+      sq += (load(x, c) - m) * (load(x, c) - m);
     float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
     if (threadIdx.x == 0) {
       a.mean[n] = m;
       a.rstd[n] = s;
     }
-    float *y = a.out + n * a.channels;
+    T *y = a.out + n * a.channels;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      y[c] = (x[c] - m) * s * a.weight[c] + (a.bias ? a.bias[c] : 0.f);
+      store(y, c, (load(x, c) - m) * s * load(a.weight, c) + (a.bias ? load(a.bias, c) : 0.f));
   }
 }
 
 /// dx = s * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w.
-__global__ void layerNormBwdInpKernel(LayerNormArgs a) {
+template <typename T> __global__ void layerNormBwdInpKernel(LayerNormArgsOf<T> a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const float *x = a.inp + n * a.channels, *dy = a.dout + n * a.channels;
+    const T *x = a.inp + n * a.channels, *dy = a.dout + n * a.channels;
     float m = a.mean[n], s = a.rstd[n];
     float gSum = 0.f, gxSum = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x) {
-      float xhat = (x[c] - m) * s, g = dy[c] * a.weight[c];
+      float xhat = (load(x, c) - m) * s, g = load(dy, c) * load(a.weight, c);
       gSum += g;
       gxSum += g * xhat;
     }
     float gMean = blockSum(gSum) / float(a.channels);
     float gxMean = blockSum(gxSum) / float(a.channels);
-    float *dx = a.dinp + n * a.channels;
+    T *dx = a.dinp + n * a.channels;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x) {
-      float xhat = (x[c] - m) * s, g = dy[c] * a.weight[c];
-      dx[c] = s * (g - gMean - xhat * gxMean);
+      float xhat = (load(x, c) - m) * s, g = load(dy, c) * load(a.weight, c);
+      store(dx, c, s * (g - gMean - xhat * gxMean));
     }
   }
 }
@@ -66,15 +67,16 @@ __global__ void layerNormBwdInpKernel(LayerNormArgs a) {
 /// With one chunk the sum goes straight in (deterministic); with several,
 /// each chunk's partial sum is added with an fp32 atomicAdd, so the order
 /// of the additions, hence the last bits, may vary from run to run.
-__global__ void layerNormBwdParamKernel(LayerNormArgs a, Index rowsPerChunk) {
+template <typename T>
+__global__ void layerNormBwdParamKernel(LayerNormArgsOf<T> a, Index rowsPerChunk) {
   __shared__ float dwPart[rowTile][colTile + 1], dbPart[rowTile][colTile + 1];
   Index c = Index(blockIdx.x) * colTile + threadIdx.x;
   Index begin = Index(blockIdx.y) * rowsPerChunk, end = std::min(a.rows, begin + rowsPerChunk);
   float dw = 0.f, db = 0.f;
   if (c < a.channels)
     for (Index n = begin + threadIdx.y; n < end; n += rowTile) {
-      float dy = a.dout[n * a.channels + c];
-      dw += dy * ((a.inp[n * a.channels + c] - a.mean[n]) * a.rstd[n]);
+      float dy = load(a.dout, n * a.channels + c);
+      dw += dy * ((load(a.inp, n * a.channels + c) - a.mean[n]) * a.rstd[n]);
       db += dy;
     }
   dwPart[threadIdx.y][threadIdx.x] = dw;
@@ -97,19 +99,17 @@ __global__ void layerNormBwdParamKernel(LayerNormArgs a, Index rowsPerChunk) {
   }
 }
 
-} // namespace
-
-cudaError_t layerNormFwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t forward(const LayerNormArgsOf<T> &a, cudaStream_t stream) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
     return cudaSuccess;
-  layerNormFwdKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0,
-                       stream>>>(a);
+  layerNormFwdKernel<T>
+      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-cudaError_t layerNormBwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t backward(const LayerNormArgsOf<T> &a, cudaStream_t stream) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
@@ -117,12 +117,27 @@ cudaError_t layerNormBwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
   // The parameter gradients first: they read dout and inp, which dinp may
   // then overwrite (each dinp block reads its whole row before writing it).
   const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
-  layerNormBwdParamKernel<<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+  layerNormBwdParamKernel<T><<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
-  layerNormBwdInpKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0,
-                          stream>>>(a);
+  layerNormBwdInpKernel<T>
+      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
   return cudaGetLastError();
+}
+
+} // namespace
+
+cudaError_t layerNormFwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
+  return forward(a, stream);
+}
+cudaError_t layerNormBwdCuda(const LayerNormArgs &a, cudaStream_t stream) {
+  return backward(a, stream);
+}
+cudaError_t layerNormFwdCuda(const LayerNormBf16Args &a, cudaStream_t stream) {
+  return forward(a, stream);
+}
+cudaError_t layerNormBwdCuda(const LayerNormBf16Args &a, cudaStream_t stream) {
+  return backward(a, stream);
 }
 
 } // namespace mist::kernels

@@ -11,6 +11,7 @@
 
 #include "stdlib/kernels/layernorm/LayerNorm.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 namespace mist::kernels {
@@ -21,5 +22,11 @@ cudaError_t layerNormFwdCuda(const LayerNormArgs &a, cudaStream_t stream);
 /// varies: not bitwise deterministic), then dinp (one block per row), which
 /// may therefore be the same buffer as dout.
 cudaError_t layerNormBwdCuda(const LayerNormArgs &a, cudaStream_t stream);
+
+/// bf16 activations and parameters, fp32 statistics, sums and parameter
+/// gradients; each bf16 output rounded once (stdlib/kernels/Storage.cuh).
+using LayerNormBf16Args = LayerNormArgsOf<__nv_bfloat16>;
+cudaError_t layerNormFwdCuda(const LayerNormBf16Args &a, cudaStream_t stream);
+cudaError_t layerNormBwdCuda(const LayerNormBf16Args &a, cudaStream_t stream);
 
 } // namespace mist::kernels

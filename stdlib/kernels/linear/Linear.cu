@@ -106,17 +106,22 @@ cublasStatus_t broadcastBias(T *out, const T *bias, Index rows, Index cols, cuda
 
 constexpr int kBiasColumns = 32, kBiasRowLanes = 16;
 
-/// dbias[o] += Σ_n dout[n, o]: a block sums 32 columns; its 16 row lanes
-/// each sum a strided subset of the rows, then lane 0 adds the 16 partial
-/// sums in a fixed order. Deterministic (no atomics).
+__device__ inline float widen(float x) { return x; }
+__device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+/// dbias[o] += Σ_n dout[n, o] (in fp32 whatever dout's type): a block sums
+/// 32 columns; its 16 row lanes each sum a strided subset of the rows, then
+/// lane 0 adds the 16 partial sums in a fixed order. Deterministic (no
+/// atomics).
+template <typename DoutT>
 __global__ void __launch_bounds__(kBiasColumns *kBiasRowLanes)
-    biasGradKernel(float *dbias, const float *dout, Index rows, Index cols) {
+    biasGradKernel(float *dbias, const DoutT *dout, Index rows, Index cols) {
   __shared__ float partial[kBiasRowLanes][kBiasColumns];
   Index col = Index(blockIdx.x) * kBiasColumns + threadIdx.x;
   float sum = 0.f;
   if (col < cols)
     for (Index n = threadIdx.y; n < rows; n += kBiasRowLanes)
-      sum += dout[n * cols + col];
+      sum += widen(dout[n * cols + col]);
   partial[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && col < cols) {
@@ -127,13 +132,14 @@ __global__ void __launch_bounds__(kBiasColumns *kBiasRowLanes)
   }
 }
 
-cublasStatus_t biasGrad(float *dbias, const float *dout, Index rows, Index cols,
+template <typename DoutT>
+cublasStatus_t biasGrad(float *dbias, const DoutT *dout, Index rows, Index cols,
                         cudaStream_t stream) {
   if (rows == 0 || cols == 0)
     return CUBLAS_STATUS_SUCCESS;
   Index blocks = (cols + kBiasColumns - 1) / kBiasColumns;
-  biasGradKernel<<<unsigned(blocks), dim3(kBiasColumns, kBiasRowLanes), 0, stream>>>(dbias, dout,
-                                                                                     rows, cols);
+  biasGradKernel<DoutT>
+      <<<unsigned(blocks), dim3(kBiasColumns, kBiasRowLanes), 0, stream>>>(dbias, dout, rows, cols);
   return cudaGetLastError() == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
@@ -303,6 +309,10 @@ cublasComputeType_t fp32Compute(const LinearContext &ctx) {
   return ctx.math() == LinearMath::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
 
+template <typename T> constexpr cudaDataType_t cudaTypeOf() {
+  return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
+}
+
 /// The forward of any type: out[N,O] = x[N,I] W[I,O] + bias.
 template <typename OutT>
 cublasStatus_t forward(LinearContext &ctx, OutT *out, const void *inp, const void *weight,
@@ -321,10 +331,57 @@ cublasStatus_t forward(LinearContext &ctx, OutT *out, const void *inp, const voi
   g.b = inp, g.ldb = in;
   g.c = out, g.ldc = outFeatures;
   g.typeAB = typeAB;
-  g.typeC = std::is_same_v<OutT, float> ? CUDA_R_32F : CUDA_R_16BF;
+  g.typeC = cudaTypeOf<OutT>();
   g.compute = compute;
   g.bias = bias;
   return gemm<OutT>(ctx, g, stream);
+}
+
+/// The backward of any type (Args: LinearArgs or LinearBf16Args): T is the
+/// activations' and weight's type, dweight and dbias are fp32.
+template <typename Args>
+cublasStatus_t backward(LinearContext &c, const Args &a, cublasComputeType_t compute,
+                        cudaStream_t stream) {
+  using T = std::remove_const_t<std::remove_pointer_t<decltype(a.inp)>>;
+  const Index N = a.rows, I = a.in, O = a.outFeatures;
+  if (badSizes(N, I, O))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  bool any = N && I && O;
+  if ((any && !a.dout) || (any && a.dinp && !a.weight) || (any && a.dweight && !a.inp) ||
+      (N && O && a.dbias && !a.dout))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (a.dinp && N && I) {
+    if (O == 0) { // an empty sum
+      if (cudaMemsetAsync(a.dinp, 0, size_t(N * I) * sizeof(T), stream) != cudaSuccess)
+        return CUBLAS_STATUS_EXECUTION_FAILED;
+    } else { // dxᵀ[I,N] = op_T(W as col-major [O,I]) dyᵀ[O,N]
+      Gemm g;
+      g.transA = CUBLAS_OP_T;
+      g.m = I, g.n = N, g.k = O;
+      g.a = a.weight, g.lda = O;
+      g.b = a.dout, g.ldb = O;
+      g.c = a.dinp, g.ldc = I;
+      g.typeAB = g.typeC = cudaTypeOf<T>();
+      g.compute = compute;
+      MIST_LT_TRY(gemm<T>(c, g, stream));
+    }
+  }
+  if (any && a.dweight) { // dWᵀ[O,I] += dyᵀ[O,N] op_T(x as col-major [I,N])
+    Gemm g;
+    g.transB = CUBLAS_OP_T;
+    g.m = O, g.n = I, g.k = N;
+    g.a = a.dout, g.lda = O;
+    g.b = a.inp, g.ldb = I;
+    g.c = a.dweight, g.ldc = O;
+    g.typeAB = cudaTypeOf<T>();
+    g.typeC = CUDA_R_32F;
+    g.compute = compute;
+    g.beta = 1.f;
+    MIST_LT_TRY(gemm<float>(c, g, stream));
+  }
+  if (a.dbias)
+    return biasGrad(a.dbias, a.dout, N, O, stream);
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 } // namespace
@@ -341,42 +398,18 @@ cublasStatus_t linearFwdCuda(const LinearArgs &a, cudaStream_t stream, LinearCon
 
 cublasStatus_t linearBwdCuda(const LinearArgs &a, cudaStream_t stream, LinearContext *ctx) {
   LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
-  const Index N = a.rows, I = a.in, O = a.outFeatures;
-  if (badSizes(N, I, O))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  bool any = N && I && O;
-  if ((any && !a.dout) || (any && a.dinp && !a.weight) || (any && a.dweight && !a.inp) ||
-      (N && O && a.dbias && !a.dout))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  if (a.dinp && N && I) {
-    if (O == 0) { // an empty sum
-      if (cudaMemsetAsync(a.dinp, 0, size_t(N * I) * sizeof(float), stream) != cudaSuccess)
-        return CUBLAS_STATUS_EXECUTION_FAILED;
-    } else { // dxᵀ[I,N] = op_T(W as col-major [O,I]) dyᵀ[O,N]
-      Gemm g;
-      g.transA = CUBLAS_OP_T;
-      g.m = I, g.n = N, g.k = O;
-      g.a = a.weight, g.lda = O;
-      g.b = a.dout, g.ldb = O;
-      g.c = a.dinp, g.ldc = I;
-      g.compute = fp32Compute(c);
-      MIST_LT_TRY(gemm<float>(c, g, stream));
-    }
-  }
-  if (any && a.dweight) { // dWᵀ[O,I] += dyᵀ[O,N] op_T(x as col-major [I,N])
-    Gemm g;
-    g.transB = CUBLAS_OP_T;
-    g.m = O, g.n = I, g.k = N;
-    g.a = a.dout, g.lda = O;
-    g.b = a.inp, g.ldb = I;
-    g.c = a.dweight, g.ldc = O;
-    g.compute = fp32Compute(c);
-    g.beta = 1.f;
-    MIST_LT_TRY(gemm<float>(c, g, stream));
-  }
-  if (a.dbias)
-    return biasGrad(a.dbias, a.dout, N, O, stream);
-  return CUBLAS_STATUS_SUCCESS;
+  return backward(c, a, fp32Compute(c), stream);
+}
+
+cublasStatus_t linearFwdCuda(const LinearBf16Args &a, cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  return forward<__nv_bfloat16>(c, a.out, a.inp, a.weight, a.bias, a.rows, a.in, a.outFeatures,
+                                CUDA_R_16BF, CUBLAS_COMPUTE_32F, stream);
+}
+
+cublasStatus_t linearBwdCuda(const LinearBf16Args &a, cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  return backward(c, a, CUBLAS_COMPUTE_32F, stream);
 }
 
 cublasStatus_t linearFwdBf16Cuda(float *out, const __nv_bfloat16 *inp, const __nv_bfloat16 *weight,

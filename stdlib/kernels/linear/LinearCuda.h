@@ -21,8 +21,8 @@
 /// tests compare with the CPU reference tightly). A context created with
 /// LinearMath::Tf32 uses CUBLAS_COMPUTE_32F_FAST_TF32 instead (tensor cores,
 /// 10-bit mantissa products, fp32 accumulation: about 1e-3 relative error).
-/// The production path of the GPU trainer is linearFwdBf16Cuda: bf16 inputs
-/// and weights, fp32 accumulation, fp32 or bf16 output.
+/// bf16 plans run the LinearBf16Args overloads: bf16 operands, fp32
+/// accumulation, fp32 weight and bias gradients.
 ///
 /// Plain C++ can include this header (it needs the CUDA include directories,
 /// which linking mistKernelsCuda provides).
@@ -95,15 +95,44 @@ cublasStatus_t linearFwdCuda(const LinearArgs &a, cudaStream_t stream,
 cublasStatus_t linearBwdCuda(const LinearArgs &a, cudaStream_t stream,
                              LinearContext *ctx = nullptr);
 
-/// The intended production forward: bf16 inp [rows, in] and weight
-/// [in, outFeatures] (row-major, as in LinearArgs), fp32 accumulation
-/// (CUBLAS_COMPUTE_32F, whatever the context's LinearMath), fp32 output. The
-/// bias, if any, has the output's type (cuBLASLt's rule for its bias epilogue).
+/// The linear layer of a bf16 plan: bf16 activations, weights and bias, fp32
+/// gradients of the weight and bias (the default grad_dtype), fp32
+/// accumulation in every GEMM (CUBLAS_COMPUTE_32F, whatever the context's
+/// LinearMath). The same contract as LinearArgs; bf16 outputs (out, dinp)
+/// are rounded once, after the fp32 sum (and the bias).
+struct LinearBf16Args {
+  __nv_bfloat16 *out;          ///< [N, Out]
+  const __nv_bfloat16 *inp;    ///< [N, In]
+  const __nv_bfloat16 *weight; ///< [In, Out]
+  const __nv_bfloat16 *bias;   ///< [Out] or null
+  __nv_bfloat16 *dinp;         ///< [N, In], = in backward (may be null)
+  float *dweight;              ///< [In, Out], += in backward (may be null)
+  float *dbias;                ///< [Out], += in backward (may be null)
+  const __nv_bfloat16 *dout;   ///< [N, Out]
+  Index rows, in, outFeatures;
+};
+
+/// out = inp weight + bias, the bias through the cuBLASLt epilogue.
+cublasStatus_t linearFwdCuda(const LinearBf16Args &a, cudaStream_t stream,
+                             LinearContext *ctx = nullptr);
+
+/// dinp = dout weightᵀ (bf16, if dinp), dweight += inpᵀ dout (bf16 operands,
+/// an fp32 C with beta = 1, if dweight), dbias += Σ_rows dout (fp32 sums of
+/// the bf16 rows, the fp32 path's deterministic kernel, if dbias).
+cublasStatus_t linearBwdCuda(const LinearBf16Args &a, cudaStream_t stream,
+                             LinearContext *ctx = nullptr);
+
+/// A bare bf16 GEMM for the profiler: bf16 inp [rows, in] and weight
+/// [in, outFeatures] (row-major, as in LinearArgs), fp32 accumulation, fp32
+/// output. The bias, if any, has the output's type (cuBLASLt's rule for its
+/// bias epilogue).
 cublasStatus_t linearFwdBf16Cuda(float *out, const __nv_bfloat16 *inp, const __nv_bfloat16 *weight,
                                  const float *bias, Index rows, Index in, Index outFeatures,
                                  cudaStream_t stream, LinearContext *ctx = nullptr);
+
 /// The same with a bf16 output (rounded once, after the fp32 accumulation
-/// and the bias) and a bf16 bias.
+/// and the bias) and a bf16 bias: linearFwdCuda(LinearBf16Args) without the
+/// struct.
 cublasStatus_t linearFwdBf16Cuda(__nv_bfloat16 *out, const __nv_bfloat16 *inp,
                                  const __nv_bfloat16 *weight, const __nv_bfloat16 *bias, Index rows,
                                  Index in, Index outFeatures, cudaStream_t stream,

@@ -8,6 +8,7 @@
 #include "stdlib/kernels/rmsnorm/RMSNormCuda.h"
 
 #include "stdlib/kernels/BlockReduce.cuh"
+#include "stdlib/kernels/Storage.cuh"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -18,33 +19,33 @@ namespace {
 
 using namespace mist::kernels::cuda;
 
-__global__ void rmsNormFwdKernel(RMSNormArgs a) {
+template <typename T> __global__ void rmsNormFwdKernel(RMSNormArgsOf<T> a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const float *x = a.inp + n * a.channels;
+    const T *x = a.inp + n * a.channels;
     float sq = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      sq += x[c] * x[c];
+      sq += load(x, c) * load(x, c);
     float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
     if (threadIdx.x == 0)
       a.rstd[n] = s;
-    float *y = a.out + n * a.channels;
+    T *y = a.out + n * a.channels;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      y[c] = x[c] * s * a.weight[c];
+      store(y, c, load(x, c) * s * load(a.weight, c));
   }
 }
 
 /// dx = s * g - x * s^3 * mean(g * x) with g = dy * w.
-__global__ void rmsNormBwdInpKernel(RMSNormArgs a) {
+template <typename T> __global__ void rmsNormBwdInpKernel(RMSNormArgsOf<T> a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const float *x = a.inp + n * a.channels, *dy = a.dout + n * a.channels;
+    const T *x = a.inp + n * a.channels, *dy = a.dout + n * a.channels;
     float s = a.rstd[n];
     float gxSum = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      gxSum += dy[c] * a.weight[c] * x[c];
+      gxSum += load(dy, c) * load(a.weight, c) * load(x, c);
     float gx = blockSum(gxSum) / float(a.channels);
-    float *dx = a.dinp + n * a.channels;
+    T *dx = a.dinp + n * a.channels;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      dx[c] = s * dy[c] * a.weight[c] - x[c] * s * s * s * gx;
+      store(dx, c, s * load(dy, c) * load(a.weight, c) - load(x, c) * s * s * s * gx);
   }
 }
 
@@ -53,14 +54,15 @@ __global__ void rmsNormBwdInpKernel(RMSNormArgs a) {
 /// sum goes straight in (deterministic); with several, each chunk's partial
 /// sum is added with an fp32 atomicAdd, so the order of the additions,
 /// hence the last bits, may vary from run to run.
-__global__ void rmsNormBwdParamKernel(RMSNormArgs a, Index rowsPerChunk) {
+template <typename T>
+__global__ void rmsNormBwdParamKernel(RMSNormArgsOf<T> a, Index rowsPerChunk) {
   __shared__ float dwPart[rowTile][colTile + 1];
   Index c = Index(blockIdx.x) * colTile + threadIdx.x;
   Index begin = Index(blockIdx.y) * rowsPerChunk, end = std::min(a.rows, begin + rowsPerChunk);
   float dw = 0.f;
   if (c < a.channels)
     for (Index n = begin + threadIdx.y; n < end; n += rowTile)
-      dw += a.dout[n * a.channels + c] * a.inp[n * a.channels + c] * a.rstd[n];
+      dw += load(a.dout, n * a.channels + c) * load(a.inp, n * a.channels + c) * a.rstd[n];
   dwPart[threadIdx.y][threadIdx.x] = dw;
   __syncthreads();
   if (threadIdx.y != 0 || c >= a.channels)
@@ -73,19 +75,17 @@ __global__ void rmsNormBwdParamKernel(RMSNormArgs a, Index rowsPerChunk) {
     atomicAdd(a.dweight + c, dw);
 }
 
-} // namespace
-
-cudaError_t rmsNormFwdCuda(const RMSNormArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t forward(const RMSNormArgsOf<T> &a, cudaStream_t stream) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
     return cudaSuccess;
-  rmsNormFwdKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(
-      a);
+  rmsNormFwdKernel<T>
+      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-cudaError_t rmsNormBwdCuda(const RMSNormArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t backward(const RMSNormArgsOf<T> &a, cudaStream_t stream) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
@@ -93,12 +93,25 @@ cudaError_t rmsNormBwdCuda(const RMSNormArgs &a, cudaStream_t stream) {
   // The parameter gradients first: they read dout and inp, which dinp may
   // then overwrite (each dinp block reads its whole row before writing it).
   const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
-  rmsNormBwdParamKernel<<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+  rmsNormBwdParamKernel<T><<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
-  rmsNormBwdInpKernel<<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0,
-                        stream>>>(a);
+  rmsNormBwdInpKernel<T>
+      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
   return cudaGetLastError();
+}
+
+} // namespace
+
+cudaError_t rmsNormFwdCuda(const RMSNormArgs &a, cudaStream_t stream) { return forward(a, stream); }
+cudaError_t rmsNormBwdCuda(const RMSNormArgs &a, cudaStream_t stream) {
+  return backward(a, stream);
+}
+cudaError_t rmsNormFwdCuda(const RMSNormBf16Args &a, cudaStream_t stream) {
+  return forward(a, stream);
+}
+cudaError_t rmsNormBwdCuda(const RMSNormBf16Args &a, cudaStream_t stream) {
+  return backward(a, stream);
 }
 
 } // namespace mist::kernels

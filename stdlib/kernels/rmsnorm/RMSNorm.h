@@ -5,17 +5,20 @@
 
 namespace mist::kernels {
 
-struct RMSNormArgs {
-  float *out;          ///< [N, C]
-  float *rstd;         ///< [N], saved for backward
-  const float *inp;    ///< [N, C]
-  const float *weight; ///< [C]
-  float *dinp;         ///< [N, C], = in backward
-  float *dweight;      ///< [C], += in backward
-  const float *dout;   ///< [N, C]
+/// T is the storage type of the activations and the weight: float here; the
+/// CUDA kernels also take bf16 (RMSNormCuda.h). rstd and dweight are fp32.
+template <typename T> struct RMSNormArgsOf {
+  T *out;          ///< [N, C]
+  float *rstd;     ///< [N], saved for backward
+  const T *inp;    ///< [N, C]
+  const T *weight; ///< [C]
+  T *dinp;         ///< [N, C], = in backward
+  float *dweight;  ///< [C], += in backward
+  const T *dout;   ///< [N, C]
   Index rows, channels;
   float eps;
 };
+using RMSNormArgs = RMSNormArgsOf<float>;
 void rmsNormFwdRef(const RMSNormArgs &a);
 void rmsNormBwdRef(const RMSNormArgs &a);
 

@@ -11,6 +11,7 @@
 
 #include "stdlib/kernels/rmsnorm/RMSNorm.h"
 
+#include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
 namespace mist::kernels {
@@ -21,5 +22,11 @@ cudaError_t rmsNormFwdCuda(const RMSNormArgs &a, cudaStream_t stream);
 /// bitwise deterministic), then dinp (one block per row), which may
 /// therefore be the same buffer as dout.
 cudaError_t rmsNormBwdCuda(const RMSNormArgs &a, cudaStream_t stream);
+
+/// bf16 activations and weight, fp32 statistics, sums and weight gradient;
+/// each bf16 output rounded once (stdlib/kernels/Storage.cuh).
+using RMSNormBf16Args = RMSNormArgsOf<__nv_bfloat16>;
+cudaError_t rmsNormFwdCuda(const RMSNormBf16Args &a, cudaStream_t stream);
+cudaError_t rmsNormBwdCuda(const RMSNormBf16Args &a, cudaStream_t stream);
 
 } // namespace mist::kernels

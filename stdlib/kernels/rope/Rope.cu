@@ -7,6 +7,7 @@
 /// of the dims past R. An odd last rotated element is left untouched, as in
 /// the reference.
 //===----------------------------------------------------------------------===//
+#include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/rope/RopeCuda.h"
 
 #include <algorithm>
@@ -19,14 +20,14 @@ namespace {
 constexpr int threads = 256;
 constexpr Index maxBlocks = 4096; // the grid-stride loop covers the rest
 
-__global__ void ropeKernel(RopeArgs a) {
+template <typename T> __global__ void ropeKernel(RopeArgsOf<T> a) {
   const Index R = a.rotaryDim > 0 ? a.rotaryDim : a.headDim; // RopeArgs::rotated(), on the device
   const Index pairs = R / 2, total = a.batch * a.seq * pairs;
   Index stride = Index(gridDim.x) * blockDim.x;
   const Index rest = a.headDim - R, copies = a.batch * a.seq * a.heads * rest;
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < copies; k += stride) {
     Index at = (k / rest) * a.headDim + R + k % rest;
-    a.out[at] = a.inp[at];
+    a.out[at] = a.inp[at]; // exact in either type
   }
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     Index token = k / pairs, i = 2 * (k % pairs), t = token % a.seq;
@@ -36,16 +37,14 @@ __global__ void ropeKernel(RopeArgs a) {
     float c = float(cd), s = float(sd) * (a.inverse ? -1.f : 1.f);
     for (Index h = 0; h < a.heads; ++h) {
       Index at = (token * a.heads + h) * a.headDim + i;
-      float x0 = a.inp[at], x1 = a.inp[at + 1];
-      a.out[at] = x0 * c - x1 * s;
-      a.out[at + 1] = x0 * s + x1 * c;
+      float x0 = load(a.inp, at), x1 = load(a.inp, at + 1);
+      store(a.out, at, x0 * c - x1 * s);
+      store(a.out, at + 1, x0 * s + x1 * c);
     }
   }
 }
 
-} // namespace
-
-cudaError_t ropeCuda(const RopeArgs &a, cudaStream_t stream) {
+template <typename T> cudaError_t rope(const RopeArgsOf<T> &a, cudaStream_t stream) {
   if (a.batch < 0 || a.seq < 0 || a.heads < 0 || a.headDim < 0 || a.rotaryDim < 0 ||
       a.rotaryDim > a.headDim)
     return cudaErrorInvalidValue;
@@ -53,8 +52,13 @@ cudaError_t ropeCuda(const RopeArgs &a, cudaStream_t stream) {
   if (total == 0 || a.heads == 0)
     return cudaSuccess;
   Index blocks = std::min((total + threads - 1) / threads, maxBlocks);
-  ropeKernel<<<unsigned(blocks), threads, 0, stream>>>(a);
+  ropeKernel<T><<<unsigned(blocks), threads, 0, stream>>>(a);
   return cudaGetLastError();
 }
+
+} // namespace
+
+cudaError_t ropeCuda(const RopeArgs &a, cudaStream_t stream) { return rope(a, stream); }
+cudaError_t ropeCuda(const RopeBf16Args &a, cudaStream_t stream) { return rope(a, stream); }
 
 } // namespace mist::kernels

@@ -10,15 +10,17 @@ namespace mist::kernels {
 /// other D - R dims (partial rotary, as GPT-NeoX's rotary_pct; R = D when
 /// rotaryDim is 0). Backward applies the inverse rotation, so `out`/`inp`
 /// may be dinp/dout.
-struct RopeArgs {
-  float *out;
-  const float *inp;
+/// T is the storage type: float here; the CUDA kernel also takes bf16.
+template <typename T> struct RopeArgsOf {
+  T *out;
+  const T *inp;
   Index batch, seq, heads, headDim;
   float theta = 10000.f;
   bool inverse = false; ///< backward
   Index rotaryDim = 0;  ///< leading dims of a head that rotate (0: all)
   Index rotated() const { return rotaryDim > 0 ? rotaryDim : headDim; }
 };
+using RopeArgs = RopeArgsOf<float>;
 void ropeRef(const RopeArgs &a);
 
 } // namespace mist::kernels
