@@ -94,11 +94,16 @@ private:
 
 void NcclCommunicator::synchronize() {
   // cudaStreamSynchronize would wait for ever if a peer died or the network
-  // failed; NCCL reports those through ncclCommGetAsyncError.
+  // failed; NCCL reports those through ncclCommGetAsyncError. Waiting for
+  // workStream waits for everything this communicator issued, on any stream.
+  orderAfterEarlierWork(workStream);
   for (;;) {
     cudaError_t state = cudaStreamQuery(workStream);
-    if (state == cudaSuccess)
+    if (state == cudaSuccess) {
+      lastStream = nullptr; // nothing of ours is in flight
+
       return;
+    }
     if (state != cudaErrorNotReady)
       checkCuda(state, "cudaStreamQuery");
     ncclResult_t async = ncclSuccess;
@@ -107,6 +112,16 @@ void NcclCommunicator::synchronize() {
       checkNccl(async, "NCCL operation (asynchronous error)");
     std::this_thread::yield();
   }
+}
+
+void NcclCommunicator::orderAfterEarlierWork(cudaStream_t s) {
+  if (lastStream && lastStream != s)
+    checkCuda(cudaStreamWaitEvent(s, lastIssued, 0), "cudaStreamWaitEvent");
+}
+
+void NcclCommunicator::noteIssued(cudaStream_t s) {
+  checkCuda(cudaEventRecord(lastIssued, s), "cudaEventRecord");
+  lastStream = s;
 }
 
 //===----------------------------------------------------------------------===//
@@ -158,6 +173,7 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<MpiCommunicator> bootstrapGro
     fail("MPI_Bcast of the ncclUniqueId", "MPI error code " + std::to_string(rc));
   checkNccl(ncclCommInitRank(&comm, groupSize, id, myRank), "ncclCommInitRank");
   checkCuda(cudaStreamCreateWithFlags(&workStream, cudaStreamDefault), "cudaStreamCreate");
+  checkCuda(cudaEventCreateWithFlags(&lastIssued, cudaEventDisableTiming), "cudaEventCreate");
   checkCuda(cudaMalloc(reinterpret_cast<void **>(&scratch), sizeof(double)), "cudaMalloc");
 }
 
@@ -175,6 +191,7 @@ NcclCommunicator::~NcclCommunicator() {
   for (DeviceBuffer &b : sendBuffers)
     release(cudaFree(b.data), "cudaFree");
   release(cudaFree(scratch), "cudaFree");
+  release(cudaEventDestroy(lastIssued), "cudaEventDestroy");
   release(cudaStreamDestroy(workStream), "cudaStreamDestroy");
 }
 
@@ -193,21 +210,43 @@ namespace {
 ncclDataType_t ncclType(DType t) { return t == DType::BF16 ? ncclBfloat16 : ncclFloat; }
 } // namespace
 
-void NcclCommunicator::allReduceSum(void *buffer, size_t n, DType type) {
+void NcclCommunicator::allReduceSum(void *data, size_t n, DType type) {
+  allReduceSumOn(workStream, data, n, type);
+  synchronize();
+}
+
+void NcclCommunicator::allGather(const void *in, void *out, size_t nPerRank, DType type) {
+  allGatherOn(workStream, in, out, nPerRank, type);
+  synchronize();
+}
+
+void NcclCommunicator::reduceScatterSum(const void *in, void *out, size_t nPerRank, DType type) {
+  reduceScatterSumOn(workStream, in, out, nPerRank, type);
+  synchronize();
+}
+
+void NcclCommunicator::broadcast(void *data, size_t n, int root, DType type) {
+  broadcastOn(workStream, data, n, root, type);
+  synchronize();
+}
+
+void NcclCommunicator::allReduceSumOn(cudaStream_t stream, void *buffer, size_t n, DType type) {
   std::byte *data = static_cast<std::byte *>(buffer);
   const size_t width = bytesOf(type);
   OnDevice on(*this);
   checkDeviceBuffer(data, n * width, "allReduceSum");
   flushQueuedSends();
+  orderAfterEarlierWork(stream);
   inChunks(n, maxPerCall, [&](size_t offset, size_t count) {
     checkNccl(ncclAllReduce(data + offset * width, data + offset * width, count, ncclType(type),
-                            ncclSum, comm, workStream),
+                            ncclSum, comm, stream),
               "ncclAllReduce");
   });
-  synchronize();
+  noteIssued(stream);
 }
 
-void NcclCommunicator::allGather(const void *inData, void *outData, size_t nPerRank, DType type) {
+void NcclCommunicator::allGatherOn(cudaStream_t stream, const void *inData, void *outData,
+                                   size_t nPerRank, DType type) {
   const std::byte *in = static_cast<const std::byte *>(inData);
   std::byte *out = static_cast<std::byte *>(outData);
   const size_t width = bytesOf(type);
@@ -215,12 +254,12 @@ void NcclCommunicator::allGather(const void *inData, void *outData, size_t nPerR
   checkDeviceBuffer(in, nPerRank * width, "allGather");
   checkDeviceBuffer(out, nPerRank * width, "allGather");
   flushQueuedSends();
+  orderAfterEarlierWork(stream);
   size_t ranks = static_cast<size_t>(groupSize);
   if (nPerRank <= maxPerCall / ranks) {
     if (nPerRank > 0)
-      checkNccl(ncclAllGather(in, out, nPerRank, ncclType(type), comm, workStream),
-                "ncclAllGather");
-    synchronize();
+      checkNccl(ncclAllGather(in, out, nPerRank, ncclType(type), comm, stream), "ncclAllGather");
+    noteIssued(stream);
     return;
   }
   // NCCL has no strided receive type; instead each chunk is one group of
@@ -231,15 +270,15 @@ void NcclCommunicator::allGather(const void *inData, void *outData, size_t nPerR
     checkNccl(ncclGroupStart(), "ncclGroupStart");
     for (int root = 0; root < groupSize; ++root)
       checkNccl(ncclBroadcast(in + offset * width, out + (root * nPerRank + offset) * width, count,
-                              ncclType(type), root, comm, workStream),
+                              ncclType(type), root, comm, stream),
                 "ncclBroadcast");
     checkNccl(ncclGroupEnd(), "ncclGroupEnd (all-gather)");
   });
-  synchronize();
+  noteIssued(stream);
 }
 
-void NcclCommunicator::reduceScatterSum(const void *inData, void *outData, size_t nPerRank,
-                                        DType type) {
+void NcclCommunicator::reduceScatterSumOn(cudaStream_t stream, const void *inData, void *outData,
+                                          size_t nPerRank, DType type) {
   const std::byte *in = static_cast<const std::byte *>(inData);
   std::byte *out = static_cast<std::byte *>(outData);
   const size_t width = bytesOf(type);
@@ -247,12 +286,13 @@ void NcclCommunicator::reduceScatterSum(const void *inData, void *outData, size_
   checkDeviceBuffer(in, nPerRank * width, "reduceScatterSum");
   checkDeviceBuffer(out, nPerRank * width, "reduceScatterSum");
   flushQueuedSends();
+  orderAfterEarlierWork(stream);
   size_t ranks = static_cast<size_t>(groupSize);
   if (nPerRank <= maxPerCall / ranks) {
     if (nPerRank > 0)
-      checkNccl(ncclReduceScatter(in, out, nPerRank, ncclType(type), ncclSum, comm, workStream),
+      checkNccl(ncclReduceScatter(in, out, nPerRank, ncclType(type), ncclSum, comm, stream),
                 "ncclReduceScatter");
-    synchronize();
+    noteIssued(stream);
     return;
   }
   // As in the MPI backend, a huge reduce-scatter is one reduce per member's
@@ -263,30 +303,33 @@ void NcclCommunicator::reduceScatterSum(const void *inData, void *outData, size_
     checkNccl(ncclGroupStart(), "ncclGroupStart");
     for (int root = 0; root < groupSize; ++root)
       checkNccl(ncclReduce(in + (root * nPerRank + offset) * width, out + offset * width, count,
-                           ncclType(type), ncclSum, root, comm, workStream),
+                           ncclType(type), ncclSum, root, comm, stream),
                 "ncclReduce");
     checkNccl(ncclGroupEnd(), "ncclGroupEnd (reduce-scatter)");
   });
-  synchronize();
+  noteIssued(stream);
 }
 
-void NcclCommunicator::broadcast(void *buffer, size_t n, int root, DType type) {
+void NcclCommunicator::broadcastOn(cudaStream_t stream, void *buffer, size_t n, int root,
+                                   DType type) {
   std::byte *data = static_cast<std::byte *>(buffer);
   const size_t width = bytesOf(type);
   OnDevice on(*this);
   checkDeviceBuffer(data, n * width, "broadcast");
   flushQueuedSends();
+  orderAfterEarlierWork(stream);
   inChunks(n, maxPerCall, [&](size_t offset, size_t count) {
     checkNccl(ncclBroadcast(data + offset * width, data + offset * width, count, ncclType(type),
-                            root, comm, workStream),
+                            root, comm, stream),
               "ncclBroadcast");
   });
-  synchronize();
+  noteIssued(stream);
 }
 
 double NcclCommunicator::allReduceScalar(double v, ncclRedOp_t op, const char *call) {
   OnDevice on(*this);
   flushQueuedSends();
+  orderAfterEarlierWork(workStream);
   double result = 0;
   checkCuda(cudaMemcpyAsync(scratch, &v, sizeof v, cudaMemcpyHostToDevice, workStream),
             "cudaMemcpyAsync");
@@ -310,6 +353,7 @@ void NcclCommunicator::barrier() {
   // has joined it. The scratch value is irrelevant.
   OnDevice on(*this);
   flushQueuedSends();
+  orderAfterEarlierWork(workStream);
   checkNccl(ncclAllReduce(scratch, scratch, 1, ncclDouble, ncclSum, comm, workStream),
             "ncclAllReduce (barrier)");
   synchronize();
@@ -343,9 +387,11 @@ void NcclCommunicator::issueQueuedSends() {
 void NcclCommunicator::flushQueuedSends() {
   if (queued.empty())
     return;
+  orderAfterEarlierWork(workStream);
   checkNccl(ncclGroupStart(), "ncclGroupStart");
   issueQueuedSends();
   checkNccl(ncclGroupEnd(), "ncclGroupEnd (queued sends)");
+  noteIssued(workStream);
   // The caller synchronizes; the buffers are free again once it has.
   queued.clear();
 }
@@ -354,6 +400,7 @@ void NcclCommunicator::send(const void *data, size_t bytes, int peer, int /*tag*
   checkPeer(peer, "send");
   OnDevice on(*this);
   checkDeviceBuffer(data, bytes, "send");
+  orderAfterEarlierWork(workStream);
   checkNccl(ncclGroupStart(), "ncclGroupStart");
   issueQueuedSends();
   issueSend(data, bytes, peer);
@@ -368,6 +415,7 @@ void NcclCommunicator::recv(void *data, size_t bytes, int peer, int /*tag*/) {
   checkDeviceBuffer(data, bytes, "recv");
   // The queued sends progress together with this recv: two neighbours that
   // postSend to each other and then recv from each other do not deadlock.
+  orderAfterEarlierWork(workStream);
   checkNccl(ncclGroupStart(), "ncclGroupStart");
   issueQueuedSends();
   issueRecv(data, bytes, peer);
@@ -385,8 +433,8 @@ void NcclCommunicator::postSend(const void *data, size_t bytes, int peer, int /*
     sendBuffers.resize(index + 1);
   DeviceBuffer &buffer = sendBuffers[index];
   if (buffer.capacity < bytes) {
-    // Nothing queued uses this buffer; the stream is idle (every call
-    // synchronizes), so it can be replaced at once.
+    // Nothing queued uses this buffer; a flushed send that may still read it
+    // is ordered before cudaFree, which waits for the device.
     checkCuda(cudaFree(buffer.data), "cudaFree");
     buffer = {};
     checkCuda(cudaMalloc(&buffer.data, bytes), "cudaMalloc");

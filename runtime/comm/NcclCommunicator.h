@@ -16,13 +16,20 @@
 /// for its own duration and restores the caller's device afterwards.
 ///
 /// Streams: the communicator owns one CUDA stream (a blocking stream, so it
-/// is ordered with work on the legacy default stream) and issues all its
-/// work on it. In this first version every call synchronizes that stream
-/// before it returns, so it honours Communicator's blocking contract: the
-/// outputs are ready for any stream, and the inputs may be reused, when the
-/// call returns. Inputs written by kernels on another non-default stream
-/// must be complete (synchronized by the caller) before the call. A later
-/// version will expose events instead of synchronizing.
+/// is ordered with work on the legacy default stream). The Communicator
+/// calls issue their work on it and synchronize it before they return, so
+/// they honour Communicator's blocking contract: the outputs are ready for
+/// any stream, and the inputs may be reused, when the call returns. Inputs
+/// written by kernels on another non-default stream must be complete
+/// (synchronized by the caller) before the call. The `...On(stream, ...)`
+/// collectives are the stream-ordered ones a GPU trainer uses: enqueued on
+/// the caller's stream behind its earlier work, returning at once, their
+/// outputs ready in that stream's order (other streams wait for an event),
+/// as a kernel's are. Every operation of the communicator, on whatever
+/// stream, runs after the ones issued before it (an event joins the
+/// streams), so the members' NCCL calls meet in program order; a blocking
+/// call waits for all of them. Asynchronous NCCL errors of stream-ordered
+/// work surface at the next blocking call (the trainer makes one per step).
 ///
 /// Bootstrap: NCCL needs one ncclUniqueId shared by the group; rank 0
 /// creates it and MPI_Bcast sends it over an MpiCommunicator of the same
@@ -122,6 +129,14 @@ public:
   /// but still take part in the MPI split.
   std::unique_ptr<Communicator> split(int color, int key) override;
 
+  /// Stream-ordered collectives (see Streams above): the blocking calls'
+  /// semantics, enqueued on `stream` and not waited for.
+  void allReduceSumOn(cudaStream_t stream, void *data, size_t n, DType type);
+  void allGatherOn(cudaStream_t stream, const void *in, void *out, size_t nPerRank, DType type);
+  void reduceScatterSumOn(cudaStream_t stream, const void *in, void *out, size_t nPerRank,
+                          DType type);
+  void broadcastOn(cudaStream_t stream, void *data, size_t n, int root, DType type);
+
   int device() const { return cudaDevice; }
   cudaStream_t stream() const { return workStream; }
   ncclComm_t handle() const { return comm; }
@@ -159,13 +174,21 @@ private:
   void issueQueuedSends();
   /// Issues the queued postSends in a group of their own, if any.
   void flushQueuedSends();
-  /// Waits for the stream, polling NCCL for asynchronous errors.
+  /// Waits for everything this communicator issued, on any stream,
+  /// polling NCCL for asynchronous errors.
   void synchronize();
+  /// Makes `s` wait for the communicator's last operation if that went to
+  /// another stream; noteIssued records the one just issued on `s`.
+  void orderAfterEarlierWork(cudaStream_t s);
+  void noteIssued(cudaStream_t s);
   double allReduceScalar(double v, ncclRedOp_t op, const char *call);
 
   std::unique_ptr<MpiCommunicator> bootstrap;
   ncclComm_t comm = nullptr;
   cudaStream_t workStream = nullptr;
+  /// The last operation issued, and its stream (null: none in flight).
+  cudaEvent_t lastIssued = nullptr;
+  cudaStream_t lastStream = nullptr;
   int cudaDevice = 0;
   int myRank = 0, groupSize = 1;
   size_t maxPerCall;
