@@ -53,8 +53,14 @@ else
   "$nvcc" -std=c++20 -O2 -I"$src" -c "$train" -o "$out.o"
   # NCCL: where CMake found it for this build (the CUDA toolkit's, or the system's).
   nccl=$(sed -n 's/^NCCL_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt" | grep -v NOTFOUND || true)
-  mpicxx "$out.o" "${libs[@]/#/$build/}" "${nccl:--lnccl}" -L"$cudaLib" -lcublasLt -lcudart \
-    -Wl,-rpath,"$cudaLib" -o "$out"
+  # cuDNN and NVRTC for the bf16 attention, where CMake found cuDNN for this build
+  # (stdlib/kernels/CMakeLists.txt; empty without it, absent in older build folders).
+  extra=()
+  if [[ -f $build/stdlib/kernels/cuda-kernels-link.txt ]]; then
+    read -r -a extra <"$build/stdlib/kernels/cuda-kernels-link.txt" || true
+  fi
+  mpicxx "$out.o" "${libs[@]/#/$build/}" "${nccl:--lnccl}" "${extra[@]}" -L"$cudaLib" -lcublasLt \
+    -lcudart -Wl,-rpath,"$cudaLib" -o "$out"
   rm -f "$out.o"
 fi
 echo "built $out ($kind trainer)"

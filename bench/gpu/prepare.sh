@@ -3,9 +3,10 @@
 # GPU verification (run-all.sh) needs and cannot make there, since mistc does
 # not build on the GPU host: the tiny GPT's train.cu for the GPU-against-CPU
 # check, and the single-GPU GPT-3 trainers with their predictions
-# (bench/h100/make-trainers.sh). All under bench/gpu/work/ (ignored by git):
-# carry that folder with the device call.
-#   prepare.sh MISTC        (env: WORK, another folder to write)
+# (bench/h100/make-trainers.sh), and a copy of the cuDNN frontend's headers.
+# All under bench/gpu/work/ (ignored by git): carry that folder with the device call.
+#   prepare.sh MISTC        (env: WORK, another folder to write; CUDNN_FRONTEND_INCLUDE,
+#                            the frontend's include folder, default /opt/cudnn-frontend/include)
 set -euo pipefail
 [[ $# -eq 1 ]] || { echo "usage: prepare.sh MISTC" >&2; exit 2; }
 mistc=$1
@@ -39,5 +40,14 @@ sed 's/^model: tiny_gpt$/model: tiny_llama_4l/; s/layers: \[0, 1\]/layers: [0, 3
 "$mistc" "$work/tiny-llama-bf16.mist" --cluster a100-40g --plan "$work/tiny-llama-1rank.yaml" \
   --emit=trainer -o "$work/tiny-llama-bf16.train.cu"
 "$root/bench/h100/make-trainers.sh" "$mistc" "$work/trainers"
+# The cuDNN frontend's headers (header-only; bf16 attention on cuDNN), which the
+# GPU host has no network to fetch: run-all.sh's build points CMake at this copy.
+frontend=${CUDNN_FRONTEND_INCLUDE:-/opt/cudnn-frontend/include}
+if [[ -f $frontend/cudnn_frontend.h ]]; then
+  mkdir -p "$work/cudnn-frontend" && cp -r "$frontend" "$work/cudnn-frontend/include"
+else
+  echo "prepare.sh: no cuDNN frontend headers in $frontend (scripts/setup.sh fetches them, or set" \
+    "CUDNN_FRONTEND_INCLUDE): the GPU host builds without cuDNN attention (fp32 kernels)" >&2
+fi
 git -C "$root" rev-parse HEAD > "$work/commit" 2>/dev/null || echo "not a git checkout" > "$work/commit"
 echo "prepare.sh: wrote $work (carry it with the device call)"

@@ -79,7 +79,11 @@ step env 60 bash -c 'nvidia-smi; nvcc --version; cmake --version | head -1; mpir
   ls /usr/include/nccl.h /usr/lib/x86_64-linux-gnu/libnccl.so* 2>&1; nproc; free -g;
   python3 -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name())";
   cat "$0"' "$work/commit"
-step build 300 bash -c "cmake -S . -B '$build' -G Ninja -DMIST_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DMIST_WERROR=OFF &&
+# bf16 attention on cuDNN: PyTorch's cuDNN (the nvidia.cudnn package) and the frontend's
+# headers prepare.sh copied (cmake/MistCudnn.cmake; without either, the fp32 kernels run).
+cudnnRoot=$(python3 -c 'import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null || true)
+step build 300 bash -c "cmake -S . -B '$build' -G Ninja -DMIST_RUNTIME_ONLY=ON -DCMAKE_BUILD_TYPE=Release -DMIST_WERROR=OFF \
+  -DMIST_CUDNN_FRONTEND_INCLUDE='$work/cudnn-frontend/include' -DMIST_CUDNN_ROOT='$cudnnRoot' &&
   cmake --build '$build' -j$jobs"
 step gpu-tests 180 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j4
 step tiny-match 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-gpt.train.cu" "$build" /tmp/tiny-match 20

@@ -26,6 +26,7 @@
 #include "stdlib/kernels/activation/ActivationCuda.h"
 #include "stdlib/kernels/adamw/AdamWCuda.h"
 #include "stdlib/kernels/attention/AttentionCuda.h"
+#include "stdlib/kernels/attention/AttentionCudnn.h"
 #include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
 #include "stdlib/kernels/embedding/EmbeddingCuda.h"
 #include "stdlib/kernels/layernorm/LayerNormCuda.h"
@@ -34,6 +35,7 @@
 #include "stdlib/kernels/rope/RopeCuda.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cuda_runtime.h>
 #include <memory>
 #include <mutex>
@@ -75,6 +77,8 @@ struct StreamState {
   /// error per GEMM): exact fp32 GEMMs would run at a tenth of the speed, and
   /// the reference the GPU trainer is measured against trains in bf16.
   k::LinearContext linear{k::LinearMath::Tf32};
+  /// cuDNN's flash attention for bf16 tensors (AttentionCudnn.h).
+  k::AttentionCudnnContext attention;
   float *scratch = nullptr;
   size_t scratchFloats = 0;
 };
@@ -174,12 +178,13 @@ cudaError_t deinterleave(float *first, float *second, const float *pairs, Index 
   return cudaGetLastError();
 }
 
-/// The attention kernels exist for head dims 64 and 128 only: say so,
+/// The fp32 attention kernels exist for head dims 64 and 128 only: say so,
 /// rather than the bare cudaErrorInvalidValue they would return.
 void requireHeadDim(Index headDim, const char *op) {
   if (!k::attentionCudaSupportsHeadDim(headDim))
     abortJob(std::string("ops::") + op + ": the CUDA attention kernels support head dims 64 " +
-             "and 128 only, not " + std::to_string(headDim));
+             "and 128 only, not " + std::to_string(headDim) +
+             " (other head dims need bf16 tensors and a build with cuDNN)");
 }
 
 //===----------------------------------------------------------------------===//
@@ -473,8 +478,52 @@ void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, Co
 // Attention and rope
 //===----------------------------------------------------------------------===//
 
+/// bf16 attention runs on cuDNN where the build has it and cuDNN takes the
+/// shape; otherwise (and for fp32 tensors) on the fp32 kernels, through
+/// staging. The two agree on `lse` (the natural log-sum-exp of the scaled
+/// scores), so a forward on one and a backward on the other is fine.
+namespace {
+
+bool allBf16(std::initializer_list<ConstTensor> ts) {
+  return std::all_of(ts.begin(), ts.end(), [](ConstTensor t) { return t.dtype == DType::BF16; });
+}
+
+const bf16 *bf16In(ConstTensor t) { return static_cast<const bf16 *>(t.data); }
+bf16 *bf16Out(Tensor t) { return static_cast<bf16 *>(t.data); }
+
+/// Says once per process and op why cuDNN did not run it (the fallback is
+/// correct but slow: the trainer's speed is not what its plan was priced at).
+void noteFallback(const char *op, const std::string &why, bool &said) {
+  if (said)
+    return;
+  said = true;
+  std::fprintf(stderr,
+               "mistrt: note: %s runs on the fp32 attention kernels (bf16 staged), not cuDNN: "
+               "%s\n",
+               op, why.c_str());
+}
+
+void checkCudnn(const k::AttentionCudnnStatus &rc, const char *op) {
+  if (rc.failed())
+    abortJob(std::string("ops::") + op + " failed on the GPU (cuDNN): " + rc.message());
+}
+
+} // namespace
+
 void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor v, Index qStride,
                Index kvStride, const AttentionShape &s) {
+  cudaStream_t stream = currentStream();
+  if (allBf16({out, q, k, v})) {
+    k::AttentionCudnnStatus rc = k::attentionFwdCudnn(
+        {bf16Out(out), lse.f32(), bf16In(q), bf16In(k), bf16In(v), nullptr, nullptr, nullptr,
+         nullptr, s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal},
+        stream, &stateOf(stream).attention);
+    checkCudnn(rc, "attention");
+    if (rc.ok())
+      return;
+    static bool said = false;
+    noteFallback("attention", rc.message(), said);
+  }
   requireHeadDim(s.headDim, "attention");
   Fp32Staging st;
   const Index tokens = s.batch * s.seq, width = s.heads * s.headDim;
@@ -482,7 +531,7 @@ void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor
   check(k::attentionFwdCuda({st.out(out, tokens * width), lse.f32(), q32, k32, v32, nullptr,
                              nullptr, nullptr, nullptr, s.batch, s.seq, s.heads, s.kvHeads,
                              s.headDim, qStride, kvStride, s.causal},
-                            currentStream()),
+                            stream),
         "attention");
 }
 
@@ -490,7 +539,48 @@ void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTenso
                    ConstTensor v, ConstTensor out, ConstTensor lse, Index qStride, Index kvStride,
                    const AttentionShape &s) {
   // dq, dk and dv have q's, k's and v's layouts (strides included), as the
-  // IR's fused dqkv buffer has; the kernel writes them (`=`).
+  // IR's fused dqkv buffer has; the kernels write them (`=`).
+  cudaStream_t stream = currentStream();
+  if (allBf16({dq, dk, dv, dout, q, k, v, out})) {
+    k::AttentionCudnnContext &context = stateOf(stream).attention;
+    const k::AttentionCudnnArgs args{const_cast<bf16 *>(bf16In(out)),
+                                     const_cast<float *>(lse.f32()),
+                                     bf16In(q),
+                                     bf16In(k),
+                                     bf16In(v),
+                                     bf16Out(dq),
+                                     bf16Out(dk),
+                                     bf16Out(dv),
+                                     bf16In(dout),
+                                     s.batch,
+                                     s.seq,
+                                     s.heads,
+                                     s.kvHeads,
+                                     s.headDim,
+                                     qStride,
+                                     kvStride,
+                                     s.causal};
+    k::AttentionCudnnStatus rc = k::attentionBwdCudnn(args, stream, &context);
+    if (rc.unsupported() && context.deterministicBackward()) {
+      // No deterministic cuDNN backward for this shape: cuDNN's fastest one
+      // (dq's last bits may vary between runs, as the norms' atomic
+      // parameter gradients already do) beats the fp32 kernels by far.
+      static bool saidNondeterministic = false;
+      if (!saidNondeterministic)
+        std::fprintf(stderr,
+                     "mistrt: note: attentionGrad: no deterministic cuDNN backward (%s); using "
+                     "cuDNN's non-deterministic one\n",
+                     rc.message().c_str());
+      saidNondeterministic = true;
+      context.setDeterministicBackward(false);
+      rc = k::attentionBwdCudnn(args, stream, &context);
+    }
+    checkCudnn(rc, "attentionGrad");
+    if (rc.ok())
+      return;
+    static bool said = false;
+    noteFallback("attentionGrad", rc.message(), said);
+  }
   requireHeadDim(s.headDim, "attentionGrad");
   Fp32Staging st;
   const Index tokens = s.batch * s.seq, width = s.heads * s.headDim,
@@ -501,7 +591,7 @@ void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTenso
                              const_cast<float *>(lse.f32()), q32, k32, v32, dq32, dk32, dv32,
                              st.in(dout, tokens * width), s.batch, s.seq, s.heads, s.kvHeads,
                              s.headDim, qStride, kvStride, s.causal},
-                            currentStream()),
+                            stream),
         "attentionGrad");
 }
 
