@@ -5,19 +5,21 @@
 #   env         the GPU, driver, toolkit, PyTorch, MPI and NCCL found there
 #   build       the runtime-only tree (kernels, GPU ops, trainer, profiler, GPU tests)
 #   gpu-tests   ctest -L gpu: every CUDA kernel against its CPU reference
+#   kernels     mist-bench-kernels: the bf16 kernels at GPT-3 1.3B's layer shapes against
+#               the H100's measured ceilings (% of ceiling per kernel, kernels.json)
 #   tiny-match  the tiny GPT's trainer on the GPU against the same train.cu on a
 #               CPU rank, 20 steps, loss by loss (tests/trainer/gpu-matches-cpu.sh);
 #               also in bf16, a bf16 Llama, and a model with slice/concat and the
 #               exact GELU (tiny-match-bf16, tiny-match-llama-bf16, tiny-match-fused)
 #   torch-ref   the PyTorch reference step on the same card (bench/h100/pytorch_gpt.py,
-#               GPT-3 1.3B micro-batch 4, TORCH_MODES, default "eager compile")
+#               micro-batch 4; TORCH_RUNS, default GPT-3 1.3B eager and compiled, 2.7B compiled)
 #   trainers    GPT-3 single-GPU trainers (PLANS): measured iteration time and peak
 #               memory against mistc's prediction, and the speedup over torch.compile
 #   profile     the cluster profiler (bench/h100/profile-h100.sh), when PROFILE=1
 # Logs go to $OUT/logs.tgz (refreshed after every step), the one-line-per-step
 # summary to $OUT/summary.txt, JSON results to $OUT/*.json (gpu-summary.json:
 # speedup_vs_torch_compile, max_time_error, max_memory_error).
-#   bash bench/gpu/run-all.sh  (env: OUT, WORK, JOBS, PLANS, STEPS, PLAN_LIMIT, TORCH_MODES,
+#   bash bench/gpu/run-all.sh  (env: OUT, WORK, JOBS, PLANS, STEPS, PLAN_LIMIT, TORCH_RUNS,
 #                               PROFILE, PROFILE_LIMIT, profile-h100.sh's REPEATS)
 # DRY_RUN=1 runs here without a GPU (CI: ctest gpu-run-all-dry-run): it checks
 # that every file and tool a step needs is there, prints the commands instead
@@ -32,10 +34,11 @@ work=${WORK:-$root/bench/gpu/work}
 logs=/tmp/gpu-logs
 build=$root/build-gpu
 jobs=${JOBS:-$(nproc)}
-# GPT-3 2.7B (head dim 80) is left out until the attention kernels have that head dim.
-plans=${PLANS:-gpt13-b4 gpt13-b4-ck24 gpt67-tuned gpt67-offload-all}
+# GPT-3 2.7B has head dim 80: its attention needs cuDNN (the fp32 kernels have 64 and 128).
+plans=${PLANS:-gpt13-b4 gpt27-b4 gpt67-tuned gpt67-offload-all}
 steps=${STEPS:-5}
-torchModes=${TORCH_MODES-eager compile} # TORCH_MODES="" runs none
+# model:mode pairs; TORCH_RUNS="" runs none.
+torchRuns=${TORCH_RUNS-gpt3-1.3b:eager gpt3-1.3b:compile gpt3-2.7b:compile}
 mkdir -p "$out" "$logs"
 : > "$out/summary.txt"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 PYTHONUNBUFFERED=1
@@ -86,6 +89,7 @@ step build 300 bash -c "cmake -S . -B '$build' -G Ninja -DMIST_RUNTIME_ONLY=ON -
   -DMIST_CUDNN_FRONTEND_INCLUDE='$work/cudnn-frontend/include' -DMIST_CUDNN_ROOT='$cudnnRoot' &&
   cmake --build '$build' -j$jobs"
 step gpu-tests 180 ctest --test-dir "$build" -L gpu --output-on-failure --timeout 120 -j4
+step kernels 120 "$build/bin/mist-bench-kernels" --json "$out/kernels.json"
 step tiny-match 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-gpt.train.cu" "$build" /tmp/tiny-match 20
 # bf16: fp32 sums in another order (cuBLASLt, the GPU's reductions) move
 # values across bf16 rounding boundaries, hence bf16's bound (the CPU bf16
@@ -98,9 +102,10 @@ step tiny-match-llama-bf16 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-llam
 step tiny-match-fused 120 tests/trainer/gpu-matches-cpu.sh "$work/tiny-fused.train.cu" "$build" \
   /tmp/tiny-match-fused 20
 
-for mode in $torchModes; do
-  step "torch-$mode" 200 python3 bench/h100/pytorch_gpt.py --model gpt3-1.3b --micro-batch 4 \
-    --mode "$mode" --steps 10 --warmup 3 --json "$logs/torch-gpt13-b4-$mode.json"
+for run in $torchRuns; do
+  model=${run%%:*} mode=${run##*:}
+  step "torch-$model-$mode" 200 python3 bench/h100/pytorch_gpt.py --model "$model" --micro-batch 4 \
+    --mode "$mode" --steps 10 --warmup 3 --json "$logs/torch-$model-b4-$mode.json"
 done
 # The summary's reference: a list of pytorch_gpt.py's objects, as run-reference.sh writes.
 python3 - "$out/pytorch-reference.json" "$logs"/torch-*.json <<'PY'
@@ -116,8 +121,14 @@ import json, sys
 keep = set(sys.argv[3:])
 json.dump([p for p in json.load(open(sys.argv[1])) if p["plan"] in keep], open(sys.argv[2], "w"), indent=1)
 PY
+  # Compiled side by side (one nvcc per trainer, the host has the cores), then run one by one.
   for p in $plans; do
-    scripts/compile-trainer.sh gpu "$work/trainers/$p.train.cu" "$build" "$t/$p" || { rc=1; continue; }
+    scripts/compile-trainer.sh gpu "$work/trainers/$p.train.cu" "$build" "$t/$p" \
+      > "$logs/compile-$p.log" 2>&1 &
+  done
+  wait
+  for p in $plans; do
+    [[ -x $t/$p ]] || { echo "   $p did not compile"; cat "$logs/compile-$p.log"; rc=1; continue; }
     echo "== $p"
     # Not bound to one core (Open MPI's default for one rank): the host-side
     # work at start (initial values of billions of weights) uses every core.
@@ -131,6 +142,15 @@ PY
 }
 export -f trainers; export plans steps build out logs work
 step trainers 300 bash -c trainers
+# The per-kernel table joins the summary (gpu-summary.json, "kernels").
+if [[ $dry != 1 && -f $out/kernels.json && -f $out/gpu-summary.json ]]; then
+  python3 - "$out/gpu-summary.json" "$out/kernels.json" <<'PY'
+import json, sys
+summary, kernels = (json.load(open(p)) for p in sys.argv[1:])
+summary["kernels"] = kernels["kernels"]
+json.dump(summary, open(sys.argv[1], "w"), indent=1)
+PY
+fi
 if [[ ${PROFILE:-0} == 1 ]]; then
   step profile "${PROFILE_LIMIT:-300}" env BUILD="$build" OUT="$out/gpu-profile.yaml" \
     bash bench/h100/profile-h100.sh
