@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -105,6 +106,10 @@ Options parse(int argc, char **argv) {
 
 /// One row of the table: `work` is FLOPs or bytes, per `unit`.
 struct Row {
+  Row(std::string kernel, std::string shape, std::string unit, double seconds, double work,
+      double ceiling)
+      : kernel(std::move(kernel)), shape(std::move(shape)), unit(std::move(unit)), seconds(seconds),
+        work(work), ceiling(ceiling) {}
   std::string kernel, shape, unit;
   double seconds = 0, work = 0, ceiling = 0;
   std::string note; ///< why it did not run, if it did not
