@@ -284,4 +284,12 @@ void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, In
                s.weightDecay, s.gradScale, s.step});
 }
 
+void adamWMany(const std::vector<AdamWTensor> &tensors, const AdamWStep &s) {
+  for (const AdamWTensor &t : tensors) {
+    AdamWStep own = s;
+    own.weightDecay = t.weightDecay;
+    adamW(t.master, t.m, t.v, t.param, t.grad, t.n, own);
+  }
+}
+
 } // namespace mist::rt::ops

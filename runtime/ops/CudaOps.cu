@@ -690,4 +690,65 @@ void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, In
   });
 }
 
+namespace {
+
+/// One multi-tensor AdamW launch over `group` (weights of type T, fp32
+/// gradients, one weight decay, at most adamWMaxTensors tensors).
+template <typename T, typename Args>
+void adamWMultiTensor(const std::vector<const AdamWTensor *> &group, const AdamWStep &s) {
+  Args a{};
+  a.count = int(group.size());
+  for (size_t i = 0; i < group.size(); ++i) {
+    const AdamWTensor &t = *group[i];
+    a.master[i] = t.master;
+    a.m[i] = t.m;
+    a.v[i] = t.v;
+    a.param[i] = static_cast<T *>(t.param.data);
+    a.grad[i] = t.grad.f32();
+    a.n[i] = t.n;
+  }
+  a.lr = s.lr;
+  a.beta1 = s.beta1;
+  a.beta2 = s.beta2;
+  a.eps = s.eps;
+  a.weightDecay = group.front()->weightDecay;
+  a.gradScale = s.gradScale;
+  a.step = s.step;
+  check(k::adamWMultiTensorCuda(a, currentStream()), "adamWMany");
+}
+
+} // namespace
+
+void adamWMany(const std::vector<AdamWTensor> &tensors, const AdamWStep &s) {
+  // Consecutive tensors with fp32 gradients that share a weight type and a
+  // weight decay go in one launch (up to adamWMaxTensors); the update is the
+  // single-tensor kernel's element for element. Anything else runs alone.
+  std::vector<const AdamWTensor *> group;
+  auto flush = [&] {
+    if (group.empty())
+      return;
+    if (group.front()->param.dtype == DType::BF16)
+      adamWMultiTensor<bf16, k::AdamWMultiTensorBf16Args>(group, s);
+    else
+      adamWMultiTensor<float, k::AdamWMultiTensorArgs>(group, s);
+    group.clear();
+  };
+  for (const AdamWTensor &t : tensors) {
+    elements(t.n, "adamWMany");
+    if (t.grad.dtype != DType::F32) {
+      flush();
+      AdamWStep own = s;
+      own.weightDecay = t.weightDecay;
+      adamW(t.master, t.m, t.v, t.param, t.grad, t.n, own);
+      continue;
+    }
+    if (!group.empty() &&
+        (group.front()->weightDecay != t.weightDecay ||
+         group.front()->param.dtype != t.param.dtype || group.size() == size_t(k::adamWMaxTensors)))
+      flush();
+    group.push_back(&t);
+  }
+  flush();
+}
+
 } // namespace mist::rt::ops

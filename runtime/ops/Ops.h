@@ -29,6 +29,7 @@
 #include "runtime/device/Tensor.h"
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mist::rt::ops {
 
@@ -142,5 +143,18 @@ struct AdamWStep {
 };
 void adamW(float *master, float *m, float *v, Tensor param, ConstTensor grad, Index n,
            const AdamWStep &s);
+
+/// One tensor of adamWMany: its own weight decay (no_decay parameters: 0).
+struct AdamWTensor {
+  float *master, *m, *v;
+  Tensor param;
+  ConstTensor grad;
+  Index n;
+  float weightDecay;
+};
+/// adamW on each tensor, with `s` but each tensor's own weight decay
+/// (`s.weightDecay` is not read): the same results as one adamW call per
+/// tensor, in fewer launches on GPUs (multi-tensor kernels).
+void adamWMany(const std::vector<AdamWTensor> &tensors, const AdamWStep &s);
 
 } // namespace mist::rt::ops

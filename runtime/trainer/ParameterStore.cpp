@@ -657,6 +657,23 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
   for (auto [p, l] : members)
     next->emplace_back(weightType(p));
   streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
+    // In place, the group's tensors go to one adamWMany (on GPUs a few
+    // multi-tensor launches) and their gradients are freed after it. With
+    // fresh weight tensors each member steps and frees its gradient before
+    // the next member's tensor is allocated, so the step's memory peak stays
+    // the one the memory model prices (a gradient freed early may hold the
+    // next tensor, which one launch for all could not allow).
+    const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step};
+    std::vector<ops::AdamWTensor> steps;
+    auto stepAndFree = [&](const std::vector<std::pair<size_t, size_t>> &done) {
+      ops::adamWMany(steps, hyper);
+      steps.clear();
+      for (auto [p, l] : done) { // read by the launches just enqueued: stream-ordered release
+        State &s = state[p][l];
+        s.grad.clear();
+        s.updateDue = false;
+      }
+    };
     for (size_t i = 0; i < members.size(); ++i) {
       auto [p, l] = members[i];
       State &s = state[p][l];
@@ -667,20 +684,23 @@ void ParameterStore::stepGroup(const AdamStep &a, int group) {
         updatedWeights = (*next)[i].tensor();
       }
       const float decay = spec.params[p].decay ? a.weightDecay : 0.f; // no_decay's kinds: 0
-      const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, decay, a.gradScale, a.step};
       const ConstTensor grad = gradSum(p, l).tensor();
       // The moments' device part and offloaded tail; the masters split the
       // same way unless they are the weights (then whole, stepped in place).
       const size_t head = s.m.size(), tail = s.mHost.size() / sizeof(float);
       float *tailMasters =
           s.masterIsWeights ? master.f32() + head : stagedMaster.f32() + stagedAt[i];
-      ops::adamW(master.f32(), s.m.f32(), s.v.f32(), updatedWeights, grad, int64_t(head), hyper);
+      steps.push_back(
+          {master.f32(), s.m.f32(), s.v.f32(), updatedWeights, grad, int64_t(head), decay});
       if (tail > 0)
-        ops::adamW(tailMasters, stagedM.f32() + stagedAt[i], stagedV.f32() + stagedAt[i],
-                   updatedWeights + int64_t(head), grad + int64_t(head), int64_t(tail), hyper);
-      s.grad.clear();
-      s.updateDue = false;
+        steps.push_back({tailMasters, stagedM.f32() + stagedAt[i], stagedV.f32() + stagedAt[i],
+                         updatedWeights + int64_t(head), grad + int64_t(head), int64_t(tail),
+                         decay});
+      if (!inPlace)
+        stepAndFree({members[i]});
     }
+    if (inPlace)
+      stepAndFree(members);
   });
   if (staged > 0)
     streams.runFenced(StreamKind::D2H, "swap out optimizer state " + name, [&] {

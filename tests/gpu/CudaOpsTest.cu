@@ -19,6 +19,8 @@
 #include "stdlib/kernels/layernorm/LayerNorm.h"
 #include "stdlib/kernels/linear/Linear.h"
 
+#include <memory>
+
 using namespace mist::gputest;
 namespace device = mist::rt::device;
 namespace ops = mist::rt::ops;
@@ -176,6 +178,67 @@ void expectTrue(const std::string &what, bool ok) {
     ++failures();
 }
 
+/// adamWMany against one adamW per tensor, bit for bit: 70 tensors (more
+/// than one multi-tensor launch holds), fp32 and bf16 weights, two weight
+/// decays, a bf16 gradient (the single-tensor path) and an empty tensor.
+void checkAdamWMany() {
+  using mist::rt::ConstTensor;
+  using mist::rt::DType;
+  using mist::rt::Tensor;
+  const int count = 70;
+  struct Copy {
+    std::unique_ptr<DeviceBuffer<float>> master, m, v, grad;
+    std::unique_ptr<DeviceBuffer<uint16_t>> weights16, grad16;
+    std::unique_ptr<DeviceBuffer<float>> weights32;
+  };
+  auto make = [&](std::vector<Copy> &copies, std::vector<ops::AdamWTensor> &tensors) {
+    for (int i = 0; i < count; ++i) {
+      const size_t n = i == 5 ? 0 : size_t(1 + 97 * i);
+      const bool bf16 = i % 3 == 0, bf16Grad = i == 7;
+      const unsigned seed = unsigned(1000 + 10 * i);
+      Copy c;
+      c.master = std::make_unique<DeviceBuffer<float>>(randomVector(n, seed));
+      c.m = std::make_unique<DeviceBuffer<float>>(randomVector(n, seed + 1, 0.1f));
+      std::vector<float> v = randomVector(n, seed + 2, 0.1f);
+      for (float &x : v)
+        x = std::fabs(x);
+      c.v = std::make_unique<DeviceBuffer<float>>(v);
+      c.grad = std::make_unique<DeviceBuffer<float>>(randomVector(n, seed + 3));
+      c.grad16 = std::make_unique<DeviceBuffer<uint16_t>>(std::vector<uint16_t>(n, 0x3f80));
+      c.weights16 = std::make_unique<DeviceBuffer<uint16_t>>(n);
+      c.weights32 = std::make_unique<DeviceBuffer<float>>(n);
+      Tensor param = bf16 ? Tensor(c.weights16->ptr, DType::BF16) : Tensor(c.weights32->ptr);
+      ConstTensor grad =
+          bf16Grad ? ConstTensor(c.grad16->ptr, DType::BF16) : ConstTensor(c.grad->ptr);
+      tensors.push_back({c.master->ptr, c.m->ptr, c.v->ptr, param, grad, mist::kernels::Index(n),
+                         i % 2 ? 0.f : 0.1f});
+      copies.push_back(std::move(c));
+    }
+  };
+  std::vector<Copy> one, many;
+  std::vector<ops::AdamWTensor> singly, together;
+  make(one, singly);
+  make(many, together);
+  settle();
+  const ops::AdamWStep step{1e-3f, 0.9f, 0.95f, 1e-8f, 123.f /* not read */, 0.5f, 3};
+  for (const ops::AdamWTensor &t : singly) {
+    ops::AdamWStep own = step;
+    own.weightDecay = t.weightDecay;
+    ops::adamW(t.master, t.m, t.v, t.param, t.grad, t.n, own);
+  }
+  ops::adamWMany(together, step);
+  sync();
+  bool same = true;
+  for (int i = 0; i < count; ++i) {
+    same = same && one[size_t(i)].master->download() == many[size_t(i)].master->download() &&
+           one[size_t(i)].m->download() == many[size_t(i)].m->download() &&
+           one[size_t(i)].v->download() == many[size_t(i)].v->download() &&
+           one[size_t(i)].weights16->download() == many[size_t(i)].weights16->download() &&
+           one[size_t(i)].weights32->download() == many[size_t(i)].weights32->download();
+  }
+  expectTrue("adamWMany equals adamW per tensor, bit for bit (70 tensors)", same);
+}
+
 /// The device layer's primitives, through its own copies and pinned memory.
 void checkDevice() {
   const size_t n = 1000, before = device::bytesInUse();
@@ -247,6 +310,7 @@ int main() {
   checkLmHead(128, 256, 1000, 3);
   checkMaxOverBlocks(1, 100, 4);
   checkMaxOverBlocks(3, 1000, 5);
+  checkAdamWMany();
 
   device::synchronizeDevice();
   device::setCurrentStream(nullptr);
