@@ -19,7 +19,8 @@
 # --dtype bf16). Plans differ in micro-batch, G, checkpointed layers,
 # offloading, dp, tp and pipeline stages. Run it on an idle machine with two
 # cores: it is a timing (about 13 minutes).
-#   cpu-time.sh MISTC BUILD [OUT.json]
+#   cpu-time.sh MISTC BUILD [OUT.json]   (env: STEPS, REPEATS, ONLY: a regular
+#                                         expression picking plans by name)
 # Prints a table; writes OUT.json (default bench/results/time-cpu.json) and
 # the measured clusters beside it (time-cpu-cluster-{gpt,llama}.yaml).
 set -euo pipefail
@@ -66,6 +67,14 @@ plans=(
   "gpt-pp2-g4-bf16 bench-gpt-bf16 4 4 0 0 0 1 1 2"
 )
 
+# ONLY (a regular expression) keeps the plans whose names match it.
+if [[ -n ${ONLY:-} ]]; then
+  kept=()
+  for p in "${plans[@]}"; do [[ ${p%% *} =~ $ONLY ]] && kept+=("$p"); done
+  plans=("${kept[@]}")
+  ((${#plans[@]})) || { echo "cpu-time.sh: ONLY='$ONLY' matches no plan" >&2; exit 2; }
+fi
+
 # A plan of the 4 layers split evenly over `stages` stages of dp x tp ranks.
 plan_yaml() { # G b ckpt oo oa dp tp stages
   local g=$1 b=$2 ck=$3 oo=$4 oa=$5 dp=$6 tp=$7 stages=$8 i per=$((4 / $8))
@@ -94,7 +103,8 @@ for p in "${plans[@]}"; do
   "$mistc" "$work/$model.mist" --cluster a100-40g --plan "$work/$name.yaml" \
     --emit=profile-shapes -o "$work/$name.$model.tsv"
 done
-for model in bench-gpt bench-llama bench-gpt-bf16 bench-llama-bf16; do
+models=$(for p in "${plans[@]}"; do read -r _ model _ <<<"$p"; echo "$model"; done | sort -u)
+for model in $models; do
   dtype=f32
   [[ $model == *-bf16 ]] && dtype=bf16
   {
