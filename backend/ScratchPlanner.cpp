@@ -1,6 +1,8 @@
 //===- ScratchPlanner.cpp - One arena for a stage's transient buffers -----===//
 #include "backend/ScratchPlanner.h"
 
+#include "backend/FusedOps.h"
+
 #include <algorithm>
 #include <map>
 #include <numeric>
@@ -32,11 +34,17 @@ std::map<int, Interval> liveness(const std::vector<LoweredOp> &ops, const std::v
   const int end = int(ops.size());
   for (int b : inputs)
     touch(b, -1);
+  // A fused pair (FusedOps.h) is one op: what either touches is live at both.
+  const std::vector<bool> fused = fusedWithNext(ops, outputs);
   for (int i = 0; i < end; ++i) {
-    for (int b : ops[size_t(i)].operands)
-      touch(b, i);
-    for (int b : ops[size_t(i)].results)
-      touch(b, i);
+    const int pairStart = i > 0 && fused[size_t(i - 1)] ? i - 1 : i;
+    const int pairEnd = fused[size_t(i)] ? i + 1 : i;
+    for (int at : {pairStart, pairEnd}) {
+      for (int b : ops[size_t(i)].operands)
+        touch(b, at);
+      for (int b : ops[size_t(i)].results)
+        touch(b, at);
+    }
   }
   for (int b : outputs)
     touch(b, end);

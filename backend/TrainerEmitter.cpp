@@ -1,6 +1,7 @@
 //===- TrainerEmitter.cpp - Writes train.cu for a plan --------------------===//
 #include "backend/TrainerEmitter.h"
 
+#include "backend/FusedOps.h"
 #include "backend/ScratchPlanner.h"
 #include "backend/TrainerOpCall.h"
 #include "backend/TrainerSizes.h"
@@ -108,7 +109,8 @@ public:
   /// `allocatedAtWrite` (what the run hands to the next one, and what a
   /// checkpointed layer drops) gets memory right before the op that writes
   /// it, when it has none (Frame::allocate).
-  bool function(const std::string &name, const std::vector<LoweredOp> &ops, DiagnosticEngine &diag,
+  bool function(const std::string &name, const std::vector<LoweredOp> &ops,
+                const std::vector<int> &outputs, DiagnosticEngine &diag,
                 const std::set<int> &releaseAfterLastRead = {},
                 const std::set<int> &recomputed = {}, const std::set<int> &allocatedAtWrite = {}) {
     std::map<int, size_t> lastRead, lastUse, firstWrite;
@@ -128,31 +130,44 @@ public:
           lastUse[b] = i;
     }
     std::string body;
+    // Pairs run as one call (FusedOps.h); the frame work of both ops goes
+    // before (allocations) and after (releases) that call.
+    const std::vector<bool> fused = fusedWithNext(ops, outputs);
     for (size_t i = 0; i < ops.size(); ++i) {
       const LoweredOp &op = ops[i];
+      const size_t span = fused[i] ? 2 : 1;
       std::string text;
-      if (!runtimeOpCall(op, {st, refs, sizes}, text)) {
+      if (span == 2 && !fusedRuntimeOpCall(op, ops[i + 1], {st, refs, sizes}, text)) {
+        diag.error({}, fmt::format("no fused call for '{}' and '{}'", opName(op.kind).str(),
+                                   opName(ops[i + 1].kind).str()));
+        return false;
+      }
+      if (span == 1 && !runtimeOpCall(op, {st, refs, sizes}, text)) {
         diag.error(
             {}, fmt::format("the trainer cannot run '{}' on CPU ranks yet", opName(op.kind).str()));
         return false;
       }
+      auto inSpan = [&](size_t at) { return at >= i && at < i + span; };
       for (auto [b, at] : firstWrite)
-        if (at == i)
+        if (inSpan(at))
           body += fmt::format("  {}.allocate({}, {});\n", frameOf(b), named(b), n(b));
-      body += "  // " + irLine(op) + "\n  " + text + "\n";
+      for (size_t k = i; k < i + span; ++k)
+        body += "  // " + irLine(ops[k]) + "\n";
+      body += "  " + text + "\n";
       std::vector<std::string> released;
       for (auto [b, at] : lastRead)
-        if (at == i)
+        if (inSpan(at))
           released.push_back(fmt::format("{}.release({});", frameOf(b), named(b)));
       if (!released.empty())
         body += fmt::format("  {} // last read\n", fmt::join(released, " "));
       std::vector<std::string> dropped;
       for (auto [b, at] : lastUse)
-        if (at == i)
+        if (inSpan(at))
           dropped.push_back(fmt::format("L.releaseIfRecomputed({});", named(b)));
       if (!dropped.empty())
         body += fmt::format("  {} // last forward use; recomputed if checkpointed\n",
                             fmt::join(dropped, " "));
+      i += span - 1;
     }
     // Every region function has the same signature; a frame it does not
     // touch keeps its parameter unnamed.
@@ -368,8 +383,10 @@ bool emitRegionFunctions(StageContext &c, DiagnosticEngine &diag, llvm::raw_ostr
     const std::set<int> recomputed =
         r == 1 ? recomputedByCheckpoint(c.st, c.savedBy[1]) : std::set<int>{};
     fwdOut.insert(recomputed.begin(), recomputed.end());
-    if (!c.e.function(prefix + regionFunctions[r][0], lr.forward, diag, {}, recomputed, fwdOut) ||
-        !c.e.function(prefix + regionFunctions[r][1], lr.backward, diag, releasedBy[r], {}, bwdOut))
+    if (!c.e.function(prefix + regionFunctions[r][0], lr.forward, lr.outputs, diag, {}, recomputed,
+                      fwdOut) ||
+        !c.e.function(prefix + regionFunctions[r][1], lr.backward, lr.gradOutputs, diag,
+                      releasedBy[r], {}, bwdOut))
       return false;
   }
   return true;

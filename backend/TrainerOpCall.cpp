@@ -274,3 +274,33 @@ bool mist::runtimeOpCall(const LoweredOp &op, const OpCallNaming &naming, std::s
     }
   return false;
 }
+
+bool mist::fusedRuntimeOpCall(const LoweredOp &first, const LoweredOp &second,
+                              const OpCallNaming &naming, std::string &out) {
+  const OpCallArgs a(first, naming), b(second, naming);
+  const bool tanhGelu = b.flag("approximate", true);
+  // linear -> gelu: the GELU reads the linear layer's whole output, which is
+  // not a partial sum (a row-parallel layer's is; it is all-reduced first).
+  if (first.kind == OpKind::Linear && second.kind == OpKind::Gelu && tanhGelu &&
+      second.operands[0] == first.results[0]) {
+    auto shard = first.words.find("shard");
+    if (shard != first.words.end() && shard->second == "row")
+      return false;
+    const auto &w = a.dims(first.operands[1]);
+    out = fmt::format("linearGelu({}, {}, {}, {}, {}, {}, {}, {});", b.res(0), a.res(0), a.in(0),
+                      a.in(1), a.flag("bias") ? a.in(2) : "nullptr", a.sz(a.elements(a.o0) / w[0]),
+                      a.sz(w[0]), a.sz(w[1]));
+    return true;
+  }
+  // linear_grad -> gelu_grad of its input's gradient.
+  if (first.kind == OpKind::LinearGrad && second.kind == OpKind::GeluGrad && tanhGelu &&
+      second.operands[0] == first.results[0]) {
+    const auto &w = a.dims(first.operands[2]);
+    out = fmt::format("linearGradGelu({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {});", b.res(0),
+                      a.res(0), a.res(1), a.flag("bias") ? a.res(2) : "nullptr", a.in(0), a.in(1),
+                      a.in(2), b.in(1), a.sz(a.elements(first.operands[1]) / w[0]), a.sz(w[0]),
+                      a.sz(w[1]));
+    return true;
+  }
+  return false;
+}

@@ -27,4 +27,12 @@ struct OpCallNaming {
 /// lack.
 bool runtimeOpCall(const LoweredOp &op, const OpCallNaming &naming, std::string &out);
 
+/// Two consecutive ops as one fused call into `out`, where runtime/ops has
+/// one: a column-parallel linear and the tanh GELU of its output
+/// (`linearGelu`), a linear's gradient and the GELU gradient of its input's
+/// gradient (`linearGradGelu`). The caller checks that nothing else reads
+/// what the fused call may leave unwritten (the linear gradient's dx).
+bool fusedRuntimeOpCall(const LoweredOp &first, const LoweredOp &second, const OpCallNaming &naming,
+                        std::string &out);
+
 } // namespace mist

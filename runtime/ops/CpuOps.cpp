@@ -141,6 +141,19 @@ void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Const
                    st.in(dout, rows * outF), rows, in, outF});
 }
 
+void linearGelu(Tensor out, Tensor preact, ConstTensor x, ConstTensor weight, ConstTensor bias,
+                Index rows, Index in, Index outF) {
+  linear(preact, x, weight, bias, rows, in, outF);
+  gelu(out, preact, rows * outF);
+}
+
+void linearGradGelu(Tensor dpreact, Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout,
+                    ConstTensor x, ConstTensor weight, ConstTensor preact, Index rows, Index in,
+                    Index outF) {
+  linearGrad(dx, dweight, dbias, dout, x, weight, rows, in, outF);
+  geluGrad(dpreact, dx, preact, rows * in);
+}
+
 void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab) {
   Fp32Staging st;

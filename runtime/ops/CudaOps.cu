@@ -437,6 +437,37 @@ void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Const
   });
 }
 
+void linearGelu(Tensor out, Tensor preact, ConstTensor x, ConstTensor weight, ConstTensor bias,
+                Index rows, Index in, Index outF) {
+  if (!bf16Kernels({out, preact, x, weight, bias}, {})) { // fp32: the two ops
+    linear(preact, x, weight, bias, rows, in, outF);
+    gelu(out, preact, rows * outF);
+    return;
+  }
+  cudaStream_t s = currentStream();
+  Bf16Operands o;
+  check(k::linearGeluFwdCuda({o.out(out, 0), o.in(x, 0), o.in(weight, 0), o.in(bias, 0), nullptr,
+                              nullptr, nullptr, nullptr, rows, in, outF},
+                             o.out(preact, 0), s, &stateOf(s).linear),
+        "linearGelu");
+}
+
+void linearGradGelu(Tensor dpreact, Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout,
+                    ConstTensor x, ConstTensor weight, ConstTensor preact, Index rows, Index in,
+                    Index outF) {
+  if (!bf16Kernels({dpreact, dx, dout, x, weight, preact}, {dweight, dbias})) {
+    linearGrad(dx, dweight, dbias, dout, x, weight, rows, in, outF);
+    geluGrad(dpreact, dx, preact, rows * in);
+    return;
+  }
+  cudaStream_t s = currentStream();
+  Bf16Operands o;
+  check(k::linearBwdDgeluCuda({nullptr, o.in(x, 0), o.in(weight, 0), nullptr, o.out(dpreact, 0),
+                               o.grad(dweight, 0), o.grad(dbias, 0), o.in(dout, 0), rows, in, outF},
+                              o.in(preact, 0), o.out(dx, 0), s, &stateOf(s).linear),
+        "linearGradGelu");
+}
+
 // The LM head's three GEMMs are the linear layer's, with the table [V, C]
 // in the role of a weight [in = V, out = C], so the transposed table needs
 // neither a copy nor a GEMM entry point of its own:

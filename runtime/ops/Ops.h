@@ -67,6 +67,22 @@ void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Ind
 void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, ConstTensor x,
                 ConstTensor weight, Index rows, Index in, Index outF);
 
+/// A linear layer followed by the tanh-approximation GELU, as one op (the
+/// trainer emits it for a column-parallel linear whose output only the GELU
+/// reads): preact = x weight (+ bias), out = gelu(preact). CPU ranks run
+/// linear then gelu; GPUs one GEMM with cuBLASLt's GELU epilogue, whose GELU
+/// reads the fp32 sum rather than its bf16 rounding (a rounding-level
+/// difference in bf16 plans, none in fp32 ones, which run unfused).
+void linearGelu(Tensor out, Tensor preact, ConstTensor x, ConstTensor weight, ConstTensor bias,
+                Index rows, Index in, Index outF);
+/// linearGrad of a layer whose input x = gelu(preact), then that GELU's
+/// gradient: dpreact = gelu'(preact) · (dout weightᵀ); dweight, dbias as
+/// linearGrad. `dx` is where dout weightᵀ goes when it is computed apart (CPU
+/// ranks, or a GPU GEMM without the DGELU epilogue); a fused GEMM leaves it.
+void linearGradGelu(Tensor dpreact, Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout,
+                    ConstTensor x, ConstTensor weight, ConstTensor preact, Index rows, Index in,
+                    Index outF);
+
 /// logits[rows, vocab] = x[rows, channels] * table[vocab, channels]^T.
 void lmHead(Tensor logits, ConstTensor x, ConstTensor table, Index rows, Index channels,
             Index vocab);

@@ -332,6 +332,58 @@ void checkLinear(Index rows, Index in, Index outF, bool withBias, unsigned seed)
     expectClose(name + " dbias (fp32 +=)", dDb.download(), db, 1e-4f, sumAtol(1e-5f, rows));
 }
 
+/// The fused first MLP layer: out = gelu(x W + b) with the pre-activation
+/// kept, and the backward of the next layer with the GELU gradient, against
+/// the reference linear and GELU kernels (the fused GELU reads the fp32 sum,
+/// the reference the same sum: bf16 rounding apart, they agree).
+void checkLinearGelu(Index rows, Index in, Index outF, unsigned seed) {
+  const size_t x = size_t(rows * in), w = size_t(in * outF), y = size_t(rows * outF);
+  std::vector<float> inp = randomBf16(x, seed), weight = randomBf16(w, seed + 1, 0.2f),
+                     bias = randomBf16(static_cast<size_t>(outF), seed + 2),
+                     dout = randomBf16(x, seed + 3), dw0 = randomVector(w, seed + 4),
+                     db0 = randomVector(static_cast<size_t>(outF), seed + 5);
+  // Forward reference: preact = x W + b in fp32, out = gelu(preact).
+  std::vector<float> preact(y), out(y);
+  linearFwdRef({preact.data(), inp.data(), weight.data(), bias.data(), nullptr, nullptr, nullptr,
+                nullptr, rows, in, outF});
+  geluFwdRef({out.data(), preact.data(), nullptr, nullptr, nullptr, nullptr, Index(y)});
+  // Backward of a layer reading act = gelu(preact) [rows, outF] with a weight
+  // [outF, in]: dact = dout W2ᵀ, dpreact = gelu'(preact) dact.
+  const std::vector<float> preactStored = rounded(preact), act = rounded(out);
+  std::vector<float> w2 = randomBf16(w, seed + 6, 0.2f), dact(y), dpreact(y), dw = dw0, db = db0;
+  linearBwdRef({nullptr, act.data(), w2.data(), nullptr, dact.data(), dw.data(), db.data(),
+                dout.data(), rows, outF, in});
+  geluBwdRef(
+      {nullptr, preactStored.data(), nullptr, dpreact.data(), nullptr, dact.data(), Index(y)});
+
+  Bf16Buffer dInp(inp), dWeight(weight), dBias(bias), dOut(y), dPreact(y);
+  LinearContext ctx;
+  std::string name = "linear+gelu bf16 " + std::to_string(rows) + "x" + std::to_string(in) + "x" +
+                     std::to_string(outF);
+  cublasStatus_t rc = linearGeluFwdCuda({dOut.ptr, dInp.ptr, dWeight.ptr, dBias.ptr, nullptr,
+                                         nullptr, nullptr, nullptr, rows, in, outF},
+                                        dPreact.ptr, nullptr, &ctx);
+  Bf16Buffer dAct(act), dW2(w2), dDout(dout), dStoredPreact(preactStored), dDpreact(y), dDact(y);
+  DeviceBuffer<float> dDw(dw0), dDb(db0);
+  if (rc == CUBLAS_STATUS_SUCCESS)
+    rc = linearBwdDgeluCuda({nullptr, dAct.ptr, dW2.ptr, nullptr, dDpreact.ptr, dDw.ptr, dDb.ptr,
+                             dDout.ptr, rows, outF, in},
+                            dStoredPreact.ptr, dDact.ptr, nullptr, &ctx);
+  sync();
+  if (rc != CUBLAS_STATUS_SUCCESS) {
+    std::printf("FAIL %s: %s\n", name.c_str(), cublasLtGetStatusString(rc));
+    ++failures();
+    return;
+  }
+  expectClose(name + " preact", dPreact.values(), rounded(preact), bf16Rtol, sumAtol(1e-3f, in));
+  expectClose(name + " out = gelu(preact)", dOut.values(), rounded(out), 2 * bf16Rtol,
+              sumAtol(1e-3f, in));
+  expectClose(name + " dpreact", dDpreact.values(), rounded(dpreact), 2 * bf16Rtol,
+              sumAtol(1e-3f, in));
+  expectClose(name + " dweight (fp32 +=)", dDw.download(), dw, 1e-4f, sumAtol(1e-5f, rows));
+  expectClose(name + " dbias (fp32 +=)", dDb.download(), db, 1e-4f, sumAtol(1e-5f, rows));
+}
+
 } // namespace
 
 int main() {
@@ -357,5 +409,8 @@ int main() {
   checkLinear(128, 256, 1000, false, 19);
   checkLinear(512, 768, 2304, true, 20);
   checkLinear(7, 13, 257, true, 21); // odd sizes: unaligned leading dimensions
+  checkLinearGelu(128, 256, 1024, 22);
+  checkLinearGelu(512, 768, 3072, 23);
+  checkLinearGelu(7, 13, 257, 24); // no GELU epilogue for these: the unfused fallback
   return finish();
 }

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/linear/LinearCuda.h"
 
+#include "stdlib/kernels/activation/ActivationCuda.h"
+
 #include <array>
 #include <cstdint>
 #include <map>
@@ -26,7 +28,7 @@ namespace mist::kernels {
 //===----------------------------------------------------------------------===//
 
 /// The key of the algorithm cache: everything the heuristic looked at.
-using GemmKey = std::array<int64_t, 18>;
+using GemmKey = std::array<int64_t, 20>;
 
 struct LinearContext::State {
   cublasLtHandle_t handle = nullptr;
@@ -157,6 +159,11 @@ struct Gemm {
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   float beta = 0.f;
   const void *bias = nullptr; ///< [m] of typeC, through CUBLASLT_EPILOGUE_BIAS
+  /// GELU epilogues: Forward stores gelu(D) in D and the pre-activation in
+  /// `aux`; Backward multiplies D by gelu'(aux). aux has C's type and
+  /// layout (leading dimension ldc).
+  enum class Gelu { None, Forward, Backward } gelu = Gelu::None;
+  void *aux = nullptr;
 };
 
 size_t elementBytes(cudaDataType_t type) { return type == CUDA_R_32F ? 4 : 2; }
@@ -200,7 +207,8 @@ struct Descriptors {
       return rc_;                                                                                  \
   } while (0)
 
-/// Builds the descriptors of `g`, with the bias epilogue when `withBias`.
+/// Builds the descriptors of `g`, with the bias epilogue when `withBias`
+/// (and g's GELU epilogue, if any).
 cublasStatus_t describe(const Gemm &g, bool withBias, Descriptors &d) {
   MIST_LT_TRY(cublasLtMatmulDescCreate(&d.op, g.compute, CUDA_R_32F));
   int32_t transA = g.transA, transB = g.transB;
@@ -208,10 +216,27 @@ cublasStatus_t describe(const Gemm &g, bool withBias, Descriptors &d) {
       cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &transA, sizeof transA));
   MIST_LT_TRY(
       cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &transB, sizeof transB));
-  if (withBias) {
-    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (g.gelu != Gemm::Gelu::None) {
+    uint32_t epilogue = g.gelu == Gemm::Gelu::Backward ? CUBLASLT_EPILOGUE_DGELU
+                        : withBias                     ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                       : CUBLASLT_EPILOGUE_GELU_AUX;
     MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                                                sizeof epilogue));
+    MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                               &g.aux, sizeof g.aux));
+    int64_t auxLd = g.ldc;
+    MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+                                               sizeof auxLd));
+    int32_t auxType = g.typeC;
+    MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE,
+                                               &auxType, sizeof auxType));
+  }
+  if (withBias) {
+    if (g.gelu == Gemm::Gelu::None) {
+      uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                                 sizeof epilogue));
+    }
     int32_t biasType = g.typeC;
     MIST_LT_TRY(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
                                                sizeof biasType));
@@ -232,9 +257,11 @@ cublasStatus_t chooseAlgorithm(LinearContext::State &s, const Gemm &g, bool with
   uint32_t alignA = alignmentOf(g.a, g.lda, g.typeAB), alignB = alignmentOf(g.b, g.ldb, g.typeAB),
            alignC = alignmentOf(g.c, g.ldc, g.typeC),
            alignBias = withBias ? alignmentOf(g.bias, 0, g.typeC) : 256;
-  GemmKey key{g.transA, g.transB, g.m,      g.n,     g.k,       g.lda,
-              g.ldb,    g.ldc,    g.typeAB, g.typeC, g.compute, g.beta != 0.f,
-              withBias, alignA,   alignB,   alignC,  alignBias, int64_t(s.workspaceBytes)};
+  const uint32_t alignAux = g.gelu != Gemm::Gelu::None ? alignmentOf(g.aux, g.ldc, g.typeC) : 256;
+  GemmKey key{g.transA,        g.transB, g.m,      g.n,     g.k,       g.lda,
+              g.ldb,           g.ldc,    g.typeAB, g.typeC, g.compute, g.beta != 0.f,
+              withBias,        alignA,   alignB,   alignC,  alignBias, int64_t(s.workspaceBytes),
+              int64_t(g.gelu), alignAux};
   if (auto it = s.algorithms.find(key); it != s.algorithms.end()) {
     if (!it->second)
       return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -284,7 +311,8 @@ cublasStatus_t gemm(LinearContext &ctx, const Gemm &g, cudaStream_t stream) {
   cublasStatus_t rc = chooseAlgorithm(*s, run, run.bias != nullptr, d, algo);
   Descriptors plain;
   const Descriptors *use = &d;
-  if (rc == CUBLAS_STATUS_NOT_SUPPORTED && run.bias && run.beta == 0.f) {
+  if (rc == CUBLAS_STATUS_NOT_SUPPORTED && run.bias && run.beta == 0.f &&
+      run.gelu == Gemm::Gelu::None) {
     run.beta = 1.f;
     run.bias = nullptr;
     MIST_LT_TRY(describe(run, false, plain));
@@ -314,15 +342,20 @@ template <typename T> constexpr cudaDataType_t cudaTypeOf() {
 }
 
 /// The forward of any type: out[N,O] = x[N,I] W[I,O] + bias.
+/// With `geluPreact`, out = gelu(x W + bias) and geluPreact = x W + bias
+/// (cuBLASLt's GELU_AUX epilogue; NOT_SUPPORTED when it has no algorithm).
 template <typename OutT>
 cublasStatus_t forward(LinearContext &ctx, OutT *out, const void *inp, const void *weight,
                        const OutT *bias, Index rows, Index in, Index outFeatures,
-                       cudaDataType_t typeAB, cublasComputeType_t compute, cudaStream_t stream) {
+                       cudaDataType_t typeAB, cublasComputeType_t compute, cudaStream_t stream,
+                       OutT *geluPreact = nullptr) {
   if (badSizes(rows, in, outFeatures) || (rows && outFeatures && !out) ||
       (rows && in && outFeatures && (!inp || !weight)))
     return CUBLAS_STATUS_INVALID_VALUE;
   if (rows == 0 || outFeatures == 0)
     return CUBLAS_STATUS_SUCCESS;
+  if (in == 0 && geluPreact) // an empty sum: no GEMM to carry the epilogue
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   if (in == 0) // an empty sum: out = bias (cuBLASLt rejects k = 0)
     return broadcastBias<OutT>(out, bias, rows, outFeatures, stream);
   Gemm g;
@@ -334,14 +367,20 @@ cublasStatus_t forward(LinearContext &ctx, OutT *out, const void *inp, const voi
   g.typeC = cudaTypeOf<OutT>();
   g.compute = compute;
   g.bias = bias;
+  if (geluPreact) {
+    g.gelu = Gemm::Gelu::Forward;
+    g.aux = geluPreact;
+  }
   return gemm<OutT>(ctx, g, stream);
 }
 
 /// The backward of any type (Args: LinearArgs or LinearBf16Args): T is the
 /// activations' and weight's type, dweight and dbias are fp32.
+/// With `geluPreact`, dinp is multiplied by gelu'(geluPreact) in the GEMM's
+/// epilogue (DGELU; NOT_SUPPORTED, with nothing run, when it has none).
 template <typename Args>
 cublasStatus_t backward(LinearContext &c, const Args &a, cublasComputeType_t compute,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, const void *geluPreact = nullptr) {
   using T = std::remove_const_t<std::remove_pointer_t<decltype(a.inp)>>;
   const Index N = a.rows, I = a.in, O = a.outFeatures;
   if (badSizes(N, I, O))
@@ -350,6 +389,8 @@ cublasStatus_t backward(LinearContext &c, const Args &a, cublasComputeType_t com
   if ((any && !a.dout) || (any && a.dinp && !a.weight) || (any && a.dweight && !a.inp) ||
       (N && O && a.dbias && !a.dout))
     return CUBLAS_STATUS_INVALID_VALUE;
+  if (geluPreact && (!a.dinp || !N || !I || !O))
+    return CUBLAS_STATUS_NOT_SUPPORTED; // no dinp GEMM to carry the epilogue
   if (a.dinp && N && I) {
     if (O == 0) { // an empty sum
       if (cudaMemsetAsync(a.dinp, 0, size_t(N * I) * sizeof(T), stream) != cudaSuccess)
@@ -363,6 +404,10 @@ cublasStatus_t backward(LinearContext &c, const Args &a, cublasComputeType_t com
       g.c = a.dinp, g.ldc = I;
       g.typeAB = g.typeC = cudaTypeOf<T>();
       g.compute = compute;
+      if (geluPreact) {
+        g.gelu = Gemm::Gelu::Backward;
+        g.aux = const_cast<void *>(geluPreact);
+      }
       MIST_LT_TRY(gemm<T>(c, g, stream));
     }
   }
@@ -410,6 +455,56 @@ cublasStatus_t linearFwdCuda(const LinearBf16Args &a, cudaStream_t stream, Linea
 cublasStatus_t linearBwdCuda(const LinearBf16Args &a, cudaStream_t stream, LinearContext *ctx) {
   LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
   return backward(c, a, CUBLAS_COMPUTE_32F, stream);
+}
+
+cublasStatus_t linearGeluFwdCuda(const LinearBf16Args &a, __nv_bfloat16 *preact,
+                                 cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  if (!preact && a.rows && a.outFeatures)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  cublasStatus_t rc =
+      forward<__nv_bfloat16>(c, a.out, a.inp, a.weight, a.bias, a.rows, a.in, a.outFeatures,
+                             CUDA_R_16BF, CUBLAS_COMPUTE_32F, stream, preact);
+  if (rc != CUBLAS_STATUS_NOT_SUPPORTED)
+    return rc;
+  // No GELU epilogue for this GEMM: the linear layer, then the GELU kernel.
+  LinearBf16Args plain = a;
+  plain.out = preact;
+  MIST_LT_TRY(linearFwdCuda(plain, stream, &c));
+  return geluFwdCuda(ElementwiseBf16Args{a.out, preact, nullptr, nullptr, nullptr, nullptr,
+                                         a.rows * a.outFeatures},
+                     stream) == cudaSuccess
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+
+cublasStatus_t linearBwdDgeluCuda(const LinearBf16Args &a, const __nv_bfloat16 *preact,
+                                  __nv_bfloat16 *dact, cudaStream_t stream, LinearContext *ctx) {
+  LinearContext &c = ctx ? *ctx : LinearContext::processDefault();
+  if (!preact && a.dinp && a.rows && a.in)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  // dweight and dbias read inp and dout only: the plain backward without dinp.
+  LinearBf16Args params = a;
+  params.dinp = nullptr;
+  MIST_LT_TRY(backward(c, params, CUBLAS_COMPUTE_32F, stream));
+  if (!a.dinp)
+    return CUBLAS_STATUS_SUCCESS;
+  LinearBf16Args grad = a;
+  grad.dweight = nullptr;
+  grad.dbias = nullptr;
+  cublasStatus_t rc = backward(c, grad, CUBLAS_COMPUTE_32F, stream, preact);
+  if (rc != CUBLAS_STATUS_NOT_SUPPORTED)
+    return rc;
+  // No DGELU epilogue for this GEMM: dact = dout Wᵀ, then the GELU gradient.
+  if (!dact)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  grad.dinp = dact;
+  MIST_LT_TRY(backward(c, grad, CUBLAS_COMPUTE_32F, stream));
+  return geluBwdCuda(
+             ElementwiseBf16Args{nullptr, preact, nullptr, a.dinp, nullptr, dact, a.rows * a.in},
+             stream) == cudaSuccess
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 cublasStatus_t linearFwdBf16Cuda(float *out, const __nv_bfloat16 *inp, const __nv_bfloat16 *weight,

@@ -122,6 +122,25 @@ cublasStatus_t linearFwdCuda(const LinearBf16Args &a, cudaStream_t stream,
 cublasStatus_t linearBwdCuda(const LinearBf16Args &a, cudaStream_t stream,
                              LinearContext *ctx = nullptr);
 
+/// The first linear layer of a GPT MLP and its GELU (tanh approximation) in
+/// one GEMM: out = gelu(inp weight + bias), preact = inp weight + bias
+/// (cuBLASLt's GELU_AUX_BIAS epilogue; the backward reads preact). The GELU
+/// is taken of the fp32 sum and both outputs are rounded once. Where
+/// cuBLASLt has no such epilogue for the shape, the plain GEMM writes preact
+/// and the GELU kernel reads it (the GELU of the rounded sum).
+cublasStatus_t linearGeluFwdCuda(const LinearBf16Args &a, __nv_bfloat16 *preact,
+                                 cudaStream_t stream, LinearContext *ctx = nullptr);
+
+/// The backward of a linear layer whose input was gelu(preact), with that
+/// GELU's backward: dweight, dbias as linearBwdCuda; dinp receives
+/// d(preact) = gelu'(preact) · (dout weightᵀ), the product's fp32 value
+/// times gelu' rounded once (cuBLASLt's DGELU epilogue). Without such an
+/// epilogue, dout weightᵀ goes to `dact` (bf16, [N, In]; then required) and
+/// the GELU gradient kernel reads it.
+cublasStatus_t linearBwdDgeluCuda(const LinearBf16Args &a, const __nv_bfloat16 *preact,
+                                  __nv_bfloat16 *dact, cudaStream_t stream,
+                                  LinearContext *ctx = nullptr);
+
 /// A bare bf16 GEMM for the profiler: bf16 inp [rows, in] and weight
 /// [in, outFeatures] (row-major, as in LinearArgs), fp32 accumulation, fp32
 /// output. The bias, if any, has the output's type (cuBLASLt's rule for its

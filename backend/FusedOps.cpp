@@ -1,0 +1,46 @@
+//===- FusedOps.cpp - Which consecutive ops the trainer runs as one -------===//
+#include "backend/FusedOps.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace mist;
+
+namespace {
+
+bool tanhGelu(const LoweredOp &op) {
+  auto it = op.words.find("approximate");
+  return it == op.words.end() || it->second == "true";
+}
+
+bool rowParallel(const LoweredOp &op) {
+  auto it = op.words.find("shard");
+  return it != op.words.end() && it->second == "row";
+}
+
+} // namespace
+
+std::vector<bool> mist::fusedWithNext(const std::vector<LoweredOp> &ops,
+                                      const std::vector<int> &outputs) {
+  std::map<int, int> readers;
+  for (const LoweredOp &op : ops)
+    for (int b : op.operands)
+      ++readers[b];
+  auto yielded = [&](int b) {
+    return std::find(outputs.begin(), outputs.end(), b) != outputs.end();
+  };
+  std::vector<bool> fused(ops.size(), false);
+  for (size_t i = 0; i + 1 < ops.size(); ++i) {
+    const LoweredOp &a = ops[i], &b = ops[i + 1];
+    if (a.results.empty() || b.operands.empty() || b.operands[0] != a.results[0] || !tanhGelu(b))
+      continue;
+    const bool forward = a.kind == OpKind::Linear && b.kind == OpKind::Gelu && !rowParallel(a);
+    const bool backward = a.kind == OpKind::LinearGrad && b.kind == OpKind::GeluGrad &&
+                          readers[a.results[0]] == 1 && !yielded(a.results[0]);
+    if (forward || backward) {
+      fused[i] = true;
+      ++i; // a pair is not the start of another
+    }
+  }
+  return fused;
+}
