@@ -247,7 +247,10 @@ void run(const char *op, std::initializer_list<ConstTensor> values,
 
 void setThreadsPerRank(int) {} // the GPU runs the ops; one host thread drives it
 
-std::string describe() { return "CUDA kernels, cuBLASLt GEMMs"; }
+std::string describe() {
+  return k::attentionCudnnBuilt() ? "CUDA kernels, cuBLASLt GEMMs, cuDNN attention (bf16)"
+                                  : "CUDA kernels, cuBLASLt GEMMs";
+}
 
 //===----------------------------------------------------------------------===//
 // Embeddings and elementwise

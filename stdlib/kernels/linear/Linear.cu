@@ -304,6 +304,11 @@ template <typename CType>
 cublasStatus_t gemm(LinearContext &ctx, const Gemm &g, cudaStream_t stream) {
   LinearContext::State *s = nullptr;
   MIST_LT_TRY(ctx.state(s));
+  // cuBLASLt's GELU auxiliary matrix: a leading dimension divisible by 8 and
+  // (in practice) 16-byte alignment; otherwise the caller runs it unfused.
+  if (g.gelu != Gemm::Gelu::None &&
+      (g.ldc % 8 != 0 || reinterpret_cast<uintptr_t>(g.aux) % 16 != 0))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   Gemm run = g;
   Descriptors d;
   MIST_LT_TRY(describe(run, run.bias != nullptr, d));
