@@ -32,12 +32,15 @@ std::vector<bool> mist::fusedWithNext(const std::vector<LoweredOp> &ops,
   std::vector<bool> fused(ops.size(), false);
   for (size_t i = 0; i + 1 < ops.size(); ++i) {
     const LoweredOp &a = ops[i], &b = ops[i + 1];
-    if (a.results.empty() || b.operands.empty() || b.operands[0] != a.results[0] || !tanhGelu(b))
+    if (a.results.empty() || b.operands.empty() || b.operands[0] != a.results[0])
       continue;
-    const bool forward = a.kind == OpKind::Linear && b.kind == OpKind::Gelu && !rowParallel(a);
-    const bool backward = a.kind == OpKind::LinearGrad && b.kind == OpKind::GeluGrad &&
-                          readers[a.results[0]] == 1 && !yielded(a.results[0]);
-    if (forward || backward) {
+    const bool geluForward =
+        a.kind == OpKind::Linear && b.kind == OpKind::Gelu && tanhGelu(b) && !rowParallel(a);
+    const bool geluBackward = a.kind == OpKind::LinearGrad && b.kind == OpKind::GeluGrad &&
+                              tanhGelu(b) && readers[a.results[0]] == 1 && !yielded(a.results[0]);
+    const bool residualNorm =
+        a.kind == OpKind::Add && (b.kind == OpKind::LayerNorm || b.kind == OpKind::RMSNorm);
+    if (geluForward || geluBackward || residualNorm) {
       fused[i] = true;
       ++i; // a pair is not the start of another
     }

@@ -1,13 +1,15 @@
 //===- FusedOps.h - Which consecutive ops the trainer runs as one ---------===//
 /// \file
-/// The trainer runs two pairs of consecutive lowered ops as one runtime op,
-/// so that GPUs can do them in one cuBLASLt GEMM with a GELU epilogue:
+/// The trainer runs these pairs of consecutive lowered ops as one runtime op,
+/// so that GPUs do them in one GEMM with a GELU epilogue or one row kernel:
 ///   - a linear layer that is not row-parallel and the tanh GELU of its
 ///     output (`linearGelu`: the GELU's input is also written, for the
 ///     backward);
 ///   - a linear layer's gradient and the tanh GELU gradient of its input's
 ///     gradient (`linearGradGelu`), when nothing else reads that input
 ///     gradient (a fused GEMM does not write it).
+///   - a residual add and the LayerNorm or RMSNorm of its sum
+///     (`addLayerNorm`, `addRmsNorm`: one row kernel, the sum still stored).
 /// The emitter (TrainerEmitter.cpp) and the scratch planner
 /// (ScratchPlanner.cpp) ask the same function, so a pair is one op for
 /// both: every buffer the pair touches is live across both positions, and

@@ -292,6 +292,21 @@ bool mist::fusedRuntimeOpCall(const LoweredOp &first, const LoweredOp &second,
                       a.sz(w[0]), a.sz(w[1]));
     return true;
   }
+  // add -> the norm of the sum.
+  if (first.kind == OpKind::Add && second.operands[0] == first.results[0] &&
+      (second.kind == OpKind::LayerNorm || second.kind == OpKind::RMSNorm)) {
+    const Expr &c = b.dims(second.operands[0]).back();
+    const std::string rows = b.sz(b.elements(second.operands[0]) / c);
+    if (second.kind == OpKind::LayerNorm)
+      out = fmt::format("addLayerNorm({}, {}, {}, {}, {}, {}, {}, {}, {}, float({}));", a.res(0),
+                        b.res(0), b.res(1), a.in(0), a.in(1), b.in(1),
+                        b.flag("bias") ? b.in(2) : "nullptr", rows, b.sz(c), b.num("eps", 1e-5));
+    else
+      out =
+          fmt::format("addRmsNorm({}, {}, {}, {}, {}, {}, {}, {}, float({}));", a.res(0), b.res(0),
+                      b.res(1), a.in(0), a.in(1), b.in(1), rows, b.sz(c), b.num("eps", 1e-5));
+    return true;
+  }
   // linear_grad -> gelu_grad of its input's gradient.
   if (first.kind == OpKind::LinearGrad && second.kind == OpKind::GeluGrad && tanhGelu &&
       second.operands[0] == first.results[0]) {

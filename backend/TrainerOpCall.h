@@ -30,7 +30,8 @@ bool runtimeOpCall(const LoweredOp &op, const OpCallNaming &naming, std::string 
 /// Two consecutive ops as one fused call into `out`, where runtime/ops has
 /// one: a column-parallel linear and the tanh GELU of its output
 /// (`linearGelu`), a linear's gradient and the GELU gradient of its input's
-/// gradient (`linearGradGelu`). The caller checks that nothing else reads
+/// gradient (`linearGradGelu`), a residual add and the norm of its sum
+/// (`addLayerNorm`, `addRmsNorm`). The caller checks that nothing else reads
 /// what the fused call may leave unwritten (the linear gradient's dx).
 bool fusedRuntimeOpCall(const LoweredOp &first, const LoweredOp &second, const OpCallNaming &naming,
                         std::string &out);

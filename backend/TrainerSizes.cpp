@@ -30,11 +30,12 @@ bool mist::isTrainerReservedName(const std::string &name) {
       // Runtime calls (runtime/ops/Ops.h, runtime/trainer/Trainer.h).
       "embedding", "embeddingGrad", "positionEmbedding", "positionEmbeddingGrad", "add", "copy",
       "layerNorm", "layerNormGrad", "rmsNorm", "rmsNormGrad", "linear", "linearGrad", "linearGelu",
-      "linearGradGelu", "lmHead", "lmHeadGrad", "attention", "attentionGrad", "rope", "ropeGrad",
-      "gelu", "geluGrad", "geluExact", "geluExactGrad", "sliceLast", "sliceLastGrad", "concatLast",
-      "concatLastGrad", "silu", "siluGrad", "mul", "mulGrad", "crossEntropyRowMax",
-      "crossEntropyRowSums", "crossEntropyFinish", "crossEntropyGrad", "maxOverBlocks", "adamW",
-      "adamWMany", "runTrainer", "setThreadsPerRank", "describe"};
+      "linearGradGelu", "addLayerNorm", "addRmsNorm", "lmHead", "lmHeadGrad", "attention",
+      "attentionGrad", "rope", "ropeGrad", "gelu", "geluGrad", "geluExact", "geluExactGrad",
+      "sliceLast", "sliceLastGrad", "concatLast", "concatLastGrad", "silu", "siluGrad", "mul",
+      "mulGrad", "crossEntropyRowMax", "crossEntropyRowSums", "crossEntropyFinish",
+      "crossEntropyGrad", "maxOverBlocks", "adamW", "adamWMany", "runTrainer", "setThreadsPerRank",
+      "describe"};
   if (names.count(name))
     return true;
   // The emitter's own functions: sN_... and stageN.

@@ -141,6 +141,18 @@ void linearGrad(Tensor dx, Tensor dweight, Tensor dbias, ConstTensor dout, Const
                    st.in(dout, rows * outF), rows, in, outF});
 }
 
+void addLayerNorm(Tensor sum, Tensor out, Tensor stats, ConstTensor x, ConstTensor residual,
+                  ConstTensor weight, ConstTensor bias, Index rows, Index channels, float eps) {
+  add(sum, x, residual, rows * channels);
+  layerNorm(out, stats, sum, weight, bias, rows, channels, eps);
+}
+
+void addRmsNorm(Tensor sum, Tensor out, Tensor stats, ConstTensor x, ConstTensor residual,
+                ConstTensor weight, Index rows, Index channels, float eps) {
+  add(sum, x, residual, rows * channels);
+  rmsNorm(out, stats, sum, weight, rows, channels, eps);
+}
+
 void linearGelu(Tensor out, Tensor preact, ConstTensor x, ConstTensor weight, ConstTensor bias,
                 Index rows, Index in, Index outF) {
   linear(preact, x, weight, bias, rows, in, outF);

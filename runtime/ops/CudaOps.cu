@@ -415,6 +415,30 @@ void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, Con
   });
 }
 
+void addLayerNorm(Tensor sum, Tensor out, Tensor stats, ConstTensor x, ConstTensor residual,
+                  ConstTensor weight, ConstTensor bias, Index rows, Index channels, float eps) {
+  cudaStream_t s = currentStream();
+  float *mean = scratch(stateOf(s), 2 * elements(rows, "addLayerNorm")), *rstd = mean + rows;
+  const Index n = rows * channels;
+  run("addLayerNorm", {sum, out, x, residual, weight, bias}, {}, [&](auto &o) {
+    return k::addLayerNormFwdCuda({o.out(out, n), mean, rstd, nullptr, o.in(weight, channels),
+                                   o.in(bias, channels), nullptr, nullptr, nullptr, nullptr, rows,
+                                   channels, eps},
+                                  o.out(sum, n), o.in(x, n), o.in(residual, n), s);
+  });
+  check(interleave<false>(stats.f32(), mean, rstd, rows, s), "addLayerNorm (stats)");
+}
+
+void addRmsNorm(Tensor sum, Tensor out, Tensor stats, ConstTensor x, ConstTensor residual,
+                ConstTensor weight, Index rows, Index channels, float eps) {
+  const Index n = rows * channels;
+  run("addRmsNorm", {sum, out, x, residual, weight}, {}, [&](auto &o) {
+    return k::addRmsNormFwdCuda({o.out(out, n), stats.f32(), nullptr, o.in(weight, channels),
+                                 nullptr, nullptr, nullptr, rows, channels, eps},
+                                o.out(sum, n), o.in(x, n), o.in(residual, n), currentStream());
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // Linear and the LM head
 //===----------------------------------------------------------------------===//

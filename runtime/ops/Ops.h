@@ -61,6 +61,15 @@ void rmsNorm(Tensor out, Tensor stats, ConstTensor x, ConstTensor weight, Index 
 void rmsNormGrad(Tensor dx, Tensor dweight, ConstTensor dout, ConstTensor x, ConstTensor weight,
                  ConstTensor stats, Index rows, Index channels);
 
+/// The residual add before a norm, as one op (the trainer emits it where a
+/// norm reads an add's result): sum = x + residual, then layerNorm (or
+/// rmsNorm) of sum. The same results as add then the norm, bit for bit; on
+/// GPUs one kernel, which reads sum back from what it stored.
+void addLayerNorm(Tensor sum, Tensor out, Tensor stats, ConstTensor x, ConstTensor residual,
+                  ConstTensor weight, ConstTensor bias, Index rows, Index channels, float eps);
+void addRmsNorm(Tensor sum, Tensor out, Tensor stats, ConstTensor x, ConstTensor residual,
+                ConstTensor weight, Index rows, Index channels, float eps);
+
 /// out[rows, outF] = x[rows, in] * weight[in, outF] (+ bias).
 void linear(Tensor out, ConstTensor x, ConstTensor weight, ConstTensor bias, Index rows, Index in,
             Index outF);

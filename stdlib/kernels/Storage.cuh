@@ -25,4 +25,20 @@ __device__ __forceinline__ void store(__nv_bfloat16 *p, Index i, float v) {
   p[i] = __float2bfloat16_rn(v);
 }
 
+/// A residual add fused into a row kernel (the norms): the row it reads is
+/// `sum` = a + b, computed in its first pass and stored as the unfused add
+/// would store it, so later passes (and the caller) read the same rounded
+/// values. `sum` null: no residual, the kernel reads its input as it is.
+template <typename T> struct ResidualAdd {
+  T *sum = nullptr;
+  const T *a = nullptr, *b = nullptr;
+};
+
+/// Element i of the residual sum, stored and read back (its stored value).
+template <typename T>
+__device__ __forceinline__ float addAndStore(const ResidualAdd<T> &r, Index i) {
+  store(r.sum, i, load(r.a, i) + load(r.b, i));
+  return load(r.sum, i);
+}
+
 } // namespace mist::kernels

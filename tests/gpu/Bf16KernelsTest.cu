@@ -384,6 +384,47 @@ void checkLinearGelu(Index rows, Index in, Index outF, unsigned seed) {
   expectClose(name + " dbias (fp32 +=)", dDb.download(), db, 1e-4f, sumAtol(1e-5f, rows));
 }
 
+/// The residual add fused into the norms equals add then norm bit for bit.
+void checkResidualNorms(Index rows, Index channels, unsigned seed) {
+  const size_t n = size_t(rows * channels), c = size_t(channels), r = size_t(rows);
+  std::vector<float> x = randomBf16(n, seed, 2.f), residual = randomBf16(n, seed + 1),
+                     w = randomBf16(c, seed + 2), bias = randomBf16(c, seed + 3);
+  Bf16Buffer dX(x), dResidual(residual), dW(w), dBias(bias), sumA(n), sumB(n), outA(n), outB(n);
+  DeviceBuffer<float> meanA(r), rstdA(r), meanB(r), rstdB(r);
+  const std::string name =
+      "add + norm bf16 " + std::to_string(rows) + "x" + std::to_string(channels);
+  // Unfused: the add kernel, then each norm on its stored sum.
+  CHECK_CUDA(addFwdCuda(
+      ElementwiseBf16Args{sumA.ptr, dX.ptr, dResidual.ptr, nullptr, nullptr, nullptr, Index(n)},
+      nullptr));
+  LayerNormBf16Args ln{outA.ptr, meanA.ptr, rstdA.ptr, sumA.ptr, dW.ptr,   dBias.ptr, nullptr,
+                       nullptr,  nullptr,   nullptr,   rows,     channels, 1e-5f};
+  CHECK_CUDA(layerNormFwdCuda(ln, nullptr));
+  LayerNormBf16Args fused = ln;
+  fused.out = outB.ptr;
+  fused.mean = meanB.ptr;
+  fused.rstd = rstdB.ptr;
+  fused.inp = nullptr;
+  CHECK_CUDA(addLayerNormFwdCuda(fused, sumB.ptr, dX.ptr, dResidual.ptr, nullptr));
+  sync();
+  expectClose(name + " layernorm: sum", sumB.values(), sumA.values(), 0.f, 0.f);
+  expectClose(name + " layernorm: out", outB.values(), outA.values(), 0.f, 0.f);
+  expectClose(name + " layernorm: rstd", rstdB.download(), rstdA.download(), 0.f, 0.f);
+  RMSNormBf16Args rms{outA.ptr, rstdA.ptr, sumA.ptr, dW.ptr,   nullptr,
+                      nullptr,  nullptr,   rows,     channels, 1e-5f};
+  CHECK_CUDA(rmsNormFwdCuda(rms, nullptr));
+  RMSNormBf16Args fusedRms = rms;
+  fusedRms.out = outB.ptr;
+  fusedRms.rstd = rstdB.ptr;
+  fusedRms.inp = nullptr;
+  CHECK_CUDA(cudaMemset(sumB.ptr, 0, n * sizeof(bf16)));
+  CHECK_CUDA(addRmsNormFwdCuda(fusedRms, sumB.ptr, dX.ptr, dResidual.ptr, nullptr));
+  sync();
+  expectClose(name + " rmsnorm: sum", sumB.values(), sumA.values(), 0.f, 0.f);
+  expectClose(name + " rmsnorm: out", outB.values(), outA.values(), 0.f, 0.f);
+  expectClose(name + " rmsnorm: rstd", rstdB.download(), rstdA.download(), 0.f, 0.f);
+}
+
 } // namespace
 
 int main() {
@@ -412,5 +453,7 @@ int main() {
   checkLinearGelu(128, 256, 1024, 22);
   checkLinearGelu(512, 768, 3072, 23);
   checkLinearGelu(7, 13, 257, 24); // no GELU epilogue for these: the unfused fallback
+  checkResidualNorms(64, 768, 25);
+  checkResidualNorms(300, 1031, 26);
   return finish();
 }

@@ -20,12 +20,15 @@ namespace {
 
 using namespace mist::kernels::cuda;
 
-template <typename T> __global__ void layerNormFwdKernel(LayerNormArgsOf<T> a) {
+/// With `r.sum`, the normalized rows are r.a + r.b, stored in r.sum by the
+/// first pass (a.inp is not read): the residual add fused in.
+template <typename T> __global__ void layerNormFwdKernel(LayerNormArgsOf<T> a, ResidualAdd<T> r) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const T *x = a.inp + n * a.channels;
+    const Index row = n * a.channels;
+    const T *x = (r.sum ? r.sum : a.inp) + row;
     float sum = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      sum += load(x, c);
+      sum += r.sum ? addAndStore(r, row + c) : load(x, c);
     float m = blockSum(sum) / float(a.channels);
     float sq = 0.f;
     for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
@@ -99,13 +102,14 @@ __global__ void layerNormBwdParamKernel(LayerNormArgsOf<T> a, Index rowsPerChunk
   }
 }
 
-template <typename T> cudaError_t forward(const LayerNormArgsOf<T> &a, cudaStream_t stream) {
+template <typename T>
+cudaError_t forward(const LayerNormArgsOf<T> &a, cudaStream_t stream, ResidualAdd<T> r = {}) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
     return cudaSuccess;
   layerNormFwdKernel<T>
-      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
+      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a, r);
   return cudaGetLastError();
 }
 
@@ -138,6 +142,19 @@ cudaError_t layerNormFwdCuda(const LayerNormBf16Args &a, cudaStream_t stream) {
 }
 cudaError_t layerNormBwdCuda(const LayerNormBf16Args &a, cudaStream_t stream) {
   return backward(a, stream);
+}
+cudaError_t addLayerNormFwdCuda(const LayerNormArgs &a, float *sum, const float *x,
+                                const float *residual, cudaStream_t stream) {
+  if (!sum || !x || !residual)
+    return cudaErrorInvalidValue;
+  return forward(a, stream, ResidualAdd<float>{sum, x, residual});
+}
+cudaError_t addLayerNormFwdCuda(const LayerNormBf16Args &a, __nv_bfloat16 *sum,
+                                const __nv_bfloat16 *x, const __nv_bfloat16 *residual,
+                                cudaStream_t stream) {
+  if (!sum || !x || !residual)
+    return cudaErrorInvalidValue;
+  return forward(a, stream, ResidualAdd<__nv_bfloat16>{sum, x, residual});
 }
 
 } // namespace mist::kernels

@@ -29,4 +29,13 @@ using LayerNormBf16Args = LayerNormArgsOf<__nv_bfloat16>;
 cudaError_t layerNormFwdCuda(const LayerNormBf16Args &a, cudaStream_t stream);
 cudaError_t layerNormBwdCuda(const LayerNormBf16Args &a, cudaStream_t stream);
 
+/// The residual add before a LayerNorm, fused: sum = x + residual (stored,
+/// rounded to the type, exactly as addFwdCuda stores it), then the forward
+/// of `a` on sum (a.inp is not read). Bit for bit the unfused pair.
+cudaError_t addLayerNormFwdCuda(const LayerNormArgs &a, float *sum, const float *x,
+                                const float *residual, cudaStream_t stream);
+cudaError_t addLayerNormFwdCuda(const LayerNormBf16Args &a, __nv_bfloat16 *sum,
+                                const __nv_bfloat16 *x, const __nv_bfloat16 *residual,
+                                cudaStream_t stream);
+
 } // namespace mist::kernels

@@ -19,12 +19,17 @@ namespace {
 
 using namespace mist::kernels::cuda;
 
-template <typename T> __global__ void rmsNormFwdKernel(RMSNormArgsOf<T> a) {
+/// With `r.sum`, the normalized rows are r.a + r.b, stored in r.sum by the
+/// first pass (a.inp is not read): the residual add fused in.
+template <typename T> __global__ void rmsNormFwdKernel(RMSNormArgsOf<T> a, ResidualAdd<T> r) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const T *x = a.inp + n * a.channels;
+    const Index row = n * a.channels;
+    const T *x = (r.sum ? r.sum : a.inp) + row;
     float sq = 0.f;
-    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x)
-      sq += load(x, c) * load(x, c);
+    for (Index c = threadIdx.x; c < a.channels; c += blockDim.x) {
+      const float v = r.sum ? addAndStore(r, row + c) : load(x, c);
+      sq += v * v;
+    }
     float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
     if (threadIdx.x == 0)
       a.rstd[n] = s;
@@ -75,13 +80,14 @@ __global__ void rmsNormBwdParamKernel(RMSNormArgsOf<T> a, Index rowsPerChunk) {
     atomicAdd(a.dweight + c, dw);
 }
 
-template <typename T> cudaError_t forward(const RMSNormArgsOf<T> &a, cudaStream_t stream) {
+template <typename T>
+cudaError_t forward(const RMSNormArgsOf<T> &a, cudaStream_t stream, ResidualAdd<T> r = {}) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
     return cudaSuccess;
   rmsNormFwdKernel<T>
-      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
+      <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a, r);
   return cudaGetLastError();
 }
 
@@ -112,6 +118,18 @@ cudaError_t rmsNormFwdCuda(const RMSNormBf16Args &a, cudaStream_t stream) {
 }
 cudaError_t rmsNormBwdCuda(const RMSNormBf16Args &a, cudaStream_t stream) {
   return backward(a, stream);
+}
+cudaError_t addRmsNormFwdCuda(const RMSNormArgs &a, float *sum, const float *x,
+                              const float *residual, cudaStream_t stream) {
+  if (!sum || !x || !residual)
+    return cudaErrorInvalidValue;
+  return forward(a, stream, ResidualAdd<float>{sum, x, residual});
+}
+cudaError_t addRmsNormFwdCuda(const RMSNormBf16Args &a, __nv_bfloat16 *sum, const __nv_bfloat16 *x,
+                              const __nv_bfloat16 *residual, cudaStream_t stream) {
+  if (!sum || !x || !residual)
+    return cudaErrorInvalidValue;
+  return forward(a, stream, ResidualAdd<__nv_bfloat16>{sum, x, residual});
 }
 
 } // namespace mist::kernels

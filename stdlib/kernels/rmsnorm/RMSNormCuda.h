@@ -29,4 +29,12 @@ using RMSNormBf16Args = RMSNormArgsOf<__nv_bfloat16>;
 cudaError_t rmsNormFwdCuda(const RMSNormBf16Args &a, cudaStream_t stream);
 cudaError_t rmsNormBwdCuda(const RMSNormBf16Args &a, cudaStream_t stream);
 
+/// The residual add before an RMSNorm, fused: sum = x + residual (stored,
+/// rounded to the type, exactly as addFwdCuda stores it), then the forward
+/// of `a` on sum (a.inp is not read). Bit for bit the unfused pair.
+cudaError_t addRmsNormFwdCuda(const RMSNormArgs &a, float *sum, const float *x,
+                              const float *residual, cudaStream_t stream);
+cudaError_t addRmsNormFwdCuda(const RMSNormBf16Args &a, __nv_bfloat16 *sum, const __nv_bfloat16 *x,
+                              const __nv_bfloat16 *residual, cudaStream_t stream);
+
 } // namespace mist::kernels
