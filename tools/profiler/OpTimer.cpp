@@ -3,6 +3,7 @@
 
 #include "stdlib/kernels/activation/ActivationCuda.h"
 #include "stdlib/kernels/attention/AttentionCuda.h"
+#include "stdlib/kernels/attention/AttentionCudnn.h"
 #include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
 #include "stdlib/kernels/embedding/EmbeddingCuda.h"
 #include "stdlib/kernels/layernorm/LayerNormCuda.h"
@@ -15,6 +16,7 @@
 
 #include <functional>
 #include <numeric>
+#include <type_traits>
 #include <vector>
 
 namespace mist::profiler {
@@ -41,6 +43,13 @@ public:
     b16.push_back(std::move(b));
     return p;
   }
+  /// n activations or parameters in the profiled storage type.
+  template <typename T> T *act(int64_t n) {
+    if constexpr (std::is_same_v<T, float>)
+      return floats(n);
+    else
+      return bf16(n);
+  }
   int32_t *ints(int64_t n, int64_t bound) {
     auto b = std::make_unique<DeviceBuffer<int32_t>>(static_cast<size_t>(n));
     fillRandomInts(b->get(), b->size(), seed++, static_cast<int32_t>(bound), stream);
@@ -57,8 +66,14 @@ private:
   std::vector<std::unique_ptr<DeviceBuffer<int32_t>>> i32;
 };
 
-/// Sets up one op and returns the launch to time.
-class Setup final : public OpSetup {
+/// Sets up one op and returns the launch to time. Storage is the type of
+/// the activations and parameters: bf16 with --linear-grad bf16 (the
+/// default: what a bf16 trainer runs: bf16 GEMMs forward and backward, the
+/// bf16 kernels, attention on cuDNN where built), fp32 otherwise.
+/// Statistics and parameter gradients are fp32 either way.
+template <typename Storage> class Setup final : public OpSetup {
+  static constexpr bool isBf16 = !std::is_same_v<Storage, float>;
+
 public:
   Setup(const ShapeEntry &e, Arena &mem, cudaStream_t s, LinearContext &linear, LinearGradMode mode)
       : OpSetup(e), mem(mem), s(s), linear(linear), mode(mode) {}
@@ -101,19 +116,19 @@ private:
     need(rowsOf(0) == rows, "dy and x differ in rows");
     const bool bias = !lmHead && e.word("bias", "true") == "true";
     if (mode == LinearGradMode::Bf16Gemms) {
-      // dx [rows, in] = dy [rows, out] * W^T [out, in]; dW [in, out] = x^T [in, rows] * dy.
-      __nv_bfloat16 *dy = mem.bf16(rows * outF), *wT = mem.bf16(outF * in),
-                    *dx = mem.bf16(rows * in), *xT = mem.bf16(in * rows),
-                    *dyB = mem.bf16(rows * outF);
-      float *dW = mem.floats(in * outF);
-      return [=, this] {
-        checkCublas(linearFwdBf16Cuda(dx, dy, wT, static_cast<const __nv_bfloat16 *>(nullptr), rows,
-                                      outF, in, s, &linear),
-                    "linearFwdBf16Cuda (dx)");
-        checkCublas(linearFwdBf16Cuda(dW, xT, dyB, static_cast<const float *>(nullptr), in, rows,
-                                      outF, s, &linear),
-                    "linearFwdBf16Cuda (dW)");
-      };
+      // The bf16 trainer's backward (the LM head's two GEMMs cost the same):
+      // dx = dy Wᵀ in bf16, dW += xᵀ dy into fp32, db += Σ dy.
+      LinearBf16Args a{};
+      a.inp = mem.bf16(rows * in);
+      a.weight = mem.bf16(in * outF);
+      a.dinp = mem.bf16(rows * in);
+      a.dweight = mem.floats(in * outF);
+      a.dbias = bias ? mem.floats(outF) : nullptr;
+      a.dout = mem.bf16(rows * outF);
+      a.rows = rows;
+      a.in = in;
+      a.outFeatures = outF;
+      return [=, this] { checkCublas(linearBwdCuda(a, s, &linear), "linearBwdCuda (bf16)"); };
     }
     LinearArgs a{};
     a.inp = mem.floats(rows * in);
@@ -137,17 +152,24 @@ private:
     need(ops[q].size() == 3, "q must be [batch, seq, width]");
     const int64_t H = sizeAttr("heads"), KV = sizeAttr("kv_heads"), D = sizeAttr("head_dim");
     need(H % KV == 0, "heads must be a multiple of kv_heads");
-    need(attentionCudaSupportsHeadDim(D),
-         "head dim " + std::to_string(D) + ": the CUDA kernel has 64 and 128 only");
     const int64_t B = ops[q][0], T = ops[q][1], W = ops[q][2];
     need(fused ? W == (H + 2 * KV) * D : W == H * D, "the operand widths do not match the heads");
+    const bool causal = e.word("causal", "true") == "true";
+    if constexpr (isBf16) {
+      // The bf16 trainer's attention: cuDNN where built and it takes the
+      // shape (else the fp32 kernels below, its fallback).
+      if (Call c = cudnnAttention(grad, fused, B, T, H, KV, D, W, causal))
+        return c;
+    }
+    need(attentionCudaSupportsHeadDim(D),
+         "head dim " + std::to_string(D) + ": the CUDA kernel has 64 and 128 only");
     AttentionArgs a{};
     a.batch = B;
     a.seq = T;
     a.heads = H;
     a.kvHeads = KV;
     a.headDim = D;
-    a.causal = e.word("causal", "true") == "true";
+    a.causal = causal;
     a.out = mem.floats(B * T * H * D);
     a.lse = mem.floats(B * H * T);
     if (fused) {
@@ -180,25 +202,83 @@ private:
     return [=, this] { checkCuda(attentionBwdCuda(a, s), "attentionBwdCuda"); };
   }
 
+  /// cuDNN's attention on bf16 buffers, or an empty Call where cuDNN does
+  /// not run it (not built, or it refuses the shape).
+  Call cudnnAttention(bool grad, bool fused, int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
+                      int64_t W, bool causal) {
+    if (!attentionCudnnBuilt())
+      return {};
+    AttentionCudnnArgs a{};
+    a.batch = B;
+    a.seq = T;
+    a.heads = H;
+    a.kvHeads = KV;
+    a.headDim = D;
+    a.causal = causal;
+    a.out = mem.bf16(B * T * H * D);
+    a.lse = mem.floats(B * H * T);
+    auto place = [&](const __nv_bfloat16 *&qp, const __nv_bfloat16 *&kp, const __nv_bfloat16 *&vp) {
+      if (fused) {
+        __nv_bfloat16 *qkv = mem.bf16(B * T * W);
+        qp = qkv, kp = qkv + H * D, vp = qkv + (H + KV) * D;
+      } else {
+        qp = mem.bf16(B * T * H * D), kp = mem.bf16(B * T * KV * D), vp = mem.bf16(B * T * KV * D);
+      }
+    };
+    place(a.q, a.k, a.v);
+    a.qStride = a.kvStride = fused ? W : 0;
+    if (!fused) {
+      a.qStride = H * D;
+      a.kvStride = KV * D;
+    }
+    AttentionCudnnContext &cudnn = AttentionCudnnContext::processDefault();
+    if (!attentionFwdCudnn(a, s, &cudnn).ok())
+      return {};
+    if (!grad)
+      return [=, this] {
+        AttentionCudnnStatus rc = attentionFwdCudnn(a, s, &AttentionCudnnContext::processDefault());
+        if (!rc.ok())
+          throw GpuError(rc.message());
+      };
+    a.dout = mem.bf16(B * T * H * D);
+    const __nv_bfloat16 *dq, *dk, *dv;
+    place(dq, dk, dv);
+    a.dq = const_cast<__nv_bfloat16 *>(dq);
+    a.dk = const_cast<__nv_bfloat16 *>(dk);
+    a.dv = const_cast<__nv_bfloat16 *>(dv);
+    AttentionCudnnStatus probe = attentionBwdCudnn(a, s, &cudnn);
+    if (probe.unsupported() && cudnn.deterministicBackward()) {
+      cudnn.setDeterministicBackward(false); // as the trainer falls back (CudaOps.cu)
+      probe = attentionBwdCudnn(a, s, &cudnn);
+    }
+    if (!probe.ok())
+      return {};
+    return [=, this] {
+      AttentionCudnnStatus rc = attentionBwdCudnn(a, s, &AttentionCudnnContext::processDefault());
+      if (!rc.ok())
+        throw GpuError(rc.message());
+    };
+  }
+
   Call layerNorm(bool grad) override {
     operands(grad ? 4 : 2, grad ? 5 : 3);
     const size_t x = grad ? 1 : 0;
     const bool bias = ops.size() == (grad ? 5u : 3u);
-    LayerNormArgs a{};
+    LayerNormArgsOf<Storage> a{};
     a.rows = rowsOf(x);
     a.channels = last(x);
     a.eps = static_cast<float>(e.number("eps", 1e-5));
-    a.inp = mem.floats(a.rows * a.channels);
-    a.weight = mem.floats(a.channels);
-    a.bias = bias ? mem.floats(a.channels) : nullptr;
-    a.out = mem.floats(a.rows * a.channels);
+    a.inp = mem.act<Storage>(a.rows * a.channels);
+    a.weight = mem.act<Storage>(a.channels);
+    a.bias = bias ? mem.act<Storage>(a.channels) : nullptr;
+    a.out = mem.act<Storage>(a.rows * a.channels);
     a.mean = mem.floats(a.rows);
     a.rstd = mem.floats(a.rows);
     if (!grad)
       return [=, this] { checkCuda(layerNormFwdCuda(a, s), "layerNormFwdCuda"); };
     checkCuda(layerNormFwdCuda(a, s), "layerNormFwdCuda"); // mean and rstd
-    a.dout = mem.floats(a.rows * a.channels);
-    a.dinp = mem.floats(a.rows * a.channels);
+    a.dout = mem.act<Storage>(a.rows * a.channels);
+    a.dinp = mem.act<Storage>(a.rows * a.channels);
     a.dweight = mem.floats(a.channels);
     a.dbias = bias ? mem.floats(a.channels) : nullptr;
     return [=, this] { checkCuda(layerNormBwdCuda(a, s), "layerNormBwdCuda"); };
@@ -207,19 +287,19 @@ private:
   Call rmsNorm(bool grad) override {
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t x = grad ? 1 : 0;
-    RMSNormArgs a{};
+    RMSNormArgsOf<Storage> a{};
     a.rows = rowsOf(x);
     a.channels = last(x);
     a.eps = static_cast<float>(e.number("eps", 1e-5));
-    a.inp = mem.floats(a.rows * a.channels);
-    a.weight = mem.floats(a.channels);
-    a.out = mem.floats(a.rows * a.channels);
+    a.inp = mem.act<Storage>(a.rows * a.channels);
+    a.weight = mem.act<Storage>(a.channels);
+    a.out = mem.act<Storage>(a.rows * a.channels);
     a.rstd = mem.floats(a.rows);
     if (!grad)
       return [=, this] { checkCuda(rmsNormFwdCuda(a, s), "rmsNormFwdCuda"); };
     checkCuda(rmsNormFwdCuda(a, s), "rmsNormFwdCuda"); // rstd
-    a.dout = mem.floats(a.rows * a.channels);
-    a.dinp = mem.floats(a.rows * a.channels);
+    a.dout = mem.act<Storage>(a.rows * a.channels);
+    a.dinp = mem.act<Storage>(a.rows * a.channels);
     a.dweight = mem.floats(a.channels);
     return [=, this] { checkCuda(rmsNormBwdCuda(a, s), "rmsNormBwdCuda"); };
   }
@@ -230,15 +310,15 @@ private:
     const int64_t D = sizeAttr("head_dim");
     const int64_t width = elements(ops[0]) / (ops[0][0] * ops[0][1]);
     need(D > 0 && D % 2 == 0 && width % D == 0, "needs an even head_dim dividing the width");
-    RopeArgs a{};
+    RopeArgsOf<Storage> a{};
     a.batch = ops[0][0];
     a.seq = ops[0][1];
     a.headDim = D;
     a.heads = width / D;
     a.theta = static_cast<float>(e.number("theta", 10000));
     a.inverse = grad;
-    a.inp = mem.floats(elements(ops[0]));
-    a.out = mem.floats(elements(ops[0]));
+    a.inp = mem.act<Storage>(elements(ops[0]));
+    a.out = mem.act<Storage>(elements(ops[0]));
     return [=, this] { checkCuda(ropeCuda(a, s), "ropeCuda"); };
   }
 
@@ -250,19 +330,19 @@ private:
     const int64_t n = elements(ops[0]);
     for (const auto &o : ops)
       need(elements(o) == n, "the operands differ in size");
-    ElementwiseArgs a{};
+    ElementwiseArgsOf<Storage> a{};
     a.n = n;
-    a.a = mem.floats(n);
-    a.b = binary ? mem.floats(n) : nullptr;
+    a.a = mem.act<Storage>(n);
+    a.b = binary ? mem.act<Storage>(n) : nullptr;
     if (grad) {
-      a.dout = mem.floats(n);
-      a.da = mem.floats(n);
-      a.db = binary ? mem.floats(n) : nullptr;
+      a.dout = mem.act<Storage>(n);
+      a.da = mem.act<Storage>(n);
+      a.db = binary ? mem.act<Storage>(n) : nullptr;
     } else {
-      a.out = mem.floats(n);
+      a.out = mem.act<Storage>(n);
     }
     const bool exactGelu = e.word("approximate", "true") == "false";
-    using Kernel = cudaError_t (*)(const ElementwiseArgs &, cudaStream_t);
+    using Kernel = cudaError_t (*)(const ElementwiseArgsOf<Storage> &, cudaStream_t);
     Kernel fn = addFwdCuda; // add, grad_add
     if (op == "gelu" && exactGelu)
       fn = geluExactFwdCuda;
@@ -285,15 +365,15 @@ private:
 
   Call embedding(bool grad) override {
     operands(2, 2);
-    EmbeddingArgs a{};
+    EmbeddingArgsOf<Storage> a{};
     if (!grad) { // ids [b, s], table [V, C]
       need(ops[1].size() == 2, "the table must have rank 2");
       a.tokens = elements(ops[0]);
       a.vocab = ops[1][0];
       a.channels = ops[1][1];
       a.ids = mem.ints(a.tokens, a.vocab);
-      a.table = mem.floats(a.vocab * a.channels);
-      a.out = mem.floats(a.tokens * a.channels);
+      a.table = mem.act<Storage>(a.vocab * a.channels);
+      a.out = mem.act<Storage>(a.tokens * a.channels);
       return [=, this] { checkCuda(embeddingFwdCuda(a, s), "embeddingFwdCuda"); };
     }
     // dy [b, s, C], ids [b, s]: the table's rows are not in the key; the
@@ -304,7 +384,7 @@ private:
     a.channels = last(0);
     need(elements(ops[0]) == a.tokens * a.channels, "dy does not match the ids");
     a.ids = mem.ints(a.tokens, a.vocab);
-    a.dout = mem.floats(a.tokens * a.channels);
+    a.dout = mem.act<Storage>(a.tokens * a.channels);
     a.dtable = mem.floats(a.vocab * a.channels);
     return [=, this] { checkCuda(embeddingBwdCuda(a, s), "embeddingBwdCuda"); };
   }
@@ -312,11 +392,11 @@ private:
   Call positionEmbeddingGrad() override {
     operands(1, 1);
     need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
-    PositionEmbeddingArgs a{};
+    PositionEmbeddingArgsOf<Storage> a{};
     a.batch = ops[0][0];
     a.seq = ops[0][1];
     a.channels = ops[0][2];
-    a.dout = mem.floats(elements(ops[0]));
+    a.dout = mem.act<Storage>(elements(ops[0]));
     a.dtable = mem.floats(a.seq * a.channels);
     return [=, this] { checkCuda(positionEmbeddingBwdCuda(a, s), "positionEmbeddingBwdCuda"); };
   }
@@ -324,12 +404,12 @@ private:
   Call crossEntropy(bool grad) override {
     operands(grad ? 4 : 2, grad ? 4 : 2);
     const size_t logits = grad ? 1 : 0;
-    CrossEntropyArgs a{};
+    CrossEntropyArgsOf<Storage> a{};
     a.vocab = last(logits);
     a.rows = rowsOf(logits);
     a.totalRows = a.rows;
     a.vocabStart = 0;
-    a.logits = mem.floats(a.rows * a.vocab);
+    a.logits = mem.act<Storage>(a.rows * a.vocab);
     a.targets = mem.ints(a.rows, a.vocab);
     a.rowMax = mem.floats(a.rows);
     a.sumExp = mem.floats(a.rows);
@@ -338,12 +418,18 @@ private:
     auto forward = [=, this] {
       checkCuda(crossEntropyMaxCuda(a, s), "crossEntropyMaxCuda");
       checkCuda(crossEntropySumCuda(a, s), "crossEntropySumCuda");
-      checkCuda(crossEntropyLossCuda(a, loss, s), "crossEntropyLossCuda");
+      // The loss reads the statistics only: its fp32 entry point.
+      CrossEntropyArgs stats{};
+      stats.rows = stats.totalRows = a.rows;
+      stats.rowMax = a.rowMax;
+      stats.sumExp = a.sumExp;
+      stats.targetLogit = a.targetLogit;
+      checkCuda(crossEntropyLossCuda(stats, loss, s), "crossEntropyLossCuda");
     };
     if (!grad)
       return forward;
     forward(); // row max and sum of exponentials for the backward
-    a.dlogits = mem.floats(a.rows * a.vocab);
+    a.dlogits = mem.act<Storage>(a.rows * a.vocab);
     return [=, this] { checkCuda(crossEntropyBwdCuda(a, s), "crossEntropyBwdCuda"); };
   }
 
@@ -366,8 +452,11 @@ OpTime OpTimer::time(const ShapeEntry &e) {
   OpTime t;
   try {
     Arena mem(stream);
-    Setup setup(e, mem, stream, *linear, opts.linearGrad);
-    std::function<void()> launch = setup.build();
+    std::function<void()> launch;
+    if (opts.linearGrad == LinearGradMode::Bf16Gemms)
+      launch = Setup<__nv_bfloat16>(e, mem, stream, *linear, opts.linearGrad).build();
+    else
+      launch = Setup<float>(e, mem, stream, *linear, opts.linearGrad).build();
     t.seconds = medianSeconds(stream, opts.warmup, opts.repeats, launch);
     t.timed = t.seconds > 0;
     if (!t.timed)

@@ -7,7 +7,7 @@ namespace mist::profiler {
 /// (tools/profiler/OpTimer.h): as a bf16 trainer would run them, or as the
 /// fp32 GPU trainer does (fp32 data through linearFwdCuda / linearBwdCuda).
 enum class LinearGradMode {
-  Bf16Gemms, ///< bf16 GEMMs, the backward's two as two bf16 GEMMs (the default)
+  Bf16Gemms, ///< the bf16 trainer's kernels: bf16 GEMMs and backward, bf16 ops (the default)
   Tf32,      ///< fp32 data with tf32 tensor cores (the GPU trainer's math)
   Fp32,      ///< fp32 data, exact fp32
 };

@@ -23,9 +23,9 @@ there is no GPU.
                          (node shape, collectives not measured, p2p, host memory, datasheet peaks)
   --repeats N            measured runs per figure, the median counts (default 20)
   --warmup N             unmeasured runs before them (default 3)
-  --linear-grad MODE     how linear, lm_head and their _grad ops are timed: bf16 (default:
-                         bf16 GEMMs, the backward's two as two), or tf32 / fp32 (fp32 data
-                         through linearFwdCuda / linearBwdCuda, as the fp32 GPU trainer runs)
+  --linear-grad MODE     which GPU trainer the ops are timed as: bf16 (default: bf16 GEMMs
+                         forward and backward, the kernels' bf16 overloads, cuDNN attention
+                         where built), or tf32 / fp32 (fp32 data, as the fp32 GPU trainer runs)
   --skip-ops a,b         ops not to time (the performance model uses the roofline)
   --dtype f32|bf16       mist-profile-cpu: the type of the weights and activations the CPU
                          ops are timed on, as the trainer runs a plan of that dtype (default
