@@ -9,10 +9,14 @@
 #     (--emit=report) and the generated trainer runs it on one CPU rank; the
 #     measured time is the median over steps 2-N of the step time the
 #     trainer logs (tokens per step / its tokens/s).
+#  Each op is timed with the caches as the trainer's step leaves them
+#  (evicted, then the inputs the ops just before it wrote read back:
+#  tools/profiler/CpuOpTimer.h).
 #  Plans on two ranks (dp, tp, a two-stage pipeline) run on two cores under
-#  mpirun; their cluster adds MPI's collectives and p2p links, measured by
-#  mist-profile-cpu on two ranks (--base: the one-rank file, whose op times
-#  it keeps).
+#  mpirun and are priced on a cluster measured by mist-profile-cpu on two
+#  ranks: the ops timed on both cores at once (the ranks share the caches
+#  and memory bandwidth), MPI's collectives and p2p links, the rest from
+#  --base, the one-rank file, on which the one-rank plans are priced.
 # Models: a 4-layer GPT and a 4-layer Llama (GQA, RoPE, SwiGLU), hidden 128,
 # sequence 128, in fp32 and in bf16 (bf16 weights and activations, fp32
 # masters and gradients; its clusters are profiled in bf16: mist-profile-cpu
@@ -22,7 +26,8 @@
 #   cpu-time.sh MISTC BUILD [OUT.json]   (env: STEPS, REPEATS, ONLY: a regular
 #                                         expression picking plans by name)
 # Prints a table; writes OUT.json (default bench/results/time-cpu.json) and
-# the measured clusters beside it (time-cpu-cluster-{gpt,llama}.yaml).
+# the measured clusters beside it (time-cpu-cluster-{gpt,llama}[-bf16].yaml,
+# two cores, and ...-one-core.yaml). KEEP=1 keeps the work folder (printed).
 set -euo pipefail
 [[ $# -ge 2 ]] || { echo "usage: cpu-time.sh MISTC BUILD [OUT.json]" >&2; exit 2; }
 mistc=$1 build=$2
@@ -32,7 +37,7 @@ profile=$build/bin/mist-profile-cpu
 steps=${STEPS:-4}
 [[ -x $profile ]] || { echo "cpu-time.sh: $profile is not built" >&2; exit 2; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [[ -n ${KEEP:-} ]]; then echo "cpu-time.sh: work folder $work" >&2; else trap 'rm -rf "$work"' EXIT; fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 cp "$root/bench/time/models/bench-gpt.mist" "$root/bench/time/models/bench-llama.mist" "$work/"
@@ -117,7 +122,8 @@ for model in $models; do
     { cat "$work/$model.profile.log" >&2; exit 1; }
   grep -E "memory copy|GEMM|wrote" "$work/$model.profile.log" | sed "s/^/  $model: /" >&2
   mpirun -np 2 "$profile" --base "$work/$model.yaml" --gpus-per-node 2 --out "$work/$model.2.yaml" \
-    --name "cpu-cores-$model" --repeats "${REPEATS:-5}" --warmup 1 2> "$work/$model.links.log" ||
+    --shapes "$work/$model.shapes" --dtype "$dtype" --name "cpu-cores-$model" \
+    --repeats "${REPEATS:-5}" --warmup 1 2> "$work/$model.links.log" ||
     { cat "$work/$model.links.log" >&2; exit 1; }
   grep -E "all-gather|wrote" "$work/$model.links.log" | sed "s/^/  $model: /" >&2
 done
@@ -129,9 +135,11 @@ sep=""
 for p in "${plans[@]}"; do
   read -r name model g b ck oo oa dp tp stages <<<"$p"
   ranks=$((dp * tp * stages))
-  predicted=$("$mistc" "$work/$model.mist" --cluster "$work/$model.2.yaml" --plan "$work/$name.yaml" \
+  cluster=$work/$model.yaml # one core busy
+  ((ranks > 1)) && cluster=$work/$model.2.yaml
+  predicted=$("$mistc" "$work/$model.mist" --cluster "$cluster" --plan "$work/$name.yaml" \
     --emit=report | sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p')
-  "$mistc" "$work/$model.mist" --cluster "$work/$model.2.yaml" --plan "$work/$name.yaml" \
+  "$mistc" "$work/$model.mist" --cluster "$cluster" --plan "$work/$name.yaml" \
     --emit=trainer -o "$work/$name.cu" 2>/dev/null
   "$root/scripts/compile-trainer.sh" cpu "$work/$name.cu" "$build" "$work/$name" > /dev/null
   tokens_per_step=$((dp * g * b * 128))
@@ -152,8 +160,8 @@ print(f'{$tokens_per_step / statistics.median(rates):.4f}' if rates else '')")
   sep=$',\n'
 done
 printf '\n]\n' >> "$out"
-cp "$work/bench-gpt.2.yaml" "${out%.json}-cluster-gpt.yaml"
-cp "$work/bench-llama.2.yaml" "${out%.json}-cluster-llama.yaml"
-cp "$work/bench-gpt-bf16.2.yaml" "${out%.json}-cluster-gpt-bf16.yaml"
-cp "$work/bench-llama-bf16.2.yaml" "${out%.json}-cluster-llama-bf16.yaml"
+for model in $models; do # ONLY may have left some out
+  cp "$work/$model.2.yaml" "${out%.json}-cluster-${model#bench-}.yaml"
+  cp "$work/$model.yaml" "${out%.json}-cluster-${model#bench-}-one-core.yaml"
+done
 echo "written $out and the measured clusters beside it"

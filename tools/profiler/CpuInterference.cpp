@@ -86,4 +86,21 @@ InterferenceResult measureCpuInterference(const CpuInterferenceOptions &o) {
   return r;
 }
 
+InterferenceResult streamsInTurn() {
+  InterferenceResult r;
+  for (unsigned mask : interferenceStreamSets()) {
+    mist::InterferenceEntry e;
+    const double k = std::popcount(mask);
+    for (int s = 0; s < 4; ++s)
+      if (mask & (1u << s)) {
+        e.streams.push_back(mist::Stream(s));
+        e.factors.push_back(k);
+      }
+    r.table.push_back(e);
+  }
+  r.how = "not timed: without --overlap a CPU rank runs its streams' work in turn on one "
+          "thread, so each of k busy streams runs at 1/k of its speed (factor k)";
+  return r;
+}
+
 } // namespace mist::profiler

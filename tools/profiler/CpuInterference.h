@@ -31,4 +31,12 @@ struct CpuInterferenceOptions {
 
 InterferenceResult measureCpuInterference(const CpuInterferenceOptions &opts);
 
+/// The table without --overlap, not timed: the trainer then runs every
+/// stream's work on the rank's one thread, one piece after another in
+/// program order, so while k streams have work each advances at 1/k of its
+/// speed alone (factor k for every stream of a k-stream set) and the time
+/// of the set is the sum of their times, as in the trainer (a dp gradient
+/// reduction or an offload copy adds to the compute beside it).
+InterferenceResult streamsInTurn();
+
 } // namespace mist::profiler

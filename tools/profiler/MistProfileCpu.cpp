@@ -4,20 +4,29 @@
 /// machine's CPU as the trainer's CPU ranks use it: the shapes file's ops
 /// with the CPU ops (CpuOpTimer), an fp32 GEMM's rate, the memory copy rate,
 /// and the same copy rate for the "host" links (on a CPU rank offloading is
-/// a copy within host memory). Under mpirun with several ranks (one per
-/// core) rank 0 times the ops alone, then all ranks measure MPI's
+/// a copy within host memory). Each op call starts with the caches as the
+/// trainer's step leaves them (CpuOpTimer.h). Under mpirun with several
+/// ranks (one per core) every rank times the shapes file's ops at once, each
+/// call released together by a barrier, and the file keeps the mean over
+/// the ranks: the trainer's ranks compute at once and share the node's
+/// caches and memory bandwidth, which can slow each core's ops against a
+/// core computing alone (the one-rank file's figures, for plans on one
+/// core; on the 2-core host of bench/time the two differ by under 1% in
+/// sum). Then all ranks measure MPI's
 /// collectives and point-to-point links (CollectiveProbe), as the trainer's
 /// CPU ranks communicate. It writes a cluster file whose "GPUs" are CPU
 /// cores, so that mistc predicts the CPU trainer; the time model is checked
 /// against it in bench/time/. Flags are mist-profile's
 /// (tools/profiler/ProfilerOptions.h); --linear-grad does not apply, and the
 /// interference table is measured only with --overlap (the trainer's CPU
-/// streams on threads, CpuInterference.h): without it a CPU rank runs one
-/// stream and nothing runs concurrently.
+/// streams on threads, CpuInterference.h): without it a CPU rank runs its
+/// streams' work in turn on one thread, which the table says with factor k
+/// for each of k busy streams (streamsInTurn).
 //===----------------------------------------------------------------------===//
 #include "format/ClusterWriter.h"
 #include "format/Streams.h"
 #include "runtime/comm/MpiCommunicator.h"
+#include "runtime/device/Device.h"
 #include "runtime/ops/Ops.h"
 #include "tools/profiler/ClusterAssembly.h"
 #include "tools/profiler/CollectiveProbe.h"
@@ -32,6 +41,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,19 +73,44 @@ double copyGBs(size_t bytes, int warmup, int repeats) {
   return 2.0 * static_cast<double>(bytes) / t / 1e9;
 }
 
-void timeOps(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes, Measurements &m) {
-  recordOpTimes(
-      shapes, opts, "mist-profile-cpu",
-      [&](const ShapeEntry &e) {
-        return timeOpOnCpu(e, opts.warmup, opts.repeats,
-                           opts.dtype == "bf16" ? mist::rt::DType::BF16 : mist::rt::DType::F32);
-      },
-      m);
-  m.opsHow = "the CPU ops of runtime/ops (the trainer's CPU ranks) on random host data, " +
-             std::string(opts.dtype == "bf16" ? "bf16 weights and activations (fp32 "
-                                                "statistics, loss and weight gradients)"
-                                              : "fp32") +
-             ", one thread";
+/// The shapes file's ops, on every rank of `world` at once (each call
+/// released by a barrier); rank 0 records the mean over the ranks in `m`.
+void timeOps(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes,
+             mist::rt::MpiCommunicator &world, Measurements &m) {
+  const int ranks = world.size();
+  std::function<void()> together;
+  if (ranks > 1)
+    together = [&world] { world.barrier(); };
+  auto time = [&](const ShapeEntry &e) {
+    OpTime t =
+        timeOpOnCpu(e, opts.warmup, opts.repeats,
+                    opts.dtype == "bf16" ? mist::rt::DType::BF16 : mist::rt::DType::F32, together);
+    if (ranks == 1)
+      return t;
+    const double timedOn = world.allReduceSumDouble(t.timed ? 1 : 0);
+    const double sum = world.allReduceSumDouble(t.timed ? t.seconds : 0);
+    if (timedOn == ranks)
+      t.seconds = sum / ranks;
+    else if (t.timed)
+      t = OpTime{false, 0, "not timed on every rank"};
+    return t;
+  };
+  if (world.rank() != 0) { // the same calls in the same order, recorded by rank 0
+    for (const ShapeEntry &e : shapes)
+      if (!opts.skipOps.count(e.op))
+        time(e);
+    return;
+  }
+  recordOpTimes(shapes, opts, "mist-profile-cpu", time, m);
+  m.opsHow =
+      "the CPU ops of runtime/ops (the trainer's CPU ranks) on random host data, " +
+      std::string(opts.dtype == "bf16" ? "bf16 weights and activations (fp32 "
+                                         "statistics, loss and weight gradients)"
+                                       : "fp32") +
+      ", one thread, the caches as the step leaves them (evicted, the inputs the ops "
+      "before wrote read back)" +
+      (ranks > 1 ? ", on all " + std::to_string(ranks) + " ranks at once (the mean over the ranks)"
+                 : std::string(", one core busy"));
 }
 
 /// The fastest rate of the timed forward GEMMs (linear, lm_head) of the
@@ -104,8 +139,7 @@ std::pair<double, std::string> fastestTimedGemm(const std::vector<ShapeEntry> &s
   return best;
 }
 
-void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes,
-                Measurements &m) {
+void describeCpu(Measurements &m) {
   m.deviceName = cpuName() + " (one core)";
   m.deviceNameWhat = "the model name in /proc/cpuinfo";
   m.memoryWhat = "the host's physical memory (sysconf)";
@@ -113,8 +147,12 @@ void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shap
   m.memoryGiB = pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) / (1ull << 30) : 0;
   std::fprintf(stderr, "mist-profile-cpu: %s, %.2f GiB of host memory\n", m.deviceName.c_str(),
                m.memoryGiB);
-  timeOps(opts, shapes, m);
+}
 
+/// The copy rate, the GEMM peak and the interference table, on rank 0
+/// alone (after the ops, whose fastest GEMM may raise the peak).
+void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes,
+                Measurements &m) {
   const size_t bytes = size_t(256) << 20;
   m.d2dGBs = copyGBs(bytes, opts.warmup, opts.repeats);
   m.d2dWhat = "256 MiB";
@@ -145,9 +183,12 @@ void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shap
   m.hostLatencyUs = 0;
   m.hostLatencyWhat = "0: a copy within host memory has no transfer to set up";
   m.hostWhat = "the memcpy rate, one direction: offloading on a CPU rank copies within host memory";
-  m.interferenceHow = "one stream on a CPU rank: not measured";
-  if (!opts.overlap)
+  if (!opts.overlap) {
+    const InterferenceResult r = streamsInTurn();
+    m.interference = r.table;
+    m.interferenceHow = r.how;
     return;
+  }
   CpuInterferenceOptions io;
   io.warmup = opts.warmup;
   io.repeats = std::max(1, opts.repeats);
@@ -228,6 +269,12 @@ int main(int argc, char **argv) {
   // One thread, as each trainer rank runs by default (--threads 1): OpenMP
   // would otherwise give the ops every core and halve their times.
   mist::rt::ops::setThreadsPerRank(1);
+  // The trainer's allocator settings (runtime/device/HostDevice.cpp): freed
+  // memory stays mapped. Without them the ops' transient buffers (the bf16
+  // ops' fp32 staging copies, scratch) come back from the kernel as fresh
+  // pages at every call, and their page faults double a bf16 elementwise
+  // op's time against the trainer's.
+  mist::rt::device::initialize(world->localRank());
   m.software = "mist-profile-cpu, " + mist::rt::ops::describe();
   m.repeats = opts.repeats;
   m.warmup = opts.warmup;
@@ -244,6 +291,9 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
     return 2;
   }
+  if (lead)
+    describeCpu(m);
+  timeOps(opts, shapes, *world, m); // every rank at once
   if (lead)
     measureCpu(opts, shapes, m); // alone: the other ranks wait
   world->barrier();
