@@ -81,15 +81,25 @@ foreach(root ${roots})
 endforeach()
 unset(MIST_CUDNN_LIBRARY_PATH CACHE)
 
+# "X.Y.Z" from a header's `#define <PREFIX><PART><SUFFIX> N` lines, one per
+# part; "" when the header is missing.
+function(mist_header_version header prefix suffix parts out)
+  set(version "")
+  if(EXISTS ${header})
+    file(STRINGS ${header} lines REGEX "^#define ${prefix}[A-Z]+${suffix} +[0-9]+")
+    foreach(part ${parts})
+      string(REGEX MATCH "${prefix}${part}${suffix} +([0-9]+)" unused "${lines}")
+      list(APPEND version ${CMAKE_MATCH_1})
+    endforeach()
+    list(JOIN version "." version)
+  endif()
+  set(${out} "${version}" PARENT_SCOPE)
+endfunction()
+
 set(cudnnVersion "")
 if(MIST_CUDNN_INCLUDE_DIR)
-  file(STRINGS ${MIST_CUDNN_INCLUDE_DIR}/cudnn_version.h versionLines
-    REGEX "^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) +[0-9]+")
-  foreach(part MAJOR MINOR PATCHLEVEL)
-    string(REGEX MATCH "CUDNN_${part} +([0-9]+)" unused "${versionLines}")
-    list(APPEND cudnnVersion ${CMAKE_MATCH_1})
-  endforeach()
-  list(JOIN cudnnVersion "." cudnnVersion)
+  mist_header_version(${MIST_CUDNN_INCLUDE_DIR}/cudnn_version.h CUDNN_ ""
+    "MAJOR;MINOR;PATCHLEVEL" cudnnVersion)
 endif()
 
 # The frontend: a folder with cudnn_frontend.h and its cudnn_frontend/ tree.
@@ -108,14 +118,9 @@ foreach(dir ${frontendCandidates})
   endif()
 endforeach()
 set(frontendVersion "")
-if(frontendIncludes AND EXISTS ${frontendIncludes}/cudnn_frontend_version.h)
-  file(STRINGS ${frontendIncludes}/cudnn_frontend_version.h versionLines
-    REGEX "^#define CUDNN_FRONTEND_(MAJOR|MINOR|PATCH)_VERSION +[0-9]+")
-  foreach(part MAJOR MINOR PATCH)
-    string(REGEX MATCH "CUDNN_FRONTEND_${part}_VERSION +([0-9]+)" unused "${versionLines}")
-    list(APPEND frontendVersion ${CMAKE_MATCH_1})
-  endforeach()
-  list(JOIN frontendVersion "." frontendVersion)
+if(frontendIncludes)
+  mist_header_version(${frontendIncludes}/cudnn_frontend_version.h CUDNN_FRONTEND_ _VERSION
+    "MAJOR;MINOR;PATCH" frontendVersion)
 endif()
 
 set(fallback "bf16 attention runs the fp32 kernels")

@@ -542,23 +542,17 @@ void lmHeadGrad(Tensor dx, Tensor dtable, ConstTensor dlogits, ConstTensor x, Co
 /// scores), so a forward on one and a backward on the other is fine.
 namespace {
 
-bool allBf16(std::initializer_list<ConstTensor> ts) {
-  return std::all_of(ts.begin(), ts.end(), [](ConstTensor t) { return t.dtype == DType::BF16; });
+/// Prints `text` as a note the first time `said` is false: why cuDNN did
+/// not run an op the way its plan was priced (once per process and case).
+void noteOnce(bool &said, const std::string &text) {
+  if (!said)
+    std::fprintf(stderr, "mistrt: note: %s\n", text.c_str());
+  said = true;
 }
 
-const bf16 *bf16In(ConstTensor t) { return static_cast<const bf16 *>(t.data); }
-bf16 *bf16Out(Tensor t) { return static_cast<bf16 *>(t.data); }
-
-/// Says once per process and op why cuDNN did not run it (the fallback is
-/// correct but slow: the trainer's speed is not what its plan was priced at).
 void noteFallback(const char *op, const std::string &why, bool &said) {
-  if (said)
-    return;
-  said = true;
-  std::fprintf(stderr,
-               "mistrt: note: %s runs on the fp32 attention kernels (bf16 staged), not cuDNN: "
-               "%s\n",
-               op, why.c_str());
+  noteOnce(said, std::string(op) +
+                     " runs on the fp32 attention kernels (bf16 staged), not cuDNN: " + why);
 }
 
 void checkCudnn(const k::AttentionCudnnStatus &rc, const char *op) {
@@ -571,9 +565,10 @@ void checkCudnn(const k::AttentionCudnnStatus &rc, const char *op) {
 void attention(Tensor out, Tensor lse, ConstTensor q, ConstTensor k, ConstTensor v, Index qStride,
                Index kvStride, const AttentionShape &s) {
   cudaStream_t stream = currentStream();
-  if (allBf16({out, q, k, v})) {
+  if (bf16Kernels({out, q, k, v}, {})) {
+    Bf16Operands o;
     k::AttentionCudnnStatus rc = k::attentionFwdCudnn(
-        {bf16Out(out), lse.f32(), bf16In(q), bf16In(k), bf16In(v), nullptr, nullptr, nullptr,
+        {o.out(out, 0), lse.f32(), o.in(q, 0), o.in(k, 0), o.in(v, 0), nullptr, nullptr, nullptr,
          nullptr, s.batch, s.seq, s.heads, s.kvHeads, s.headDim, qStride, kvStride, s.causal},
         stream, &stateOf(stream).attention);
     checkCudnn(rc, "attention");
@@ -599,17 +594,18 @@ void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTenso
   // dq, dk and dv have q's, k's and v's layouts (strides included), as the
   // IR's fused dqkv buffer has; the kernels write them (`=`).
   cudaStream_t stream = currentStream();
-  if (allBf16({dq, dk, dv, dout, q, k, v, out})) {
+  if (bf16Kernels({dq, dk, dv, dout, q, k, v, out}, {})) {
     k::AttentionCudnnContext &context = stateOf(stream).attention;
-    const k::AttentionCudnnArgs args{const_cast<bf16 *>(bf16In(out)),
+    Bf16Operands o;
+    const k::AttentionCudnnArgs args{const_cast<bf16 *>(o.in(out, 0)),
                                      const_cast<float *>(lse.f32()),
-                                     bf16In(q),
-                                     bf16In(k),
-                                     bf16In(v),
-                                     bf16Out(dq),
-                                     bf16Out(dk),
-                                     bf16Out(dv),
-                                     bf16In(dout),
+                                     o.in(q, 0),
+                                     o.in(k, 0),
+                                     o.in(v, 0),
+                                     o.out(dq, 0),
+                                     o.out(dk, 0),
+                                     o.out(dv, 0),
+                                     o.in(dout, 0),
                                      s.batch,
                                      s.seq,
                                      s.heads,
@@ -618,21 +614,15 @@ void attentionGrad(Tensor dq, Tensor dk, Tensor dv, ConstTensor dout, ConstTenso
                                      qStride,
                                      kvStride,
                                      s.causal};
-    k::AttentionCudnnStatus rc = k::attentionBwdCudnn(args, stream, &context);
-    if (rc.unsupported() && context.deterministicBackward()) {
-      // No deterministic cuDNN backward for this shape: cuDNN's fastest one
-      // (dq's last bits may vary between runs, as the norms' atomic
-      // parameter gradients already do) beats the fp32 kernels by far.
-      static bool saidNondeterministic = false;
-      if (!saidNondeterministic)
-        std::fprintf(stderr,
-                     "mistrt: note: attentionGrad: no deterministic cuDNN backward (%s); using "
-                     "cuDNN's non-deterministic one\n",
-                     rc.message().c_str());
-      saidNondeterministic = true;
-      context.setDeterministicBackward(false);
-      rc = k::attentionBwdCudnn(args, stream, &context);
-    }
+    // Without a deterministic cuDNN backward for the shape, cuDNN's fastest
+    // one (dq's last bits may vary between runs, as the norms' atomic
+    // parameter gradients already do) beats the fp32 kernels by far.
+    std::string why;
+    k::AttentionCudnnStatus rc = k::attentionBwdCudnnAnyAlgorithm(args, stream, context, why);
+    static bool saidNondeterministic = false;
+    if (!why.empty())
+      noteOnce(saidNondeterministic, "attentionGrad: no deterministic cuDNN backward (" + why +
+                                         "); using cuDNN's non-deterministic one");
     checkCudnn(rc, "attentionGrad");
     if (rc.ok())
       return;

@@ -33,6 +33,7 @@
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/attention/Attention.h"
 #include "stdlib/kernels/attention/AttentionCudnn.h"
+#include "tests/gpu/AttentionLayout.h"
 #include "tests/gpu/GpuTest.h"
 
 #include <chrono>
@@ -45,61 +46,6 @@ using namespace mist::gputest;
 namespace {
 
 using bf16 = __nv_bfloat16;
-
-struct Config {
-  Index batch, seq, heads, kvHeads, headDim;
-  bool fused, causal;
-};
-
-std::string name(const Config &c) {
-  char text[160];
-  std::snprintf(text, sizeof text, "B%lld T%lld H%lld KV%lld D%lld %s%s", (long long)c.batch,
-                (long long)c.seq, (long long)c.heads, (long long)c.kvHeads, (long long)c.headDim,
-                c.fused ? "fused" : "separate", c.causal ? " causal" : "");
-  return text;
-}
-
-/// The q, k, v tensors (or one fused qkv buffer) and where each starts.
-struct Layout {
-  Index qStride, kvStride, qOffset, kOffset, vOffset;
-  size_t qSize, kvSize; ///< of the separate buffers; the fused one is qSize
-};
-
-Layout layoutOf(const Config &c) {
-  Index tokens = c.batch * c.seq, D = c.headDim;
-  if (c.fused) {
-    Index stride = (c.heads + 2 * c.kvHeads) * D;
-    return {stride, stride, 0, c.heads * D, (c.heads + c.kvHeads) * D, size_t(tokens * stride), 0};
-  }
-  return {c.heads * D,
-          c.kvHeads * D,
-          0,
-          0,
-          0,
-          size_t(tokens * c.heads * D),
-          size_t(tokens * c.kvHeads * D)};
-}
-
-/// Rounds every value to the nearest bf16 (kept as float).
-std::vector<float> roundedToBf16(std::vector<float> v) {
-  for (float &x : v)
-    x = __bfloat162float(__float2bfloat16(x));
-  return v;
-}
-
-std::vector<bf16> toBf16(const std::vector<float> &v) {
-  std::vector<bf16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = __float2bfloat16(v[i]);
-  return out;
-}
-
-std::vector<float> toFloat(const std::vector<bf16> &v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = __bfloat162float(v[i]);
-  return out;
-}
 
 /// expectClose with the absolute bound scaled by the expected tensor's size
 /// (see the tolerances in the file comment).

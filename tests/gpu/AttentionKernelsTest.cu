@@ -6,46 +6,13 @@
 /// it is checked on its own.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/attention/AttentionCuda.h"
+#include "tests/gpu/AttentionLayout.h"
 #include "tests/gpu/GpuTest.h"
 
 using namespace mist::kernels;
 using namespace mist::gputest;
 
 namespace {
-
-struct Config {
-  Index batch, seq, heads, kvHeads, headDim;
-  bool fused, causal;
-};
-
-std::string name(const Config &c) {
-  char text[160];
-  std::snprintf(text, sizeof text, "B%lld T%lld H%lld KV%lld D%lld %s%s", (long long)c.batch,
-                (long long)c.seq, (long long)c.heads, (long long)c.kvHeads, (long long)c.headDim,
-                c.fused ? "fused" : "separate", c.causal ? " causal" : "");
-  return text;
-}
-
-/// The q, k, v tensors (or one fused qkv buffer) and where each starts.
-struct Layout {
-  Index qStride, kvStride, qOffset, kOffset, vOffset;
-  size_t qSize, kvSize; ///< of the separate buffers; the fused one is qSize
-};
-
-Layout layoutOf(const Config &c) {
-  Index tokens = c.batch * c.seq, D = c.headDim;
-  if (c.fused) {
-    Index stride = (c.heads + 2 * c.kvHeads) * D;
-    return {stride, stride, 0, c.heads * D, (c.heads + c.kvHeads) * D, size_t(tokens * stride), 0};
-  }
-  return {c.heads * D,
-          c.kvHeads * D,
-          0,
-          0,
-          0,
-          size_t(tokens * c.heads * D),
-          size_t(tokens * c.kvHeads * D)};
-}
 
 void check(const Config &c) {
   const Layout l = layoutOf(c);

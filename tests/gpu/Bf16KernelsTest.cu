@@ -30,27 +30,6 @@ namespace {
 
 constexpr float bf16Rtol = 1e-2f;
 
-/// Rounded to the nearest bf16 (ties to even), as floats.
-std::vector<float> rounded(std::vector<float> v) {
-  for (float &x : v)
-    x = __bfloat162float(__float2bfloat16_rn(x));
-  return v;
-}
-
-std::vector<bf16> toBf16(const std::vector<float> &v) {
-  std::vector<bf16> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = __float2bfloat16_rn(v[i]);
-  return out;
-}
-
-std::vector<float> toFloat(const std::vector<bf16> &v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i)
-    out[i] = __bfloat162float(v[i]);
-  return out;
-}
-
 /// A bf16 device copy of (the bf16 rounding of) `host`.
 struct Bf16Buffer : DeviceBuffer<bf16> {
   explicit Bf16Buffer(size_t n) : DeviceBuffer<bf16>(n) {}
@@ -60,7 +39,7 @@ struct Bf16Buffer : DeviceBuffer<bf16> {
 
 /// Random values already on the bf16 grid: what a bf16 tensor holds.
 std::vector<float> randomBf16(size_t n, unsigned seed, float scale = 1.f) {
-  return rounded(randomVector(n, seed, scale));
+  return roundedToBf16(randomVector(n, seed, scale));
 }
 
 void sync() { CHECK_CUDA(cudaDeviceSynchronize()); }
@@ -91,12 +70,12 @@ void checkElementwise(const char *what, Fp32Kernel ref, Bf16Kernel kernel, bool 
   sync();
   std::string name = std::string(what) + " bf16 n=" + std::to_string(n);
   if (!backward) {
-    expectClose(name + " out", dOut.values(), rounded(out), bf16Rtol, 1e-6f);
+    expectClose(name + " out", dOut.values(), roundedToBf16(out), bf16Rtol, 1e-6f);
     return;
   }
-  expectClose(name + " da", dDa.values(), rounded(da), bf16Rtol, 1e-6f);
+  expectClose(name + " da", dDa.values(), roundedToBf16(da), bf16Rtol, 1e-6f);
   if (binary)
-    expectClose(name + " db", dDb.values(), rounded(db), bf16Rtol, 1e-6f);
+    expectClose(name + " db", dDb.values(), roundedToBf16(db), bf16Rtol, 1e-6f);
 }
 
 void checkElementwiseAll(Index n, unsigned seed) {
@@ -137,10 +116,10 @@ void checkLayerNorm(Index rows, Index channels, unsigned seed) {
   CHECK_CUDA(layerNormBwdCuda(dev, nullptr));
   sync();
   std::string name = "layernorm bf16 " + std::to_string(rows) + "x" + std::to_string(channels);
-  expectClose(name + " out", dOut.values(), rounded(out), bf16Rtol, 2e-2f);
+  expectClose(name + " out", dOut.values(), roundedToBf16(out), bf16Rtol, 2e-2f);
   expectClose(name + " mean (fp32)", dMean.download(), mean, 1e-4f, 1e-5f);
   expectClose(name + " rstd (fp32)", dRstd.download(), rstd, 1e-4f, 1e-5f);
-  expectClose(name + " dx", dDx.values(), rounded(dx), bf16Rtol, 2e-2f);
+  expectClose(name + " dx", dDx.values(), roundedToBf16(dx), bf16Rtol, 2e-2f);
   expectClose(name + " dweight (fp32 +=)", dDw.download(), dw, 1e-4f, paramAtol(rows));
   expectClose(name + " dbias (fp32 +=)", dDb.download(), db, 1e-4f, paramAtol(rows));
 }
@@ -162,9 +141,9 @@ void checkRmsNorm(Index rows, Index channels, unsigned seed) {
   CHECK_CUDA(rmsNormBwdCuda(dev, nullptr));
   sync();
   std::string name = "rmsnorm bf16 " + std::to_string(rows) + "x" + std::to_string(channels);
-  expectClose(name + " out", dOut.values(), rounded(out), bf16Rtol, 2e-2f);
+  expectClose(name + " out", dOut.values(), roundedToBf16(out), bf16Rtol, 2e-2f);
   expectClose(name + " rstd (fp32)", dRstd.download(), rstd, 1e-4f, 1e-5f);
-  expectClose(name + " dx", dDx.values(), rounded(dx), bf16Rtol, 2e-2f);
+  expectClose(name + " dx", dDx.values(), roundedToBf16(dx), bf16Rtol, 2e-2f);
   expectClose(name + " dweight (fp32 +=)", dDw.download(), dw, 1e-4f, paramAtol(rows));
 }
 
@@ -184,7 +163,7 @@ void checkRope(Index batch, Index seq, Index heads, Index headDim, Index rotaryD
   sync();
   expectClose("rope bf16 D=" + std::to_string(headDim) + " R=" + std::to_string(rotaryDim) +
                   (inverse ? " inverse" : ""),
-              dOut.values(), rounded(out), bf16Rtol, 1e-6f);
+              dOut.values(), roundedToBf16(out), bf16Rtol, 1e-6f);
 }
 
 void checkEmbedding(Index tokens, Index channels, Index vocab, unsigned seed) {
@@ -250,13 +229,13 @@ void checkCrossEntropy(Index rows, Index vocab, unsigned seed) {
   expectClose(name + " rowMax (exact)", dMax.download(), rowMax, 0.f, 0.f);
   expectClose(name + " sumExp", dSum.download(), sumExp, 1e-4f, 0.f);
   expectClose(name + " targetLogit (exact)", dTarget.download(), target, 0.f, 0.f);
-  expectClose(name + " dlogits", dDlogits.values(), rounded(dlogits), bf16Rtol,
+  expectClose(name + " dlogits", dDlogits.values(), roundedToBf16(dlogits), bf16Rtol,
               1e-7f * 0.5f / float(rows));
 }
 
 void checkAdamW(Index n, unsigned seed) {
   std::vector<float> master = randomVector(size_t(n), seed), m = randomVector(size_t(n), seed + 1),
-                     v = rounded(randomVector(size_t(n), seed + 2)),
+                     v = roundedToBf16(randomVector(size_t(n), seed + 2)),
                      grad = randomVector(size_t(n), seed + 3), param(static_cast<size_t>(n));
   for (float &x : v)
     x = std::fabs(x);
@@ -269,8 +248,8 @@ void checkAdamW(Index n, unsigned seed) {
                        nullptr));
   sync();
   expectClose("adamw bf16 master (fp32)", dMaster.download(), master, 1e-5f, 1e-7f);
-  expectClose("adamw bf16 param (the master rounded)", dParam.values(), rounded(master), bf16Rtol,
-              1e-7f);
+  expectClose("adamw bf16 param (the master rounded)", dParam.values(), roundedToBf16(master),
+              bf16Rtol, 1e-7f);
 }
 
 //===----------------------------------------------------------------------===//
@@ -325,8 +304,8 @@ void checkLinear(Index rows, Index in, Index outF, bool withBias, unsigned seed)
     ++failures();
     return;
   }
-  expectClose(name + " out", dOut.values(), rounded(out), bf16Rtol, sumAtol(1e-3f, in));
-  expectClose(name + " dinp", dDinp.values(), rounded(dinp), bf16Rtol, sumAtol(1e-3f, outF));
+  expectClose(name + " out", dOut.values(), roundedToBf16(out), bf16Rtol, sumAtol(1e-3f, in));
+  expectClose(name + " dinp", dDinp.values(), roundedToBf16(dinp), bf16Rtol, sumAtol(1e-3f, outF));
   expectClose(name + " dweight (fp32 +=)", dDw.download(), dw, 1e-4f, sumAtol(1e-5f, rows));
   if (withBias)
     expectClose(name + " dbias (fp32 +=)", dDb.download(), db, 1e-4f, sumAtol(1e-5f, rows));
@@ -349,7 +328,7 @@ void checkLinearGelu(Index rows, Index in, Index outF, unsigned seed) {
   geluFwdRef({out.data(), preact.data(), nullptr, nullptr, nullptr, nullptr, Index(y)});
   // Backward of a layer reading act = gelu(preact) [rows, outF] with a weight
   // [outF, in]: dact = dout W2ᵀ, dpreact = gelu'(preact) dact.
-  const std::vector<float> preactStored = rounded(preact), act = rounded(out);
+  const std::vector<float> preactStored = roundedToBf16(preact), act = roundedToBf16(out);
   std::vector<float> w2 = randomBf16(w, seed + 6, 0.2f), dact(y), dpreact(y), dw = dw0, db = db0;
   linearBwdRef({nullptr, act.data(), w2.data(), nullptr, dact.data(), dw.data(), db.data(),
                 dout.data(), rows, outF, in});
@@ -375,10 +354,11 @@ void checkLinearGelu(Index rows, Index in, Index outF, unsigned seed) {
     ++failures();
     return;
   }
-  expectClose(name + " preact", dPreact.values(), rounded(preact), bf16Rtol, sumAtol(1e-3f, in));
-  expectClose(name + " out = gelu(preact)", dOut.values(), rounded(out), 2 * bf16Rtol,
+  expectClose(name + " preact", dPreact.values(), roundedToBf16(preact), bf16Rtol,
               sumAtol(1e-3f, in));
-  expectClose(name + " dpreact", dDpreact.values(), rounded(dpreact), 2 * bf16Rtol,
+  expectClose(name + " out = gelu(preact)", dOut.values(), roundedToBf16(out), 2 * bf16Rtol,
+              sumAtol(1e-3f, in));
+  expectClose(name + " dpreact", dDpreact.values(), roundedToBf16(dpreact), 2 * bf16Rtol,
               sumAtol(1e-3f, in));
   expectClose(name + " dweight (fp32 +=)", dDw.download(), dw, 1e-4f, sumAtol(1e-5f, rows));
   expectClose(name + " dbias (fp32 +=)", dDb.download(), db, 1e-4f, sumAtol(1e-5f, rows));

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <random>
 #include <string>
@@ -100,6 +101,27 @@ inline void expectClose(const std::string &what, const std::vector<float> &got,
   else
     std::printf("FAIL %s: element %zu is %g, expected %g\n", what.c_str(), worst, got[worst],
                 want[worst]);
+}
+
+/// Each value rounded to the nearest bf16 (ties to even), kept as a float.
+inline std::vector<float> roundedToBf16(std::vector<float> v) {
+  for (float &x : v)
+    x = __bfloat162float(__float2bfloat16_rn(x));
+  return v;
+}
+
+inline std::vector<__nv_bfloat16> toBf16(const std::vector<float> &v) {
+  std::vector<__nv_bfloat16> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = __float2bfloat16_rn(v[i]);
+  return out;
+}
+
+inline std::vector<float> toFloat(const std::vector<__nv_bfloat16> &v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    out[i] = __bfloat162float(v[i]);
+  return out;
 }
 
 inline int finish() {

@@ -115,28 +115,23 @@ private:
     const int64_t outF = last(0);
     need(rowsOf(0) == rows, "dy and x differ in rows");
     const bool bias = !lmHead && e.word("bias", "true") == "true";
-    if (mode == LinearGradMode::Bf16Gemms) {
-      // The bf16 trainer's backward (the LM head's two GEMMs cost the same):
-      // dx = dy Wᵀ in bf16, dW += xᵀ dy into fp32, db += Σ dy.
-      LinearBf16Args a{};
-      a.inp = mem.bf16(rows * in);
-      a.weight = mem.bf16(in * outF);
-      a.dinp = mem.bf16(rows * in);
-      a.dweight = mem.floats(in * outF);
-      a.dbias = bias ? mem.floats(outF) : nullptr;
-      a.dout = mem.bf16(rows * outF);
-      a.rows = rows;
-      a.in = in;
-      a.outFeatures = outF;
-      return [=, this] { checkCublas(linearBwdCuda(a, s, &linear), "linearBwdCuda (bf16)"); };
-    }
-    LinearArgs a{};
-    a.inp = mem.floats(rows * in);
-    a.weight = mem.floats(in * outF);
-    a.dinp = mem.floats(rows * in);
+    // The bf16 trainer's backward (the LM head's two GEMMs cost the same):
+    // dx = dy Wᵀ in bf16, dW += xᵀ dy into fp32, db += Σ dy; or the fp32 one.
+    if (mode == LinearGradMode::Bf16Gemms)
+      return linearBackward<LinearBf16Args>(rows, in, outF, bias);
+    return linearBackward<LinearArgs>(rows, in, outF, bias);
+  }
+
+  /// linearBwdCuda on random buffers: Args is LinearArgs or LinearBf16Args.
+  template <typename Args> Call linearBackward(int64_t rows, int64_t in, int64_t outF, bool bias) {
+    using Data = std::remove_const_t<std::remove_pointer_t<decltype(Args::inp)>>;
+    Args a{};
+    a.inp = mem.act<Data>(rows * in);
+    a.weight = mem.act<Data>(in * outF);
+    a.dinp = mem.act<Data>(rows * in);
     a.dweight = mem.floats(in * outF);
     a.dbias = bias ? mem.floats(outF) : nullptr;
-    a.dout = mem.floats(rows * outF);
+    a.dout = mem.act<Data>(rows * outF);
     a.rows = rows;
     a.in = in;
     a.outFeatures = outF;
@@ -246,12 +241,8 @@ private:
     a.dq = const_cast<__nv_bfloat16 *>(dq);
     a.dk = const_cast<__nv_bfloat16 *>(dk);
     a.dv = const_cast<__nv_bfloat16 *>(dv);
-    AttentionCudnnStatus probe = attentionBwdCudnn(a, s, &cudnn);
-    if (probe.unsupported() && cudnn.deterministicBackward()) {
-      cudnn.setDeterministicBackward(false); // as the trainer falls back (CudaOps.cu)
-      probe = attentionBwdCudnn(a, s, &cudnn);
-    }
-    if (!probe.ok())
+    std::string why; // as the trainer runs it (CudaOps.cu)
+    if (!attentionBwdCudnnAnyAlgorithm(a, s, cudnn, why).ok())
       return {};
     return [=, this] {
       AttentionCudnnStatus rc = attentionBwdCudnn(a, s, &AttentionCudnnContext::processDefault());

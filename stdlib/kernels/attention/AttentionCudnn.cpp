@@ -508,4 +508,15 @@ AttentionCudnnStatus attentionBwdCudnn(const AttentionCudnnArgs &a, cudaStream_t
 
 #endif // MIST_HAVE_CUDNN
 
+AttentionCudnnStatus attentionBwdCudnnAnyAlgorithm(const AttentionCudnnArgs &a, cudaStream_t stream,
+                                                   AttentionCudnnContext &ctx, std::string &why) {
+  why.clear();
+  AttentionCudnnStatus rc = attentionBwdCudnn(a, stream, &ctx);
+  if (!rc.unsupported() || !ctx.deterministicBackward())
+    return rc;
+  why = rc.message();
+  ctx.setDeterministicBackward(false);
+  return attentionBwdCudnn(a, stream, &ctx);
+}
+
 } // namespace mist::kernels

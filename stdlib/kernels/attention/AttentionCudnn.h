@@ -140,4 +140,12 @@ AttentionCudnnStatus attentionFwdCudnn(const AttentionCudnnArgs &a, cudaStream_t
 AttentionCudnnStatus attentionBwdCudnn(const AttentionCudnnArgs &a, cudaStream_t stream,
                                        AttentionCudnnContext *ctx = nullptr);
 
+/// attentionBwdCudnn, and where cuDNN has no deterministic backward for the
+/// shape (Unsupported while ctx asks for one), once more with its
+/// non-deterministic algorithm, which ctx then keeps asking for; `why`
+/// receives the first refusal's message in that case (else it is cleared).
+/// What the trainer, the profiler and the kernel benchmark all run.
+AttentionCudnnStatus attentionBwdCudnnAnyAlgorithm(const AttentionCudnnArgs &a, cudaStream_t stream,
+                                                   AttentionCudnnContext &ctx, std::string &why);
+
 } // namespace mist::kernels
