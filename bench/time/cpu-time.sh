@@ -21,7 +21,10 @@
 # sequence 128, in fp32 and in bf16 (bf16 weights and activations, fp32
 # masters and gradients; its clusters are profiled in bf16: mist-profile-cpu
 # --dtype bf16). Plans differ in micro-batch, G, checkpointed layers,
-# offloading, dp, tp and pipeline stages. Run it on an idle machine with two
+# offloading, dp, tp and pipeline stages; the ov-* plans (dp 2 with ZeRO-1/2/3,
+# offload, a pipeline) run the trainer with --overlap and are priced on the
+# same clusters with the interference table of mist-profile-cpu --overlap
+# (two-rank plans: timed on both ranks at once). Run it on an idle machine with two
 # cores: it is a timing (about 13 minutes).
 #   cpu-time.sh MISTC BUILD [OUT.json]   (env: STEPS, REPEATS, ONLY: a regular
 #                                         expression picking plans by name)
@@ -48,6 +51,9 @@ for model in bench-gpt bench-llama; do
 done
 
 # name model G b ckpt-layers offload-optimizer offload-activations dp tp stages
+#   [zero offload-weights overlap]: ZeRO stage 0-3, and 1 to run the trainer
+#   with --overlap (streams on threads of their own) and price it on a
+#   cluster whose interference table was timed so (mist-profile-cpu --overlap)
 plans=(
   "gpt-b4 bench-gpt 2 4 0 0 0 1 1 1"
   "gpt-b2-g4 bench-gpt 4 2 0 0 0 1 1 1"
@@ -70,6 +76,15 @@ plans=(
   "gpt-dp2-bf16 bench-gpt-bf16 2 4 0 0 0 2 1 1"
   "gpt-tp2-bf16 bench-gpt-bf16 2 4 0 0 0 1 2 1"
   "gpt-pp2-g4-bf16 bench-gpt-bf16 4 4 0 0 0 1 1 2"
+  # Where overlap matters (issue 18): dp reductions and ZeRO gathers on g2g,
+  # offload copies on h2d/d2h, p2p on g2g, each beside compute.
+  "ov-dp2-zero1 bench-gpt 2 4 0 0 0 2 1 1 1 0 1"
+  "ov-dp2-zero2 bench-gpt 2 4 0 0 0 2 1 1 2 0 1"
+  "ov-dp2-zero3 bench-gpt 2 4 0 0 0 2 1 1 3 0 1"
+  "ov-ow50 bench-gpt 2 4 0 0 0 1 1 1 0 0.5 1"
+  "ov-oo50 bench-gpt 2 4 0 0.5 0 1 1 1 0 0 1"
+  "ov-oa50 bench-gpt 2 4 0 0 0.5 1 1 1 0 0 1"
+  "ov-pp2-g4 bench-gpt 4 4 0 0 0 1 1 2 0 0 1"
 )
 
 # ONLY (a regular expression) keeps the plans whose names match it.
@@ -81,8 +96,8 @@ if [[ -n ${ONLY:-} ]]; then
 fi
 
 # A plan of the 4 layers split evenly over `stages` stages of dp x tp ranks.
-plan_yaml() { # G b ckpt oo oa dp tp stages
-  local g=$1 b=$2 ck=$3 oo=$4 oa=$5 dp=$6 tp=$7 stages=$8 i per=$((4 / $8))
+plan_yaml() { # G b ckpt oo oa dp tp stages zero ow
+  local g=$1 b=$2 ck=$3 oo=$4 oa=$5 dp=$6 tp=$7 stages=$8 zero=$9 ow=${10} i per=$((4 / $8))
   echo "mist_plan: 1"
   echo "global_batch: $((dp * g * b))"
   echo "grad_accum: $g"
@@ -93,9 +108,11 @@ plan_yaml() { # G b ckpt oo oa dp tp stages
     echo "    micro_batch: $b"
     echo "    dp: $dp"
     echo "    tp: $tp"
-    echo "    zero: {weights: false, grads: false, optimizer: false}"
+    echo "    zero: {optimizer: $((zero >= 1)), grads: $((zero >= 2)), weights: $((zero >= 3))}" |
+      sed 's/: 1/: true/g;s/: 0/: false/g'
+
     echo "    ckpt_layers: $ck"
-    echo "    offload: {weights: 0.0, grads: 0.0, optimizer: $oo, activations: $oa}"
+    echo "    offload: {weights: $ow, grads: 0.0, optimizer: $oo, activations: $oa}"
   done
 }
 
@@ -103,8 +120,9 @@ plan_yaml() { # G b ckpt oo oa dp tp stages
 # without bias share a table key, so each model gets its own cluster file),
 # and their times on this CPU.
 for p in "${plans[@]}"; do
-  read -r name model g b ck oo oa dp tp stages <<<"$p"
-  plan_yaml "$g" "$b" "$ck" "$oo" "$oa" "$dp" "$tp" "$stages" > "$work/$name.yaml"
+  read -r name model g b ck oo oa dp tp stages zero ow ov <<<"$p"
+  plan_yaml "$g" "$b" "$ck" "$oo" "$oa" "$dp" "$tp" "$stages" "${zero:-0}" "${ow:-0.0}" \
+    > "$work/$name.yaml"
   "$mistc" "$work/$model.mist" --cluster a100-40g --plan "$work/$name.yaml" \
     --emit=profile-shapes -o "$work/$name.$model.tsv"
 done
@@ -126,6 +144,17 @@ for model in $models; do
     --repeats "${REPEATS:-5}" --warmup 1 2> "$work/$model.links.log" ||
     { cat "$work/$model.links.log" >&2; exit 1; }
   grep -E "all-gather|wrote" "$work/$model.links.log" | sed "s/^/  $model: /" >&2
+  # The same clusters with the streams' interference as --overlap runs them
+  # (each rank's threads on the node's shared cores), for the overlap plans.
+  if printf '%s\n' "${plans[@]}" | awk -v m="$model" '$2 == m && $13 == 1 {f = 1} END {exit !f}'; then
+    "$profile" --base "$work/$model.yaml" --out "$work/$model.ov.yaml" --name "cpu-core-$model" \
+      --overlap --repeats "${REPEATS:-5}" --warmup 1 2> "$work/$model.ov.log" ||
+      { cat "$work/$model.ov.log" >&2; exit 1; }
+    mpirun -np 2 "$profile" --base "$work/$model.2.yaml" --gpus-per-node 2 --overlap \
+      --out "$work/$model.2.ov.yaml" --name "cpu-cores-$model" --repeats "${REPEATS:-5}" \
+      --warmup 1 2> "$work/$model.2.ov.log" || { cat "$work/$model.2.ov.log" >&2; exit 1; }
+    grep -h "interference" "$work/$model.ov.log" "$work/$model.2.ov.log" | sed "s/^/  $model: /" >&2
+  fi
 done
 
 # 2. Prediction and measurement, plan by plan.
@@ -133,17 +162,20 @@ printf '%-18s %12s %12s %8s\n' plan "predicted s" "measured s" error
 echo "[" > "$out"
 sep=""
 for p in "${plans[@]}"; do
-  read -r name model g b ck oo oa dp tp stages <<<"$p"
+  read -r name model g b ck oo oa dp tp stages zero ow ov <<<"$p"
   ranks=$((dp * tp * stages))
-  cluster=$work/$model.yaml # one core busy
-  ((ranks > 1)) && cluster=$work/$model.2.yaml
+  cluster=$work/$model # one core busy
+  ((ranks > 1)) && cluster+=.2
+  overlap=()
+  [[ ${ov:-0} == 1 ]] && cluster+=.ov overlap=(--overlap)
+  cluster+=.yaml
   predicted=$("$mistc" "$work/$model.mist" --cluster "$cluster" --plan "$work/$name.yaml" \
     --emit=report | sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p')
   "$mistc" "$work/$model.mist" --cluster "$cluster" --plan "$work/$name.yaml" \
     --emit=trainer -o "$work/$name.cu" 2>/dev/null
   "$root/scripts/compile-trainer.sh" cpu "$work/$name.cu" "$build" "$work/$name" > /dev/null
   tokens_per_step=$((dp * g * b * 128))
-  mapfile -t rates < <(mpirun -np "$ranks" "$work/$name" --steps "$steps" --log-every 1 --synthetic |
+  mapfile -t rates < <(mpirun -np "$ranks" "$work/$name" --steps "$steps" --log-every 1 --synthetic "${overlap[@]}" |
     sed -n 's/^step *\([0-9]*\) .* \([0-9.]*\) tokens\/s .*/\1 \2/p')
   measured=$(printf '%s\n' "${rates[@]}" | python3 -c "
 import statistics, sys
@@ -155,13 +187,17 @@ print(f'{$tokens_per_step / statistics.median(rates):.4f}' if rates else '')")
   fi
   error=$(python3 -c "print(f'{($predicted - $measured) / $measured:+.1%}')")
   printf '%-18s %12s %12s %8s\n' "$name" "$predicted" "$measured" "$error"
-  printf '%s  {"plan": "%s", "model": "%s", "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "dp": %s, "tp": %s, "stages": %s, "ranks": %s, "predicted_iteration_s": %s, "measured_iteration_s": %s, "steps": %s}' \
-    "$sep" "$name" "$model" "$g" "$b" "$ck" "$oo" "$oa" "$dp" "$tp" "$stages" "$ranks" "$predicted" "$measured" "$steps" >> "$out"
+  printf '%s  {"plan": "%s", "model": "%s", "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "offload_weights": %s, "zero": %s, "dp": %s, "tp": %s, "stages": %s, "ranks": %s, "overlap": %s, "predicted_iteration_s": %s, "measured_iteration_s": %s, "steps": %s}' \
+    "$sep" "$name" "$model" "$g" "$b" "$ck" "$oo" "$oa" "${ow:-0.0}" "${zero:-0}" "$dp" "$tp" "$stages" "$ranks" "$([[ ${ov:-0} == 1 ]] && echo true || echo false)" "$predicted" "$measured" "$steps" >> "$out"
   sep=$',\n'
 done
 printf '\n]\n' >> "$out"
 for model in $models; do # ONLY may have left some out
   cp "$work/$model.2.yaml" "${out%.json}-cluster-${model#bench-}.yaml"
   cp "$work/$model.yaml" "${out%.json}-cluster-${model#bench-}-one-core.yaml"
+  if [[ -f $work/$model.ov.yaml ]]; then
+    cp "$work/$model.2.ov.yaml" "${out%.json}-cluster-${model#bench-}-overlap.yaml"
+    cp "$work/$model.ov.yaml" "${out%.json}-cluster-${model#bench-}-one-core-overlap.yaml"
+  fi
 done
 echo "written $out and the measured clusters beside it"

@@ -64,14 +64,21 @@ InterferenceResult measureCpuInterference(const CpuInterferenceOptions &o) {
   for (int s = 1; s < 4; ++s) // g2g, h2d, d2h: each its own buffers
     unit[s] = [&, s] { std::memcpy(to[s - 1].data(), from[s - 1].data(), o.copyBytes); };
   InterferenceResult r;
-  for (int s = 0; s < 4; ++s)
+  const auto sync = [&] {
+    if (o.together)
+      o.together();
+  };
+  for (int s = 0; s < 4; ++s) {
+    sync();
     r.aloneSeconds[s] = medianHostSeconds(o.warmup, o.repeats, unit[s]);
+  }
   for (unsigned mask : interferenceStreamSets()) {
     int count[4] = {};
     for (int s = 0; s < 4; ++s)
       if (mask & (1u << s))
         count[s] = int(std::clamp(std::ceil(o.targetMs * 1e-3 / r.aloneSeconds[s]), 3.0, 4000.0));
     UnitTimes times[4];
+    sync();
     runTogether(mask, count, unit, times);
     r.table.push_back(interferenceFactors(times, r.aloneSeconds));
   }

@@ -20,6 +20,8 @@
 
 #include "tools/profiler/Interference.h"
 
+#include <functional>
+
 namespace mist::profiler {
 
 struct CpuInterferenceOptions {
@@ -27,6 +29,10 @@ struct CpuInterferenceOptions {
   double targetMs = 200; ///< how long each set runs
   int64_t gemmSize = 512;
   size_t copyBytes = size_t(64) << 20;
+  /// Called before each timing (a unit alone, a set): under mpirun a
+  /// barrier, so that every rank times the same streams at once, as the
+  /// trainer's ranks run theirs on the node's shared cores. Empty: alone.
+  std::function<void()> together;
 };
 
 InterferenceResult measureCpuInterference(const CpuInterferenceOptions &opts);

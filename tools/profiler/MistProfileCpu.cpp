@@ -149,8 +149,8 @@ void describeCpu(Measurements &m) {
                m.memoryGiB);
 }
 
-/// The copy rate, the GEMM peak and the interference table, on rank 0
-/// alone (after the ops, whose fastest GEMM may raise the peak).
+/// The copy rate and the GEMM peak, on rank 0 alone (after the ops, whose
+/// fastest GEMM may raise the peak).
 void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shapes,
                 Measurements &m) {
   const size_t bytes = size_t(256) << 20;
@@ -183,17 +183,35 @@ void measureCpu(const ProfilerOptions &opts, const std::vector<ShapeEntry> &shap
   m.hostLatencyUs = 0;
   m.hostLatencyWhat = "0: a copy within host memory has no transfer to set up";
   m.hostWhat = "the memcpy rate, one direction: offloading on a CPU rank copies within host memory";
+}
+
+/// The interference table (measureCpu's note): without --overlap the rule
+/// of streams in turn; with it timed on rank 0, and under mpirun on every
+/// rank at once, each timing released by a barrier, since the trainer's
+/// ranks run their streams' threads on the node's shared cores (two ranks on
+/// two cores: four busy threads, not two).
+void measureStreams(const ProfilerOptions &opts, mist::rt::MpiCommunicator &world,
+                    Measurements &m) {
+  const bool lead = world.rank() == 0;
   if (!opts.overlap) {
-    const InterferenceResult r = streamsInTurn();
-    m.interference = r.table;
-    m.interferenceHow = r.how;
+    if (lead) {
+      const InterferenceResult r = streamsInTurn();
+      m.interference = r.table;
+      m.interferenceHow = r.how;
+    }
     return;
   }
   CpuInterferenceOptions io;
   io.warmup = opts.warmup;
   io.repeats = std::max(1, opts.repeats);
   io.targetMs = opts.interferenceMs;
-  const InterferenceResult r = measureCpuInterference(io);
+  if (world.size() > 1)
+    io.together = [&world] { world.barrier(); };
+  InterferenceResult r = measureCpuInterference(io);
+  if (!lead)
+    return;
+  if (world.size() > 1)
+    r.how += ", every one of the " + std::to_string(world.size()) + " ranks at once";
   m.interference = r.table;
   m.interferenceHow = r.how;
   for (const mist::InterferenceEntry &e : r.table) {
@@ -297,6 +315,7 @@ int main(int argc, char **argv) {
   if (lead)
     measureCpu(opts, shapes, m); // alone: the other ranks wait
   world->barrier();
+  measureStreams(opts, *world, m);
   if (m.ranks > 1)
     measureMpiLinks(*world, layout, opts, m);
   if (!lead)
