@@ -57,7 +57,7 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
       t.lr, t.beta1, t.beta2, t.eps, t.weightDecay);
   os << "  \"zero_optimization\": {\n";
   os << fmt::format("    \"stage\": {},\n", stage);
-  os << "    \"overlap_comm\": true,\n";
+  os << fmt::format("    \"overlap_comm\": {},\n", p.overlapGradReduce);
   os << "    \"contiguous_gradients\": true";
   if (s0.offload.optimizer > 0)
     os << fmt::format(",\n    \"offload_optimizer\": {{\"device\": \"cpu\", \"pin_memory\": true, "

@@ -313,6 +313,13 @@ ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &tra
     p.sequenceParallel = false;
     notes.push_back("tp without sequence parallelism (all-reduces after the row-parallel ops)");
   }
+  // Gradient reductions after the backward: Megatron-LM without
+  // --overlap-grad-reduce, DeepSpeed with overlap_comm false; TorchTitan's
+  // FSDP always overlaps them.
+  if (!plan.overlapGradReduce && target == ExportTarget::TorchTitan) {
+    p.overlapGradReduce = true;
+    notes.push_back("gradient reductions overlapped with the last backward (FSDP always does)");
+  }
   if (plan.tpCommOverlap && target != ExportTarget::Megatron) {
     p.tpCommOverlap = false;
     notes.push_back("tp collectives between the GEMMs instead of overlapped with them");

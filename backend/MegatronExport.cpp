@@ -111,7 +111,7 @@ void memoryArgs(const Plan &p, const ArgWriter &arg) {
         "--ckpt-format fsdp_dtensor");
   else if (s0.zero.optimizer)
     arg("--use-distributed-optimizer");
-  if (s0.dp > 1)
+  if (s0.dp > 1 && p.overlapGradReduce)
     arg(s0.zero.optimizer && !s0.zero.grads ? "--overlap-grad-reduce --overlap-param-gather"
                                             : "--overlap-grad-reduce");
   // Recomputation: one count k for every stage, each recomputing min(k, its

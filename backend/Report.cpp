@@ -111,6 +111,9 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
                ? "tp with sequence parallelism and its collectives overlapped with the GEMMs "
                  "(tp collectives below: the time they add)\n"
                : "tp with sequence parallelism\n");
+  if (!plan.overlapGradReduce)
+    os << "gradient reductions after the last backward, not beside it (overlap_grad_reduce: "
+          "false)\n";
   for (size_t i = 0; i < est.stages.size(); ++i)
     printStage(i, plan.stages[i], est.stages[i], est.stages.size(), cluster, os);
   double peak = cluster.device.peakTflops;

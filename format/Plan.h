@@ -69,6 +69,12 @@ struct Plan {
   /// Megatron-LM's --tp-comm-overlap: a layer's tp collectives run in
   /// chunks beside its GEMMs. Needs sequenceParallel.
   bool tpCommOverlap = false;
+  /// Data-parallel gradient reductions of the last micro-batch run layer by
+  /// layer beside its backward (mistc's trainer, DDP, DeepSpeed, Megatron-LM's
+  /// --overlap-grad-reduce). false: all of them after the backward, as
+  /// Megatron-LM's local DDP did before that flag (its SC'21 runs); priced
+  /// and exported, not run.
+  bool overlapGradReduce = true;
   std::vector<StagePlan> stages;
   std::optional<PlanPrediction> predicted;
   bool operator==(const Plan &) const = default; ///< exact, doubles included

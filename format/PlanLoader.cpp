@@ -20,10 +20,19 @@ public:
     auto top = r.parseTopMapping("plan");
     if (!top)
       return std::nullopt;
-    static const llvm::StringRef keys[] = {
-        "mist_plan", "model",          "seq_len",           "dtype",
-        "cluster",   "global_batch",   "grad_accum",        "stages",
-        "predicted", "virtual_stages", "sequence_parallel", "tp_comm_overlap"};
+    static const llvm::StringRef keys[] = {"mist_plan",
+                                           "model",
+                                           "seq_len",
+                                           "dtype",
+                                           "cluster",
+                                           "global_batch",
+                                           "grad_accum",
+                                           "stages",
+                                           "predicted",
+                                           "virtual_stages",
+                                           "sequence_parallel",
+                                           "tp_comm_overlap",
+                                           "overlap_grad_reduce"};
     YamlMap m(r, *top, "plan", keys);
     if (locations) {
       locations->top["plan"] = r.bufferStart();
@@ -47,6 +56,7 @@ public:
     m.getInt("virtual_stages", p.virtualStages, Need::Optional, Range::Count);
     m.getBool("sequence_parallel", p.sequenceParallel, Need::Optional);
     m.getBool("tp_comm_overlap", p.tpCommOverlap, Need::Optional);
+    m.getBool("overlap_grad_reduce", p.overlapGradReduce, Need::Optional);
     if (auto stages = m.get("stages", Need::Required))
       parseStages(*stages, m.valueLoc("stages"));
     if (auto pred = m.get("predicted", Need::Optional))

@@ -124,10 +124,9 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
       dBytes += o.grads * Gr / shardG;
       break;
     case StepKind::ReduceScatterGradients:
-      G += sc.scatterGrads;
-      break;
     case StepKind::AllReduceGradients:
-      G += sc.reduceGrads;
+      (ph == Phase::LastBackward && !k.overlapGradReduce ? p.reduceAfter : G) +=
+          step == StepKind::AllReduceGradients ? sc.reduceGrads : sc.scatterGrads;
       break;
     default: // the stage's own steps: phaseElapsed and stagePhase price them
       break;
@@ -154,7 +153,9 @@ double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, con
   const PhaseLoad &edge = lt.load[p][e];
   const double fetch = std::max(edge.gather, edge.busy[2]);
   const double drain = std::max(edge.busy[1] - edge.gather, edge.busy[3]);
-  double elapsed = fetch + drain;
+  // Reductions held until the backward ends run one after another.
+  double elapsed = fetch + drain + (k.layers - k.ckpt) * lt.load[p][0].reduceAfter +
+                   k.ckpt * lt.load[p][1].reduceAfter;
   if (k.layers == 1)
     elapsed += edge.busy[0] + edge.tp; // nothing beside its compute
   else
@@ -188,6 +189,8 @@ PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
     const PhaseLoad &l = lt.load[p][ckpt];
     total.tp += counts[ckpt] * l.tp;
     total.gather += counts[ckpt] * l.gather;
+    total.reduceAfter += counts[ckpt] * l.reduceAfter;
+    total.busy[1] += counts[ckpt] * l.reduceAfter;
     for (unsigned s = 0; s < numStreams; ++s)
       total.busy[s] += counts[ckpt] * l.busy[s];
   }
@@ -470,6 +473,7 @@ StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &
   k.inflight = inflightMicroBatches(i, S, plan.gradAccum, plan.virtualStages);
   k.sequenceParallel = plan.sequenceParallel;
   k.tpCommOverlap = plan.tpCommOverlap;
+  k.overlapGradReduce = plan.overlapGradReduce;
   const bool sp = plan.sequenceParallel;
   StageNumbers n{model.evaluate(RegionKind::Layer, st.microBatch, st.tp, cluster, sp),
                  model.evaluate(RegionKind::Pre, st.microBatch, st.tp, cluster, sp),

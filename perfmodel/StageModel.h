@@ -45,6 +45,9 @@ struct StageKnobs : ScheduleKnobs {
   /// evaluated with it) and tp-communication overlap: each layer's tp
   /// collectives run beside its GEMMs instead of between them.
   bool sequenceParallel = false, tpCommOverlap = false;
+  /// Plan::overlapGradReduce: false prices the last backward's gradient
+  /// reductions after it instead of beside it.
+  bool overlapGradReduce = true;
 };
 
 struct MemoryBreakdown {
@@ -75,6 +78,9 @@ struct PhaseLoad {
   /// tp collectives that run beside the GEMMs even without tpCommOverlap
   /// (sequence parallelism's backward re-gathers); `tp` includes what they add.
   double tpBeside = 0;
+  /// Gradient reductions run after the phase's compute, not beside it
+  /// (!StageKnobs::overlapGradReduce, the last backward); not in busy[1].
+  double reduceAfter = 0;
   double elapsed = 0; ///< wall time of the phase
 };
 

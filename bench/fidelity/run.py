@@ -34,7 +34,11 @@ import tempfile
 # the published figure counts FLOPs with the paper's eq. 3, which includes
 # the recomputed forward. Four runs use the interleaved schedule
 # (--num-layers-per-virtual-pipeline-stage 5, 5, 3, 1: v = 3, 2, 2, 3 chunks
-# per stage), written as the plan's virtual_stages.
+# per stage), written as the plan's virtual_stages. Megatron-LM then
+# all-reduced the data-parallel gradients after the backward of the last
+# micro-batch (training.py: `model_module.allreduce_gradients()` under
+# --DDP-impl local, the default; --overlap-grad-reduce came in 2023), written
+# as overlap_grad_reduce: false.
 MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_table_1.sh"
 # PyTorch 2.11 on the project's H100 (shared/reference/h100-measured.md,
 # 2026-11-22; bench/h100/pytorch_gpt.py): one GPU, bf16 autocast, SDPA flash
@@ -60,8 +64,8 @@ MEGATRON_H100 = "NVIDIA/Megatron-LM README at d98e8a64, images/model_table.png (
 
 def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
         mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1, untied=False,
-        sp_overlap=False, zero1=False):
-    return dict(name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
+        sp_overlap=False, zero1=False, overlap_grad_reduce=True):
+    return dict(overlap_grad_reduce=overlap_grad_reduce, name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
                 layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
                 gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
                 counts_recompute=counts_recompute, note=note, virtual=virtual, untied=untied,
@@ -73,7 +77,7 @@ def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, v
     return run(name, MEGATRON_SC21, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True, tp,
                pp, nodes, 8, mbs, gbs, True, tflops, True,
                f"interleaved 1F1B, {virtual} chunks per stage" if virtual > 1 else "",
-               virtual)
+               virtual, overlap_grad_reduce=False)
 
 
 def megatron_h100_run(name, heads, hidden, layers, tp, pp, gpus, gbs, tflops):
@@ -151,6 +155,7 @@ def write_case(folder, r):
                 f"global_batch: {r['gbs']}\ngrad_accum: {grad_accum}\n"
                 + (f"virtual_stages: {r['virtual']}\n" if r["virtual"] > 1 else "")
                 + ("sequence_parallel: true\ntp_comm_overlap: true\n" if r["sp_overlap"] else "")
+                + ("" if r["overlap_grad_reduce"] else "overlap_grad_reduce: false\n")
                 + "stages:\n")
         for i in range(pp):
             f.write(f"  - layers: [{i * per_stage}, {(i + 1) * per_stage - 1}]\n"

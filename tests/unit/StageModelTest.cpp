@@ -130,6 +130,32 @@ TEST(StageTime, ZeroGradientReductionsOverlapTheNextLayersBackward) {
   EXPECT_NEAR(e.bwdStable.elapsed, 2e-3 + 2 * scatter, 1e-12);
 }
 
+TEST(StageTime, GradientReductionsAfterTheBackwardAddToIt) {
+  // The ZeRO-2 case above, last backward, all-reduce on dp 4 without ZeRO:
+  // 2 * (3/4) * 4 MB at 0.1 GB/s = 60 ms a layer. Beside the backward
+  // (overlap_grad_reduce, the default) three layers take 2 ms + 3 * 60 ms
+  // (layer 0's backward hides under layer 1's reduction, layer 1's under
+  // layer 2's); after it (Megatron-LM's local DDP), 3 * 2 ms + 3 * 60 ms.
+  Cluster c = handCluster();
+  c.collectives = {{1, 8, 0.1, 0}, {1, 4, 0.1, 0}, {1, 2, 0.1, 0}};
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 3;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  k.gradAccum = 2;
+  const double reduce = 2 * 0.75 * 4e6 / 0.1e9;
+  StageEstimate beside = estimateStage(k, handNumbers(), c, it);
+  EXPECT_NEAR(beside.bwdLast.elapsed, 2e-3 + 3 * reduce, 1e-12);
+  k.overlapGradReduce = false;
+  StageEstimate after = estimateStage(k, handNumbers(), c, it);
+  EXPECT_NEAR(after.bwdLast.elapsed, 3 * 2e-3 + 3 * reduce, 1e-12);
+  EXPECT_NEAR(after.bwdLast.busy[1], 3 * reduce, 1e-12); // the report's g2g row
+  // Only the last backward: the other micro-batches reduce nothing.
+  EXPECT_NEAR(after.bwdStable.elapsed, beside.bwdStable.elapsed, 1e-15);
+  EXPECT_NEAR(after.bwdStable.elapsed, 3 * 2e-3, 1e-12);
+}
+
 TEST(StageTime, DataParallelGradientReductionFallsOnTheLastBackward) {
   Cluster c = handCluster();
   InterferenceTable it(c);

@@ -435,6 +435,13 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
                              p.plan.virtualStages));
       return false;
     }
+    if (!p.plan.overlapGradReduce) {
+      diag.error(p.where.of(-1, "overlap_grad_reduce"),
+                 "the trainer and its schedule reduce gradients beside the last backward: a "
+                 "plan with overlap_grad_reduce = false is priced (--emit=report) and exported "
+                 "(--emit=megatron, deepspeed), not run");
+      return false;
+    }
     if (opts.output != Emit::Trainer && opts.output != Emit::Lowered)
       break; // the schedule and its timeline are the same with either
     for (auto [on, key] : {std::pair{p.plan.sequenceParallel, "sequence_parallel"},
