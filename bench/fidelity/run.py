@@ -61,11 +61,37 @@ PYTORCH_H100 = "PyTorch on our H100, shared/reference/h100-measured.md"
 # need one).
 MEGATRON_H100 = "NVIDIA/Megatron-LM README at d98e8a64, images/model_table.png (H100 weak scaling)"
 
+# mosaicml/llm-foundry, scripts/train/benchmarking/README.md (at c90b9b31),
+# "MPT Training Benchmarks": MPT models trained with Composer and PyTorch
+# FSDP on the MosaicML platform, tables "A100 80GB with 1600 Gbps node-node
+# interconnect (RoCE)", "H100 80GB BF16" and its large-scale table. Each row
+# gives the GPUs, micro-batch, gradient accumulation, global batch, the
+# sharding (FULL_SHARD: ZeRO-3; SHARD_GRAD_OP: ZeRO-2), activation
+# checkpointing (every layer) and the measured tokens/s. The models (the
+# yamls in scripts/train/yamls/pretrain/): GPT blocks with biases, learned
+# position embeddings, a tied head, exact GELU, vocabulary 50368, flash
+# attention, heads chosen for head dim 128 (64 for 125M and 350M); the
+# tables' parameter counts match this exactly (e.g. 1,315,950,592 for "1b").
+# Rows at sequence 2048; the A100 rows all on one node (8 GPUs) but 70B, the
+# H100 rows on 8 GPUs (3B: 16, the table's smallest) and three at 128.
+LLM_FOUNDRY = "mosaicml/llm-foundry scripts/train/benchmarking/README.md at c90b9b31"
+MPT = {  # size: hidden, heads, layers
+    "125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24),
+    "1b": (2048, 16, 24), "3b": (2560, 20, 32), "7b": (4096, 32, 32),
+    "13b": (5120, 40, 40), "30b": (7168, 56, 48), "70b": (8192, 64, 80),
+}
+
 
 def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
         mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1, untied=False,
-        sp_overlap=False, zero1=False, overlap_grad_reduce=True):
-    return dict(overlap_grad_reduce=overlap_grad_reduce, name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
+        sp_overlap=False, zero1=False, overlap_grad_reduce=True, zero=None, tokens_per_s=None,
+        exact_gelu=False):
+    """`zero`: 0-3 (ZeRO-1 where `zero1` and dp > 1 if not given); `tokens_per_s`: the
+    published throughput when the source gives tokens/s instead of teraFLOP/s."""
+    if zero is None:
+        zero = 1 if zero1 else 0
+    return dict(overlap_grad_reduce=overlap_grad_reduce, zero=zero, tokens_per_s=tokens_per_s,
+                exact_gelu=exact_gelu, name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
                 layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
                 gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
                 counts_recompute=counts_recompute, note=note, virtual=virtual, untied=untied,
@@ -85,6 +111,17 @@ def megatron_h100_run(name, heads, hidden, layers, tp, pp, gpus, gbs, tflops):
                tp, pp, gpus // 8, 8, 1, gbs, False, tflops, False,
                "SP + tp overlap, ZeRO-1" if tp > 1 else "ZeRO-1", untied=True,
                sp_overlap=tp > 1, zero1=True)
+
+
+def llm_foundry_run(gpu, size, gpus, mbs, grad_accum, gbs, ckpt, tokens_per_s, shard):
+    hidden, heads, layers = MPT[size]
+    cluster = {"a100": "dgx-a100-80g", "h100": "dgx-h100-80g"}[gpu]
+    zero = {"FULL_SHARD": 3, "SHARD_GRAD_OP": 2}[shard]
+    assert gbs == mbs * grad_accum * gpus
+    return run(f"mpt-{size}-{gpu}-{gpus}", LLM_FOUNDRY, cluster, hidden, heads, layers, 50368, 2048,
+               False, 1, 1, max(1, gpus // 8), min(gpus, 8), mbs, gbs, ckpt, None, False,
+               f"FSDP {'ZeRO-3' if zero == 3 else 'ZeRO-2'}" + (", ckpt" if ckpt else ""),
+               zero=zero, tokens_per_s=tokens_per_s, exact_gelu=True)
 
 
 def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode):
@@ -112,6 +149,24 @@ RUNS = [
     megatron_h100_run("h100-177b", 96, 12288, 96, 8, 6, 2304, 1152, 432.8),
     megatron_h100_run("h100-314b", 128, 16384, 96, 8, 8, 3072, 1536, 474.4),
     megatron_h100_run("h100-462b", 144, 18432, 112, 8, 16, 6144, 3072, 459.9),
+    llm_foundry_run("a100", "125m", 8, 40, 2, 640, False, 1142641, "FULL_SHARD"),
+    llm_foundry_run("a100", "350m", 8, 32, 2, 512, False, 470263, "FULL_SHARD"),
+    llm_foundry_run("a100", "760m", 8, 24, 2, 384, False, 259472, "FULL_SHARD"),
+    llm_foundry_run("a100", "1b", 8, 14, 4, 448, False, 164109, "FULL_SHARD"),
+    llm_foundry_run("a100", "3b", 8, 10, 2, 160, False, 86491, "FULL_SHARD"),
+    llm_foundry_run("a100", "7b", 8, 6, 2, 96, False, 37130, "FULL_SHARD"),
+    llm_foundry_run("a100", "13b", 8, 2, 3, 48, False, 18097, "FULL_SHARD"),
+    llm_foundry_run("a100", "30b", 8, 3, 21, 504, True, 7330, "FULL_SHARD"),
+    llm_foundry_run("a100", "70b", 64, 8, 4, 2048, True, 26274, "FULL_SHARD"),
+    llm_foundry_run("h100", "760m", 8, 24, 2, 384, False, 505177, "FULL_SHARD"),
+    llm_foundry_run("h100", "1b", 8, 14, 1, 112, False, 363645, "FULL_SHARD"),
+    llm_foundry_run("h100", "3b", 16, 10, 3, 480, False, 386285, "FULL_SHARD"),
+    llm_foundry_run("h100", "7b", 8, 6, 1, 48, False, 85144, "FULL_SHARD"),
+    llm_foundry_run("h100", "13b", 8, 2, 1, 16, False, 38336, "FULL_SHARD"),
+    llm_foundry_run("h100", "30b", 8, 3, 21, 504, True, 16022, "FULL_SHARD"),
+    llm_foundry_run("h100", "1b", 128, 12, 1, 1536, False, 5647854, "SHARD_GRAD_OP"),
+    llm_foundry_run("h100", "7b", 128, 6, 1, 768, False, 1340830, "FULL_SHARD"),
+    llm_foundry_run("h100", "70b", 128, 8, 1, 1024, True, 135490, "FULL_SHARD"),
     pytorch_run("gpt-125m", 768, 12, 12, 1024, 16, False, 250, "eager"),
     pytorch_run("gpt-125m-c", 768, 12, 12, 1024, 16, False, 396, "torch.compile"),
     pytorch_run("gpt3-1.3b", 2048, 16, 24, 2048, 4, False, 437, "eager"),
@@ -130,12 +185,17 @@ def model_flops_per_iteration(r):
     return 72 * B * s * L * h**2 * (1 + s / (6 * h) + V / (12 * L * h))
 
 
+def yaml_bool(b):
+    return "true" if b else "false"
+
+
 def write_case(folder, r):
     name = r["name"]
     model = "m_" + name.replace("-", "_").replace(".", "_")
     mist = os.path.join(folder, name + ".mist")
     attention = "dropout = 0.1, flash = false" if r["classic"] else "flash = true"
     head = ", tied_head = false" if r["untied"] else ""
+    head += ", approximate_gelu = false" if r["exact_gelu"] else ""
     with open(mist, "w") as f:
         f.write('import "gpt"\n')
         f.write(f"model {model} = gpt(vocab = {r['vocab']}, hidden = {r['hidden']}, "
@@ -161,8 +221,9 @@ def write_case(folder, r):
             f.write(f"  - layers: [{i * per_stage}, {(i + 1) * per_stage - 1}]\n"
                     f"    mesh: {mesh}\n    micro_batch: {r['mbs']}\n    dp: {dp}\n"
                     f"    tp: {tp}\n"
-                    "    zero: {weights: false, grads: false, optimizer: "
-                    f"{'true' if r['zero1'] and dp > 1 else 'false'}}}\n"
+                    f"    zero: {{weights: {yaml_bool(dp > 1 and r['zero'] >= 3)}, "
+                    f"grads: {yaml_bool(dp > 1 and r['zero'] >= 2)}, "
+                    f"optimizer: {yaml_bool(dp > 1 and r['zero'] >= 1)}}}\n"
                     f"    ckpt_layers: {per_stage if r['recompute'] else 0}\n"
                     "    offload: {weights: 0.0, grads: 0.0, optimizer: 0.0, activations: 0.0}\n")
     return mist, plan
@@ -197,7 +258,11 @@ def main():
             predicted, fits = predicted_iteration(args.mistc, mist, plan, cluster, r["nodes"])
             gpus = r["nodes"] * r["gpn"]
             flops = model_flops_per_iteration(r)
-            published = flops / (r["tflops"] * 1e12 * gpus)
+            if r["tokens_per_s"]:
+                published = r["gbs"] * r["seq"] / r["tokens_per_s"]
+                r["tflops"] = round(flops / (published * 1e12 * gpus), 1)
+            else:
+                published = flops / (r["tflops"] * 1e12 * gpus)
             rows.append({
                 "run": r["name"], "source": r["source"], "cluster": cluster, "gpus": gpus,
                 "tp": r["tp"], "pp": r["pp"], "dp": gpus // (r["tp"] * r["pp"]),
@@ -229,7 +294,11 @@ def main():
               "megatron_h100_readme": [r for r in rows if r["source"] == MEGATRON_H100],
               "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
               "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"],
-              "megatron_interleaved": [r for r in rows if "interleaved" in r["note"]]}
+              "megatron_interleaved": [r for r in rows if "interleaved" in r["note"]],
+              "llm_foundry_a100": [r for r in rows
+                                   if r["source"] == LLM_FOUNDRY and r["cluster"] == "dgx-a100-80g"],
+              "llm_foundry_h100": [r for r in rows
+                                   if r["source"] == LLM_FOUNDRY and r["cluster"] == "dgx-h100-80g"]}
     result = {name: summary(sel) for name, sel in groups.items()}
     result["runs"] = rows
     for name in groups:
