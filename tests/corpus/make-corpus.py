@@ -223,6 +223,7 @@ PLAN_CASES = {
     "virtual-stages-string": plan("grad_accum: 4", "grad_accum: 4\nvirtual_stages: many"),
     "sequence-parallel-string": plan("grad_accum: 4", "grad_accum: 4\nsequence_parallel: often"),
     "tp-overlap-without-sp": plan("grad_accum: 4", "grad_accum: 4\ntp_comm_overlap: true"),
+    "overlap-grad-reduce-string": plan("grad_accum: 4", "grad_accum: 4\noverlap_grad_reduce: later"),
     "unknown-key": plan("    tp: 1\n", "    tp: 1\n    warp_drive: true\n"),
     "duplicate-key": plan("    tp: 1\n", "    tp: 1\n    tp: 2\n"),
     "tab-indentation": PLAN_BASE.replace("    ", "\t"),
