@@ -332,12 +332,14 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   sc.reducePost =
       dpSeconds(n.post.gradBytes * n.post.params, Collective::AllReduce) + (ctx.last ? tiedSum : 0);
   double mem = c.device.memBandwidthGBs * 1e9 * c.device.memEfficiency;
-  // Adam reads and writes m, v and the masters, reads the gradient, and
-  // writes the weights when they are a separate copy (bf16: 30 bytes; fp32: 28).
+  // The step first reads every gradient for the global norm it clips by
+  // (Trainer.cpp), then Adam reads and writes m, v and the masters, reads the
+  // gradient again, and writes the weights when they are a separate copy
+  // (bf16: 34 bytes; fp32: 32).
   const RegionNumbers &L = n.layer;
   const double masters = L.stateBytes + (L.mastersAreWeights ? L.paramBytes : 0);
   const double adamBytesPerParam =
-      2 * masters + L.gradBytes + (L.mastersAreWeights ? 0 : L.paramBytes);
+      2 * masters + 2 * L.gradBytes + (L.mastersAreWeights ? 0 : L.paramBytes);
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
   // Every GPU of a node runs the same schedule, so host copies overlap in
   // time: those sharing a host link share its bandwidth.
