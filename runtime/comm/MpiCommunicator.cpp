@@ -99,9 +99,6 @@ template <class Move> void inChunks(size_t n, size_t chunk, Move move) {
 
 MpiRuntime::MpiRuntime(int &argc, char **&argv) {
   int provided = 0;
-  // MPI_Init's errors are fatal under the default handler: it never returns one.
-  // Multiple: with --overlap the g2g stream's thread calls MPI beside the
-  // compute thread's tp collectives (mpiThreadsConcurrent says if granted).
   // A rank waiting in MPI polls; Open MPI's poll spins unless told to yield.
   // With --overlap a rank's threads share its core (compute beside the g2g
   // stream's collectives): a spinning g2g thread took the core from compute
@@ -110,6 +107,9 @@ MpiRuntime::MpiRuntime(int &argc, char **&argv) {
   // than with its streams in turn). Yielding costs nothing where the rank's
   // thread is alone. A user's own setting wins (overwrite 0).
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
+  // MPI_Init's errors are fatal under the default handler: it never returns one.
+  // Multiple: with --overlap the g2g stream's thread calls MPI beside the
+  // compute thread's tp collectives (mpiThreadsConcurrent says if granted).
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   threadMultiple = provided >= MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRankForMessages);
