@@ -1,11 +1,12 @@
 //===- Activation.cu - CUDA elementwise GELU, SiLU, product and sum -------===//
 /// \file
-/// One grid-stride kernel per op, the formulas of ActivationRef.cpp in fp32
-/// (tanhf / erfcf / expf, no fast-math
-/// intrinsics).
+/// One grid-stride kernel per op; the per-element formulas are
+/// ActivationMath.h's (those of ActivationRef.cpp in fp32, checked on the CPU
+/// by tests/unit/KernelMathTest.cpp).
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/activation/ActivationCuda.h"
+#include "stdlib/kernels/activation/ActivationMath.h"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -14,9 +15,6 @@ namespace mist::kernels {
 
 namespace {
 
-constexpr float geluScale = 0.7978845608028654f;      // sqrt(2 / pi)
-constexpr float normalPdfScale = 0.3989422804014327f; // 1 / sqrt(2 pi)
-constexpr float sqrtHalf = 0.7071067811865476f;       // 1 / sqrt 2
 constexpr int threads = 256;
 constexpr Index maxBlocks = 4096; // the grid-stride loop covers the rest
 
@@ -36,28 +34,17 @@ template <Op op, typename T> __global__ void elementwiseKernel(ElementwiseArgsOf
   Index stride = Index(gridDim.x) * blockDim.x;
   for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < x.n; i += stride) {
     if constexpr (op == Op::GeluFwd) {
-      float v = load(x.a, i);
-      store(x.out, i, 0.5f * v * (1.f + tanhf(geluScale * (v + 0.044715f * v * v * v))));
+      store(x.out, i, math::geluTanh(load(x.a, i)));
     } else if constexpr (op == Op::GeluBwd) {
-      float v = load(x.a, i);
-      float u = geluScale * (v + 0.044715f * v * v * v);
-      float th = tanhf(u);
-      float du = geluScale * (1.f + 3.f * 0.044715f * v * v);
-      store(x.da, i, load(x.dout, i) * (0.5f * (1.f + th) + 0.5f * v * (1.f - th * th) * du));
+      store(x.da, i, math::geluTanhGrad(load(x.a, i), load(x.dout, i)));
     } else if constexpr (op == Op::GeluExactFwd) {
-      float v = load(x.a, i);
-      store(x.out, i, 0.5f * v * erfcf(-v * sqrtHalf));
+      store(x.out, i, math::geluExact(load(x.a, i)));
     } else if constexpr (op == Op::GeluExactBwd) {
-      float v = load(x.a, i);
-      float cdf = 0.5f * erfcf(-v * sqrtHalf);
-      store(x.da, i, load(x.dout, i) * (cdf + v * normalPdfScale * expf(-0.5f * v * v)));
+      store(x.da, i, math::geluExactGrad(load(x.a, i), load(x.dout, i)));
     } else if constexpr (op == Op::SiluFwd) {
-      float v = load(x.a, i);
-      store(x.out, i, v / (1.f + expf(-v)));
+      store(x.out, i, math::silu(load(x.a, i)));
     } else if constexpr (op == Op::SiluBwd) {
-      float v = load(x.a, i);
-      float sg = 1.f / (1.f + expf(-v));
-      store(x.da, i, load(x.dout, i) * sg * (1.f + v * (1.f - sg)));
+      store(x.da, i, math::siluGrad(load(x.a, i), load(x.dout, i)));
     } else if constexpr (op == Op::MulFwd) {
       store(x.out, i, load(x.a, i) * load(x.b, i));
     } else if constexpr (op == Op::MulBwd) {

@@ -1,12 +1,12 @@
 //===- AdamW.cu - CUDA AdamW with fp32 master weights ---------------------===//
 /// \file
-/// The update of AdamWRef.cpp per element in fp32; the bias corrections
-/// 1 - beta^step are computed on the host in double, as in the reference,
-/// and passed as fp32 reciprocals (a multiply instead of the reference's
-/// double division: a rounding-level difference).
+/// The update of AdamWRef.cpp per element in fp32 (AdamWMath.h: the bias
+/// corrections as fp32 reciprocals of the host's double ones; checked on the
+/// CPU by tests/unit/KernelMathTest.cpp), over one tensor or many.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/adamw/AdamWCuda.h"
+#include "stdlib/kernels/adamw/AdamWMath.h"
 
 #include <algorithm>
 #include <climits>
@@ -21,33 +21,16 @@ constexpr int threads = 256;
 constexpr Index maxBlocks = 4096;       // the grid-stride loop covers the rest
 constexpr Index multiBlockElems = 1024; // elements per block in the multi-tensor kernel
 
-struct Hyper {
-  float lr, beta1, beta2, eps, weightDecay, gradScale;
-  float invC1, invC2; ///< 1 / (1 - beta^step)
-};
-
-Hyper hyper(float lr, float beta1, float beta2, float eps, float weightDecay, float gradScale,
-            int step) {
-  double c1 = 1 - std::pow(double(beta1), step), c2 = 1 - std::pow(double(beta2), step);
-  return {lr, beta1, beta2, eps, weightDecay, gradScale, float(1 / c1), float(1 / c2)};
-}
+using math::AdamWHyper;
 
 template <typename T>
-__device__ void update(const Hyper &h, float *master, float *m, float *v, T *param,
+__device__ void update(const AdamWHyper &h, float *master, float *m, float *v, T *param,
                        const float *grad, Index i) {
-  float g = grad[i] * h.gradScale;
-  float mi = h.beta1 * m[i] + (1 - h.beta1) * g;
-  float vi = h.beta2 * v[i] + (1 - h.beta2) * g * g;
-  m[i] = mi;
-  v[i] = vi;
-  float mhat = mi * h.invC1, vhat = vi * h.invC2;
-  float w = master[i];
-  w -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weightDecay * w);
-  master[i] = w;
-  store(param, i, w); // bf16 weights: the fp32 master rounded once
+  // bf16 weights: the fp32 master rounded once
+  store(param, i, math::adamWStep(h, grad[i], m[i], v[i], master[i]));
 }
 
-template <typename T> __global__ void adamWKernel(AdamWArgsOf<T> a, Hyper h) {
+template <typename T> __global__ void adamWKernel(AdamWArgsOf<T> a, AdamWHyper h) {
   Index stride = Index(gridDim.x) * blockDim.x;
   for (Index i = Index(blockIdx.x) * blockDim.x + threadIdx.x; i < a.n; i += stride)
     update(h, a.master, a.m, a.v, a.param, a.grad, i);
@@ -57,7 +40,7 @@ template <typename T> __global__ void adamWKernel(AdamWArgsOf<T> a, Hyper h) {
 /// and updates its elements [(b - blockStart[k]) * multiBlockElems, + multiBlockElems).
 template <typename T> struct MultiLaunch {
   AdamWMultiTensorArgsOf<T> args;
-  Hyper h;
+  AdamWHyper h;
   unsigned blockStart[adamWMaxTensors + 1];
 };
 
@@ -81,7 +64,7 @@ template <typename T> cudaError_t adamW(const AdamWArgsOf<T> &a, cudaStream_t st
     return cudaSuccess;
   Index blocks = std::min((a.n + threads - 1) / threads, maxBlocks);
   adamWKernel<T><<<unsigned(blocks), threads, 0, stream>>>(
-      a, hyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step));
+      a, math::adamWHyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step));
   return cudaGetLastError();
 }
 
@@ -91,7 +74,7 @@ cudaError_t adamWMultiTensor(const AdamWMultiTensorArgsOf<T> &a, cudaStream_t st
     return cudaErrorInvalidValue;
   MultiLaunch<T> l;
   l.args = a;
-  l.h = hyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step);
+  l.h = math::adamWHyper(a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step);
   Index blocks = 0;
   for (int k = 0; k < a.count; ++k) {
     if (a.n[k] < 0)

@@ -1,14 +1,15 @@
 //===- Rope.cu - CUDA rotary position embedding ---------------------------===//
 /// \file
 /// One thread per (token, pair) computes the angle t * theta^(-2i/R) in
-/// double, as the reference does (in fp32, t * theta^(...) loses about 1e-4
-/// radian at t ~ 4096), rounds its cosine and sine to fp32, and rotates that
-/// pair in every head; with partial rotary (R < D) it also copies its share
-/// of the dims past R. An odd last rotated element is left untouched, as in
-/// the reference.
+/// double, as the reference does (RopeMath.h, checked on the CPU by
+/// tests/unit/KernelMathTest.cpp), rounds its cosine and sine to fp32, and
+/// rotates that pair in every head; with partial rotary (R < D) it also
+/// copies its share of the dims past R. An odd last rotated element is left
+/// untouched, as in the reference.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/rope/RopeCuda.h"
+#include "stdlib/kernels/rope/RopeMath.h"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -31,15 +32,15 @@ template <typename T> __global__ void ropeKernel(RopeArgsOf<T> a) {
   }
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
     Index token = k / pairs, i = 2 * (k % pairs), t = token % a.seq;
-    double angle = double(t) * pow(double(a.theta), -double(i) / double(R));
     double sd, cd;
-    sincos(angle, &sd, &cd);
+    sincos(math::ropeAngle(t, i, R, a.theta), &sd, &cd);
     float c = float(cd), s = float(sd) * (a.inverse ? -1.f : 1.f);
     for (Index h = 0; h < a.heads; ++h) {
       Index at = (token * a.heads + h) * a.headDim + i;
-      float x0 = load(a.inp, at), x1 = load(a.inp, at + 1);
-      store(a.out, at, x0 * c - x1 * s);
-      store(a.out, at + 1, x0 * s + x1 * c);
+      float y0, y1;
+      math::ropeRotate(load(a.inp, at), load(a.inp, at + 1), c, s, y0, y1);
+      store(a.out, at, y0);
+      store(a.out, at + 1, y1);
     }
   }
 }
