@@ -175,6 +175,8 @@ NcclCommunicator::NcclCommunicator(std::unique_ptr<MpiCommunicator> bootstrapGro
   checkCuda(cudaStreamCreateWithFlags(&workStream, cudaStreamDefault), "cudaStreamCreate");
   checkCuda(cudaEventCreateWithFlags(&lastIssued, cudaEventDisableTiming), "cudaEventCreate");
   checkCuda(cudaMalloc(reinterpret_cast<void **>(&scratch), sizeof(double)), "cudaMalloc");
+  checkCuda(cudaMallocHost(reinterpret_cast<void **>(&hostScalar), sizeof(double)),
+            "cudaMallocHost");
 }
 
 NcclCommunicator::~NcclCommunicator() {
@@ -191,6 +193,7 @@ NcclCommunicator::~NcclCommunicator() {
   for (DeviceBuffer &b : sendBuffers)
     release(cudaFree(b.data), "cudaFree");
   release(cudaFree(scratch), "cudaFree");
+  release(cudaFreeHost(hostScalar), "cudaFreeHost");
   release(cudaEventDestroy(lastIssued), "cudaEventDestroy");
   release(cudaStreamDestroy(workStream), "cudaStreamDestroy");
 }
@@ -330,14 +333,14 @@ double NcclCommunicator::allReduceScalar(double v, ncclRedOp_t op, const char *c
   OnDevice on(*this);
   flushQueuedSends();
   orderAfterEarlierWork(workStream);
-  double result = 0;
-  checkCuda(cudaMemcpyAsync(scratch, &v, sizeof v, cudaMemcpyHostToDevice, workStream),
+  *hostScalar = v; // no copy of the previous call is in flight: it synchronized
+  checkCuda(cudaMemcpyAsync(scratch, hostScalar, sizeof v, cudaMemcpyHostToDevice, workStream),
             "cudaMemcpyAsync");
   checkNccl(ncclAllReduce(scratch, scratch, 1, ncclDouble, op, comm, workStream), call);
-  checkCuda(cudaMemcpyAsync(&result, scratch, sizeof result, cudaMemcpyDeviceToHost, workStream),
+  checkCuda(cudaMemcpyAsync(hostScalar, scratch, sizeof v, cudaMemcpyDeviceToHost, workStream),
             "cudaMemcpyAsync");
-  synchronize();
-  return result;
+  synchronize(); // polls NCCL's asynchronous errors while it waits
+  return *hostScalar;
 }
 
 double NcclCommunicator::allReduceMax(double v) {

@@ -194,6 +194,10 @@ private:
   size_t maxPerCall;
   /// One double on the device for the scalar reductions and the barrier.
   double *scratch = nullptr;
+  /// Its pinned host copy: a device-to-pageable copy returns only when done,
+  /// so it would block the host inside the call, before synchronize() can
+  /// watch NCCL's asynchronous errors (a dead peer would hang the job).
+  double *hostScalar = nullptr;
   /// postSend's device copies: sendBuffers[i] holds queued send i while
   /// i < queued.size(); the buffers are reused by later postSends.
   struct DeviceBuffer {

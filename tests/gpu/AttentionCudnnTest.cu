@@ -10,7 +10,8 @@
 /// bf16, the type cuDNN reads) and lse, and the reference backward the same
 /// out, so it is checked on its own; it runs twice and must repeat bit for
 /// bit (the context asks for cuDNN's deterministic algorithm). Also: the
-/// forward without lse, and the argument checks.
+/// forward without lse, the argument checks, and that a refusal both
+/// backward algorithms share keeps the context deterministic.
 ///
 /// Exits 77 (skipped) without a GPU, in a build without cuDNN, or when cuDNN
 /// refuses the first (plainest) configuration on this device, saying why.
@@ -253,6 +254,17 @@ void checkRejected(AttentionCudnnContext &ctx) {
   a = good;
   a.seq = 0;
   expect("empty sequence is a no-op", attentionFwdCudnn(a, nullptr, &ctx), AttentionCudnnCode::Ok);
+  // A refusal both algorithms share leaves the context asking for the
+  // deterministic backward (it once gave determinism up for any refusal).
+  a = good;
+  a.dq = p + 1;
+  std::string why;
+  const bool wasDeterministic = ctx.deterministicBackward();
+  expect("misaligned dq unsupported by either backward",
+         attentionBwdCudnnAnyAlgorithm(a, nullptr, ctx, why), AttentionCudnnCode::Unsupported);
+  const bool kept = ctx.deterministicBackward() == wasDeterministic && why.empty();
+  std::printf("%s the context's determinism kept after a shared refusal\n", kept ? "ok  " : "FAIL");
+  ok = ok && kept;
   if (!ok)
     ++failures();
 }

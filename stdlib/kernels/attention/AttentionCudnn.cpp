@@ -218,8 +218,13 @@ struct AttentionCudnnContext::State {
     if (cudaError_t rc = cudaMalloc(&workspace, bytes); rc != cudaSuccess) {
       cudaGetLastError(); // clear the allocation error: the status says it
       workspace = nullptr;
-      return failed("cudaMalloc of " + std::to_string(bytes) +
-                    " bytes of cuDNN attention workspace: " + cudaGetErrorString(rc));
+      std::string text = "cudaMalloc of " + std::to_string(bytes) +
+                         " bytes of cuDNN attention workspace: " + cudaGetErrorString(rc);
+      // Out of memory is a graph this device cannot afford, not a fault: the
+      // deterministic backward on Hopper keeps the whole dS matrix in its
+      // workspace (b*h*s*s*2 bytes, 2 GiB at b 8, h 32, s 2048), and the
+      // caller then tries the non-deterministic one, or the fp32 kernels.
+      return rc == cudaErrorMemoryAllocation ? unsupported(text) : failed(text);
     }
     workspaceBytes = bytes;
     return {};
@@ -514,9 +519,16 @@ AttentionCudnnStatus attentionBwdCudnnAnyAlgorithm(const AttentionCudnnArgs &a, 
   AttentionCudnnStatus rc = attentionBwdCudnn(a, stream, &ctx);
   if (!rc.unsupported() || !ctx.deterministicBackward())
     return rc;
-  why = rc.message();
+  // Only a refusal the non-deterministic algorithm does not share makes ctx
+  // give up determinism (a misaligned pointer or a head dim cuDNN lacks is
+  // refused either way, and the caller falls back to the fp32 kernels).
   ctx.setDeterministicBackward(false);
-  return attentionBwdCudnn(a, stream, &ctx);
+  AttentionCudnnStatus retry = attentionBwdCudnn(a, stream, &ctx);
+  if (retry.ok())
+    why = rc.message();
+  else
+    ctx.setDeterministicBackward(true);
+  return retry;
 }
 
 } // namespace mist::kernels

@@ -25,9 +25,8 @@
 ///     or cuDNN has no kernel for the configuration (head dim, GQA in the
 ///     backward, sequence length, GPU or cuDNN version, a pointer or stride
 ///     that is not 16-byte aligned, no deterministic backward where one was
-///     asked for, ...). Nothing was launched: the caller runs the fp32
-///     kernels instead. The verdict is cached per shape, so asking again is
-///     cheap.
+///     asked for, a workspace the device has no memory for, ...). Nothing was launched: the caller
+///     runs the fp32 kernels instead. The verdict is cached per shape, so asking again is cheap.
 ///   - Failed: invalid arguments (negative sizes, heads not a multiple of
 ///     kvHeads, a token stride smaller than the heads it holds, a null pointer),
 ///     a context used on another device than its own, or an error of CUDA or
@@ -141,9 +140,10 @@ AttentionCudnnStatus attentionBwdCudnn(const AttentionCudnnArgs &a, cudaStream_t
                                        AttentionCudnnContext *ctx = nullptr);
 
 /// attentionBwdCudnn, and where cuDNN has no deterministic backward for the
-/// shape (Unsupported while ctx asks for one), once more with its
-/// non-deterministic algorithm, which ctx then keeps asking for; `why`
-/// receives the first refusal's message in that case (else it is cleared).
+/// shape or it does not fit in memory (Unsupported while ctx asks for one),
+/// once more with its non-deterministic algorithm; if that runs, ctx keeps
+/// asking for it and `why` receives the first refusal's message (else `why`
+/// is cleared and ctx still asks for determinism).
 /// What the trainer, the profiler and the kernel benchmark all run.
 AttentionCudnnStatus attentionBwdCudnnAnyAlgorithm(const AttentionCudnnArgs &a, cudaStream_t stream,
                                                    AttentionCudnnContext &ctx, std::string &why);
