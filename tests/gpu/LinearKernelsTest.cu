@@ -152,8 +152,11 @@ void checkBf16(const Shape &s, bool bias) {
 
 int main() {
   requireGpu();
+  // 700 and 1030 rows: the bias gradient sums 256-row chunks, then the
+  // chunks' sums (two full chunks and a partial one, four and a sliver).
   const Shape shapes[] = {{1, 1, 1},     {5, 3, 7},       {37, 65, 129}, {64, 128, 256},
-                          {129, 37, 65}, {256, 512, 384}, {3, 0, 5},     {0, 4, 6}};
+                          {129, 37, 65}, {256, 512, 384}, {3, 0, 5},     {0, 4, 6},
+                          {700, 48, 80}, {1030, 16, 40}};
   LinearContext exact; // LinearMath::Fp32
   LinearContext tf32(LinearMath::Tf32);
   for (const Shape &s : shapes)
@@ -165,8 +168,8 @@ int main() {
   checkLinear({37, 65, 129}, true, false, exact, 1e-4f, 1e-5f, "fp32 no-dinp");
   checkLinear({37, 65, 129}, true, false, LinearContext::processDefault(), 1e-4f, 1e-5f,
               "fp32 default-context");
-  for (const Shape &s :
-       {Shape{1, 1, 1}, Shape{37, 65, 129}, Shape{64, 128, 256}, Shape{256, 512, 384}})
+  for (const Shape &s : {Shape{1, 1, 1}, Shape{37, 65, 129}, Shape{64, 128, 256},
+                         Shape{256, 512, 384}, Shape{700, 48, 80}})
     for (bool bias : {false, true})
       checkBf16(s, bias);
   return finish();

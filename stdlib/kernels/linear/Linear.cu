@@ -34,11 +34,17 @@ struct LinearContext::State {
   cublasLtHandle_t handle = nullptr;
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
+  /// The bias gradient's per-chunk column sums, grown stream-ordered
+  /// (cudaMallocAsync: no device-wide synchronization mid-step).
+  float *biasPartials = nullptr;
+  size_t biasPartialsBytes = 0;
   int device = -1;
   /// The heuristic's pick per GEMM, or nullopt where it had none (NOT_SUPPORTED).
   std::map<GemmKey, std::optional<cublasLtMatmulAlgo_t>> algorithms;
 
   ~State() {
+    if (biasPartials)
+      cudaFree(biasPartials);
     if (workspace)
       cudaFree(workspace);
     if (handle)
@@ -107,41 +113,81 @@ cublasStatus_t broadcastBias(T *out, const T *bias, Index rows, Index cols, cuda
 }
 
 constexpr int kBiasColumns = 32, kBiasRowLanes = 16;
+/// Rows one block of the bias gradient sums: a [16384, 2048] gradient is
+/// 64 x 64 blocks, enough to keep every SM's loads in flight (one block per
+/// 32 columns over all rows gave 64 blocks: about a tenth of the memory rate).
+constexpr Index kBiasRowsPerChunk = 256;
 
 __device__ inline float widen(float x) { return x; }
 __device__ inline float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
 
-/// dbias[o] += Σ_n dout[n, o] (in fp32 whatever dout's type): a block sums
-/// 32 columns; its 16 row lanes each sum a strided subset of the rows, then
-/// lane 0 adds the 16 partial sums in a fixed order. Deterministic (no
-/// atomics).
+/// partials[chunk, o] = Σ_{n in chunk} dout[n, o] (in fp32 whatever dout's
+/// type): block (x, y) sums 32 columns over the rows of chunk y; its 16 row
+/// lanes each sum a strided subset, then lane 0 adds the 16 in a fixed order.
 template <typename DoutT>
 __global__ void __launch_bounds__(kBiasColumns *kBiasRowLanes)
-    biasGradKernel(float *dbias, const DoutT *dout, Index rows, Index cols) {
-  __shared__ float partial[kBiasRowLanes][kBiasColumns];
-  Index col = Index(blockIdx.x) * kBiasColumns + threadIdx.x;
+    biasGradPartialKernel(float *partials, const DoutT *dout, Index rows, Index cols) {
+  __shared__ float lanes[kBiasRowLanes][kBiasColumns];
+  const Index col = Index(blockIdx.x) * kBiasColumns + threadIdx.x;
+  const Index begin = Index(blockIdx.y) * kBiasRowsPerChunk;
+  const Index end = begin + kBiasRowsPerChunk < rows ? begin + kBiasRowsPerChunk : rows;
   float sum = 0.f;
   if (col < cols)
-    for (Index n = threadIdx.y; n < rows; n += kBiasRowLanes)
+    for (Index n = begin + threadIdx.y; n < end; n += kBiasRowLanes)
       sum += widen(dout[n * cols + col]);
-  partial[threadIdx.y][threadIdx.x] = sum;
+  lanes[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && col < cols) {
     float total = 0.f;
     for (int lane = 0; lane < kBiasRowLanes; ++lane)
-      total += partial[lane][threadIdx.x];
-    dbias[col] += total;
+      total += lanes[lane][threadIdx.x];
+    partials[Index(blockIdx.y) * cols + col] = total;
   }
 }
 
+/// dbias[o] += Σ_chunk partials[chunk, o], the chunks in order.
+__global__ void biasGradFinishKernel(float *dbias, const float *partials, Index chunks,
+                                     Index cols) {
+  const Index col = Index(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols)
+    return;
+  float total = 0.f;
+  for (Index chunk = 0; chunk < chunks; ++chunk)
+    total += partials[chunk * cols + col];
+  dbias[col] += total;
+}
+
+/// dbias[o] += Σ_n dout[n, o]: per-chunk column sums, then their sum per
+/// column in chunk order. Deterministic (no atomics), whatever the grid.
 template <typename DoutT>
-cublasStatus_t biasGrad(float *dbias, const DoutT *dout, Index rows, Index cols,
-                        cudaStream_t stream) {
+cublasStatus_t biasGrad(LinearContext::State &s, float *dbias, const DoutT *dout, Index rows,
+                        Index cols, cudaStream_t stream) {
   if (rows == 0 || cols == 0)
     return CUBLAS_STATUS_SUCCESS;
-  Index blocks = (cols + kBiasColumns - 1) / kBiasColumns;
-  biasGradKernel<DoutT>
-      <<<unsigned(blocks), dim3(kBiasColumns, kBiasRowLanes), 0, stream>>>(dbias, dout, rows, cols);
+  const Index chunks = (rows + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk;
+  const Index colBlocks = (cols + kBiasColumns - 1) / kBiasColumns;
+  if (chunks > 65535)
+    return CUBLAS_STATUS_INVALID_VALUE; // grid.y; 16.7M rows
+  const size_t bytes = size_t(chunks * cols) * sizeof(float);
+  if (bytes > s.biasPartialsBytes) {
+    // Stream-ordered: the old buffer is freed after the work queued on it.
+    if (s.biasPartials && cudaFreeAsync(s.biasPartials, stream) != cudaSuccess)
+      return CUBLAS_STATUS_EXECUTION_FAILED;
+    s.biasPartials = nullptr;
+    s.biasPartialsBytes = 0;
+    if (cudaMallocAsync(reinterpret_cast<void **>(&s.biasPartials), bytes, stream) != cudaSuccess) {
+      cudaGetLastError(); // clear the allocation error: the status says it
+      s.biasPartials = nullptr;
+      return CUBLAS_STATUS_ALLOC_FAILED;
+    }
+    s.biasPartialsBytes = bytes;
+  }
+  biasGradPartialKernel<DoutT>
+      <<<dim3(unsigned(colBlocks), unsigned(chunks)), dim3(kBiasColumns, kBiasRowLanes), 0,
+         stream>>>(s.biasPartials, dout, rows, cols);
+  constexpr int finishThreads = 256;
+  biasGradFinishKernel<<<unsigned((cols + finishThreads - 1) / finishThreads), finishThreads, 0,
+                         stream>>>(dbias, s.biasPartials, chunks, cols);
   return cudaGetLastError() == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
@@ -429,8 +475,11 @@ cublasStatus_t backward(LinearContext &c, const Args &a, cublasComputeType_t com
     g.beta = 1.f;
     MIST_LT_TRY(gemm<float>(c, g, stream));
   }
-  if (a.dbias)
-    return biasGrad(a.dbias, a.dout, N, O, stream);
+  if (a.dbias && N && O) {
+    LinearContext::State *s = nullptr;
+    MIST_LT_TRY(c.state(s));
+    return biasGrad(*s, a.dbias, a.dout, N, O, stream);
+  }
   return CUBLAS_STATUS_SUCCESS;
 }
 
