@@ -70,11 +70,20 @@ size_t roundUp(size_t bytes) {
 /// the stream waited for an event recorded after it). The runtime keeps this
 /// rule: work frees what it used on the stream it runs on, and cross-stream
 /// uses are ordered through events. Hence a released block goes to the free
-/// list of (current stream, size) and is handed out again only to an
-/// allocation made while that same stream is current, whose work then runs
-/// after the old uses. After synchronizeDevice (the runtime synchronizes the
-/// device at the end of every step) no old use is left anywhere, and every
-/// released block becomes reusable from any stream.
+/// list of (current stream, size), with an event recorded on that stream:
+///   - an allocation made while the same stream is current takes it as it is
+///     (its work runs after the old uses);
+///   - an allocation on another stream takes it once the event has completed,
+///     or else makes its stream wait for the event (cudaStreamWaitEvent) and
+///     takes it: the trainer allocates on one stream what it frees on
+///     another every micro-batch (ZeRO-3 gathers weights on g2g and frees them
+///     on compute, ZeRO-2 the other way for gradients, offload on h2d/d2h
+///     against compute), and without this those blocks stayed unusable until
+///     the step's end, so the memory reserved grew with G and a failed
+///     cudaMalloc synchronized the whole device mid-step.
+/// After synchronizeDevice (the runtime synchronizes the device at the end of
+/// every step) no old use is left anywhere, and every released block becomes
+/// reusable from any stream without waiting.
 ///
 /// Blocks are returned to CUDA only when cudaMalloc fails: then the device
 /// is synchronized, every cached block is cudaFree'd, and the cudaMalloc is
@@ -104,7 +113,9 @@ public:
       abortJob("device::release of a pointer that device::allocate did not return (or that "
                "was released already)");
     inUse -= it->second.bytes;
-    released[{current, it->second.rounded}].push_back(p);
+    cudaEvent_t done = takeEvent();
+    check(cudaEventRecord(done, static_cast<cudaStream_t>(current)), "cudaEventRecord");
+    released[{current, it->second.rounded}].push_back({p, done});
     live.erase(it);
   }
 
@@ -112,8 +123,10 @@ public:
   void deviceSynchronized() {
     std::lock_guard<std::mutex> guard(lock);
     for (auto &[key, blocks] : released)
-      for (void *p : blocks)
-        idle[key.second].push_back(p);
+      for (const Freed &f : blocks) {
+        idle[key.second].push_back(f.p);
+        spareEvents.push_back(f.done);
+      }
     released.clear();
     for (auto &[rounded, p] : orphaned)
       idle[rounded].push_back(p);
@@ -130,8 +143,10 @@ public:
         ++it;
         continue;
       }
-      for (void *p : it->second)
-        orphaned.emplace_back(it->first.second, p);
+      for (const Freed &f : it->second) {
+        orphaned.emplace_back(it->first.second, f.p);
+        spareEvents.push_back(f.done);
+      }
       it = released.erase(it);
     }
   }
@@ -151,18 +166,61 @@ private:
     size_t rounded; ///< as cudaMalloc'd: the free list it returns to
   };
 
-  void *takeCached(size_t rounded) {
-    if (auto it = released.find({current, rounded}); it != released.end() && !it->second.empty()) {
-      void *p = it->second.back();
-      it->second.pop_back();
-      return p;
+  /// A block released on a stream, and the event recorded there at release.
+  struct Freed {
+    void *p;
+    cudaEvent_t done;
+  };
+
+  cudaEvent_t takeEvent() {
+    if (!spareEvents.empty()) {
+      cudaEvent_t e = spareEvents.back();
+      spareEvents.pop_back();
+      return e;
     }
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    return e;
+  }
+
+  /// The last block of `blocks`, its event back to the spares.
+  void *pop(std::vector<Freed> &blocks) {
+    Freed f = blocks.back();
+    blocks.pop_back();
+    spareEvents.push_back(f.done);
+    return f.p;
+  }
+
+  /// A cached block of `rounded` bytes that work enqueued from now on the
+  /// current stream may use: one released on this stream, an idle one, one
+  /// released on another stream whose uses are over, or, failing those, one
+  /// released on another stream after making this stream wait for its uses.
+  void *takeCached(size_t rounded) {
+    if (auto it = released.find({current, rounded}); it != released.end() && !it->second.empty())
+      return pop(it->second);
     if (auto it = idle.find(rounded); it != idle.end() && !it->second.empty()) {
       void *p = it->second.back();
       it->second.pop_back();
       return p;
     }
-    return nullptr;
+    std::vector<Freed> *waitable = nullptr;
+    for (auto &[key, blocks] : released) {
+      if (key.second != rounded || key.first == current || blocks.empty())
+        continue;
+      cudaError_t state = cudaEventQuery(blocks.back().done);
+      if (state == cudaSuccess)
+        return pop(blocks);
+      if (state != cudaErrorNotReady)
+        check(state, "cudaEventQuery");
+      waitable = &blocks;
+    }
+    if (!waitable)
+      return nullptr;
+    // The wait is on the event's record as it stands now: the event may be
+    // recorded again for another block once this call has returned.
+    check(cudaStreamWaitEvent(static_cast<cudaStream_t>(current), waitable->back().done, 0),
+          "cudaStreamWaitEvent");
+    return pop(*waitable);
   }
 
   void *allocateNew(size_t rounded, size_t bytes, const char *what) {
@@ -190,8 +248,10 @@ private:
   void freeCached() {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     for (auto &[key, blocks] : released)
-      for (void *p : blocks)
-        check(cudaFree(p), "cudaFree");
+      for (const Freed &f : blocks) {
+        check(cudaFree(f.p), "cudaFree");
+        spareEvents.push_back(f.done);
+      }
     for (auto &[rounded, blocks] : idle)
       for (void *p : blocks)
         check(cudaFree(p), "cudaFree");
@@ -205,7 +265,10 @@ private:
   std::mutex lock;
   std::unordered_map<void *, Block> live;
   /// Released blocks by (the stream current at release, rounded size).
-  std::map<std::pair<Stream, size_t>, std::vector<void *>> released;
+  std::map<std::pair<Stream, size_t>, std::vector<Freed>> released;
+  /// Events no released block holds, for the next release (an event per
+  /// release would create and destroy hundreds a step).
+  std::vector<cudaEvent_t> spareEvents;
   /// Blocks no work uses any more, by rounded size: reusable from any stream.
   std::unordered_map<size_t, std::vector<void *>> idle;
   /// (rounded size, block) released on a stream destroyed since.

@@ -283,6 +283,29 @@ void checkDevice() {
   device::release(b);
   auto *again = static_cast<float *>(device::allocate(n * sizeof(float) - 4, "test again"));
   expectTrue("a released block is reused on its stream", again == b);
+  // One released on another stream comes back too: once its uses are over,
+  // or after this stream waits for them (ZeRO-3 gathers on g2g what compute
+  // frees; offload swaps in on h2d what compute frees).
+  {
+    const device::Stream main = device::currentStream(), other = device::createStream();
+    device::setCurrentStream(other);
+    auto *fromOther = static_cast<float *>(device::allocate(3 * n * sizeof(float), "other"));
+    device::fill(fromOther, 3 * n, 2.f);
+    device::release(fromOther); // on `other`, the fill still queued perhaps
+    device::setCurrentStream(main);
+    auto *reused = static_cast<float *>(device::allocate(3 * n * sizeof(float), "reused"));
+    expectTrue("a block released on another stream is reused", reused == fromOther);
+    device::fill(reused, 3 * n, 5.f); // ordered after the other stream's fill
+    std::vector<float> back(3 * n);
+    device::synchronizeStream(main);
+    device::copy(back.data(), reused, back.size() * sizeof(float));
+    device::synchronizeStream(main);
+    expectTrue("the reusing stream's writes come last",
+               std::all_of(back.begin(), back.end(), [](float v) { return v == 5.f; }));
+    device::release(reused);
+    device::synchronizeDevice();
+    device::destroyStream(other);
+  }
   for (void *p : {static_cast<void *>(a), static_cast<void *>(again), static_cast<void *>(sum),
                   static_cast<void *>(ids)})
     device::release(p);
