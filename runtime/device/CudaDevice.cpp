@@ -18,6 +18,7 @@
 #include "runtime/device/CudaDeviceKernels.h"
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cuda_runtime_api.h>
 #include <map>
@@ -58,6 +59,20 @@ thread_local Stream current = nullptr;
 size_t roundUp(size_t bytes) {
   const size_t unit = bytes <= (size_t(1) << 20) ? 512 : size_t(2) << 20;
   return (bytes + unit - 1) / unit * unit;
+}
+
+/// The current device's default memory pool (where cudaMallocAsync takes
+/// memory), or null where the device has no memory pools.
+cudaMemPool_t defaultPool() {
+  int device = 0, supported = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, device),
+        "cudaDeviceGetAttribute");
+  if (!supported)
+    return nullptr;
+  cudaMemPool_t pool = nullptr;
+  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  return pool;
 }
 
 /// A caching allocator with one free list per rounded size.
@@ -247,6 +262,9 @@ private:
   /// Gives every cached block back to CUDA (after the work using them).
   void freeCached() {
     check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    // What the stream-ordered pool keeps (initialize) goes back too.
+    if (cudaMemPool_t pool = defaultPool())
+      check(cudaMemPoolTrimTo(pool, 0), "cudaMemPoolTrimTo");
     for (auto &[key, blocks] : released)
       for (const Freed &f : blocks) {
         check(cudaFree(f.p), "cudaFree");
@@ -298,6 +316,15 @@ std::string initialize(int localRank) {
     abortJob("device::initialize: negative local rank " + std::to_string(localRank));
   const int device = localRank % count;
   check(cudaSetDevice(device), "cudaSetDevice");
+  // Stream-ordered allocations (op staging, the bias gradient's partials)
+  // come from the device's default pool, which by default gives its memory
+  // back at every synchronization, so each step mapped it anew: keep it, and
+  // trim it only when cudaMalloc runs out (freeCached).
+  if (cudaMemPool_t pool = defaultPool()) {
+    uint64_t keepAll = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keepAll),
+          "cudaMemPoolSetAttribute");
+  }
   cudaDeviceProp properties{};
   check(cudaGetDeviceProperties(&properties, device), "cudaGetDeviceProperties");
   return properties.name;
