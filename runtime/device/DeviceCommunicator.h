@@ -5,11 +5,10 @@
 /// depends on the device layer a trainer is linked with, like the ops:
 /// - CPU ranks (HostDeviceCommunicator.cpp): MPI, a duplicate of the world;
 /// - GPUs (CudaDeviceCommunicator.cpp): NCCL, bootstrapped over the MPI
-///   world, every call first waiting for the work already enqueued on the
-///   calling thread's current stream (device::currentStream), since NCCL
-///   runs on a stream of its own and its calls return with their outputs
-///   ready. That makes each collective host-synchronous: correct, and the
-///   first thing to replace with events when the GPU trainer is tuned.
+///   world; collectives are stream-ordered on the calling thread's current
+///   stream (device::currentStream) with no host wait, each ordered after the
+///   communicator's previous call by an event; pipeline send/recv and the
+///   scalar reductions stay host-synchronous (docs/runtime.md, "NCCL").
 /// Host data (checkpoint tensors, scalars, the trace) keeps using the MPI
 /// world itself.
 //===----------------------------------------------------------------------===//
