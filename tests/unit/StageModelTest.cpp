@@ -111,20 +111,33 @@ TEST(StageTime, EachLayersTransferIsCountedOnce) {
   EXPECT_NEAR(e.bwdStable.elapsed, 3 * swap + 2e-3, 1e-12);
 }
 
+/// The hand cluster with collectives at 0.1 GB/s, so a layer's gradient
+/// reduction over dp 4 outlasts its backward.
+Cluster slowCollectivesCluster() {
+  Cluster c = handCluster();
+  c.collectives = {{1, 8, 0.1, 0}, {1, 4, 0.1, 0}, {1, 2, 0.1, 0}};
+  return c;
+}
+
+/// `layers` layers of handNumbers() on dp 4 (one node), G micro-batches.
+StageKnobs dp4Knobs(int layers, int gradAccum) {
+  StageKnobs k;
+  k.layers = layers;
+  k.dp = 4;
+  k.meshGpusPerNode = 4;
+  k.gradAccum = gradAccum;
+  return k;
+}
+
 TEST(StageTime, ZeroGradientReductionsOverlapTheNextLayersBackward) {
   // ZeRO-2 on dp 4: each layer's fp32 gradients (4 MB) are reduce-scattered
   // after its backward, (3/4) * 4 MB at 0.1 GB/s = 30 ms, longer than the
   // 2 ms backward. Two layers: layer 1's backward, then layer 0's backward
   // beside layer 1's reduction, then layer 0's reduction: 2 + 30 + 30 ms.
-  Cluster c = handCluster();
-  c.collectives = {{1, 8, 0.1, 0}, {1, 4, 0.1, 0}, {1, 2, 0.1, 0}};
+  const Cluster c = slowCollectivesCluster();
   InterferenceTable it(c);
-  StageKnobs k;
-  k.layers = 2;
-  k.dp = 4;
-  k.meshGpusPerNode = 4;
+  StageKnobs k = dp4Knobs(2, 4);
   k.zero.optimizer = k.zero.grads = true;
-  k.gradAccum = 4;
   StageEstimate e = estimateStage(k, handNumbers(), c, it);
   const double scatter = 0.75 * 4e6 / 0.1e9;
   ASSERT_NEAR(e.bwdStable.busy[1], 2 * scatter, 1e-12);
@@ -137,14 +150,9 @@ TEST(StageTime, GradientReductionsAfterTheBackwardAddToIt) {
   // (overlap_grad_reduce, the default) three layers take 2 ms + 3 * 60 ms
   // (layer 0's backward hides under layer 1's reduction, layer 1's under
   // layer 2's); after it (Megatron-LM's local DDP), 3 * 2 ms + 3 * 60 ms.
-  Cluster c = handCluster();
-  c.collectives = {{1, 8, 0.1, 0}, {1, 4, 0.1, 0}, {1, 2, 0.1, 0}};
+  const Cluster c = slowCollectivesCluster();
   InterferenceTable it(c);
-  StageKnobs k;
-  k.layers = 3;
-  k.dp = 4;
-  k.meshGpusPerNode = 4;
-  k.gradAccum = 2;
+  StageKnobs k = dp4Knobs(3, 2);
   const double reduce = 2 * 0.75 * 4e6 / 0.1e9;
   StageEstimate beside = estimateStage(k, handNumbers(), c, it);
   EXPECT_NEAR(beside.bwdLast.elapsed, 2e-3 + 3 * reduce, 1e-12);

@@ -50,6 +50,18 @@ public:
     else
       return bf16(n);
   }
+  /// q, k and v (or their gradients) of B x T tokens with H query and KV
+  /// key/value heads of D dims: views into one [B, T, W] buffer (fused, W =
+  /// (H + 2 KV) D), or three buffers.
+  template <typename T> struct Qkv { T *q, *k, *v; };
+  template <typename T>
+  Qkv<T> qkv(bool fused, int64_t B, int64_t T_, int64_t H, int64_t KV, int64_t D, int64_t W) {
+    if (fused) {
+      T *all = act<T>(B * T_ * W);
+      return {all, all + H * D, all + (H + KV) * D};
+    }
+    return {act<T>(B * T_ * H * D), act<T>(B * T_ * KV * D), act<T>(B * T_ * KV * D)};
+  }
   int32_t *ints(int64_t n, int64_t bound) {
     auto b = std::make_unique<DeviceBuffer<int32_t>>(static_cast<size_t>(n));
     fillRandomInts(b->get(), b->size(), seed++, static_cast<int32_t>(bound), stream);
@@ -167,33 +179,16 @@ private:
     a.causal = causal;
     a.out = mem.floats(B * T * H * D);
     a.lse = mem.floats(B * H * T);
-    if (fused) {
-      float *qkv = mem.floats(B * T * W);
-      a.q = qkv;
-      a.k = qkv + H * D;
-      a.v = qkv + (H + KV) * D;
-      a.qStride = a.kvStride = W;
-    } else {
-      a.q = mem.floats(B * T * H * D);
-      a.k = mem.floats(B * T * KV * D);
-      a.v = mem.floats(B * T * KV * D);
-      a.qStride = H * D;
-      a.kvStride = KV * D;
-    }
+    const auto in = mem.qkv<float>(fused, B, T, H, KV, D, W);
+    a.q = in.q, a.k = in.k, a.v = in.v;
+    a.qStride = fused ? W : H * D;
+    a.kvStride = fused ? W : KV * D;
     if (!grad)
       return [=, this] { checkCuda(attentionFwdCuda(a, s), "attentionFwdCuda"); };
     checkCuda(attentionFwdCuda(a, s), "attentionFwdCuda"); // out and lse for the backward
     a.dout = mem.floats(B * T * H * D);
-    if (fused) {
-      float *dqkv = mem.floats(B * T * W);
-      a.dq = dqkv;
-      a.dk = dqkv + H * D;
-      a.dv = dqkv + (H + KV) * D;
-    } else {
-      a.dq = mem.floats(B * T * H * D);
-      a.dk = mem.floats(B * T * KV * D);
-      a.dv = mem.floats(B * T * KV * D);
-    }
+    const auto grads = mem.qkv<float>(fused, B, T, H, KV, D, W);
+    a.dq = grads.q, a.dk = grads.k, a.dv = grads.v;
     return [=, this] { checkCuda(attentionBwdCuda(a, s), "attentionBwdCuda"); };
   }
 
@@ -212,20 +207,10 @@ private:
     a.causal = causal;
     a.out = mem.bf16(B * T * H * D);
     a.lse = mem.floats(B * H * T);
-    auto place = [&](const __nv_bfloat16 *&qp, const __nv_bfloat16 *&kp, const __nv_bfloat16 *&vp) {
-      if (fused) {
-        __nv_bfloat16 *qkv = mem.bf16(B * T * W);
-        qp = qkv, kp = qkv + H * D, vp = qkv + (H + KV) * D;
-      } else {
-        qp = mem.bf16(B * T * H * D), kp = mem.bf16(B * T * KV * D), vp = mem.bf16(B * T * KV * D);
-      }
-    };
-    place(a.q, a.k, a.v);
-    a.qStride = a.kvStride = fused ? W : 0;
-    if (!fused) {
-      a.qStride = H * D;
-      a.kvStride = KV * D;
-    }
+    const auto in = mem.qkv<__nv_bfloat16>(fused, B, T, H, KV, D, W);
+    a.q = in.q, a.k = in.k, a.v = in.v;
+    a.qStride = fused ? W : H * D;
+    a.kvStride = fused ? W : KV * D;
     AttentionCudnnContext &cudnn = AttentionCudnnContext::processDefault();
     if (!attentionFwdCudnn(a, s, &cudnn).ok())
       return {};
@@ -236,11 +221,8 @@ private:
           throw GpuError(rc.message());
       };
     a.dout = mem.bf16(B * T * H * D);
-    const __nv_bfloat16 *dq, *dk, *dv;
-    place(dq, dk, dv);
-    a.dq = const_cast<__nv_bfloat16 *>(dq);
-    a.dk = const_cast<__nv_bfloat16 *>(dk);
-    a.dv = const_cast<__nv_bfloat16 *>(dv);
+    const auto grads = mem.qkv<__nv_bfloat16>(fused, B, T, H, KV, D, W);
+    a.dq = grads.q, a.dk = grads.k, a.dv = grads.v;
     std::string why; // as the trainer runs it (CudaOps.cu)
     if (!attentionBwdCudnnAnyAlgorithm(a, s, cudnn, why).ok())
       return {};
