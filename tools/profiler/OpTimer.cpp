@@ -171,18 +171,7 @@ private:
     need(attentionCudaSupportsHeadDim(D),
          "head dim " + std::to_string(D) + ": the CUDA kernel has 64 and 128 only");
     AttentionArgs a{};
-    a.batch = B;
-    a.seq = T;
-    a.heads = H;
-    a.kvHeads = KV;
-    a.headDim = D;
-    a.causal = causal;
-    a.out = mem.floats(B * T * H * D);
-    a.lse = mem.floats(B * H * T);
-    const auto in = mem.qkv<float>(fused, B, T, H, KV, D, W);
-    a.q = in.q, a.k = in.k, a.v = in.v;
-    a.qStride = fused ? W : H * D;
-    a.kvStride = fused ? W : KV * D;
+    attentionInputs<float>(a, fused, B, T, H, KV, D, W, causal);
     if (!grad)
       return [=, this] { checkCuda(attentionFwdCuda(a, s), "attentionFwdCuda"); };
     checkCuda(attentionFwdCuda(a, s), "attentionFwdCuda"); // out and lse for the backward
@@ -192,6 +181,25 @@ private:
     return [=, this] { checkCuda(attentionBwdCuda(a, s), "attentionBwdCuda"); };
   }
 
+  /// The shape, out, lse and q/k/v of attention arguments (AttentionArgs in
+  /// fp32, AttentionCudnnArgs in bf16: the same fields).
+  template <typename T, typename Args>
+  void attentionInputs(Args &a, bool fused, int64_t B, int64_t T_, int64_t H, int64_t KV, int64_t D,
+                       int64_t W, bool causal) {
+    a.batch = B;
+    a.seq = T_;
+    a.heads = H;
+    a.kvHeads = KV;
+    a.headDim = D;
+    a.causal = causal;
+    a.out = mem.act<T>(B * T_ * H * D);
+    a.lse = mem.floats(B * H * T_);
+    const auto in = mem.qkv<T>(fused, B, T_, H, KV, D, W);
+    a.q = in.q, a.k = in.k, a.v = in.v;
+    a.qStride = fused ? W : H * D;
+    a.kvStride = fused ? W : KV * D;
+  }
+
   /// cuDNN's attention on bf16 buffers, or an empty Call where cuDNN does
   /// not run it (not built, or it refuses the shape).
   Call cudnnAttention(bool grad, bool fused, int64_t B, int64_t T, int64_t H, int64_t KV, int64_t D,
@@ -199,18 +207,7 @@ private:
     if (!attentionCudnnBuilt())
       return {};
     AttentionCudnnArgs a{};
-    a.batch = B;
-    a.seq = T;
-    a.heads = H;
-    a.kvHeads = KV;
-    a.headDim = D;
-    a.causal = causal;
-    a.out = mem.bf16(B * T * H * D);
-    a.lse = mem.floats(B * H * T);
-    const auto in = mem.qkv<__nv_bfloat16>(fused, B, T, H, KV, D, W);
-    a.q = in.q, a.k = in.k, a.v = in.v;
-    a.qStride = fused ? W : H * D;
-    a.kvStride = fused ? W : KV * D;
+    attentionInputs<__nv_bfloat16>(a, fused, B, T, H, KV, D, W, causal);
     AttentionCudnnContext &cudnn = AttentionCudnnContext::processDefault();
     if (!attentionFwdCudnn(a, s, &cudnn).ok())
       return {};
