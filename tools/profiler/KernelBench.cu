@@ -244,6 +244,23 @@ public:
           ok(attentionFwdCudnn(a, s, &cudnn));
           ok(attentionBwdCudnn(a, s, &cudnn));
         });
+        // The other backward beside it: which one the trainer should default
+        // to on this card depends on their times (deterministic keeps dS in
+        // its workspace on Hopper with cuDNN < 9.25).
+        if (cudnn.deterministicBackward()) {
+          Row other = both;
+          other.kernel = "attention fwd+bwd (cuDNN non-deterministic)";
+          cudnn.setDeterministicBackward(false);
+          AttentionCudnnStatus rc = attentionBwdCudnn(a, s, &cudnn);
+          if (rc.ok())
+            measure(other, [&] {
+              ok(attentionFwdCudnn(a, s, &cudnn));
+              ok(attentionBwdCudnn(a, s, &cudnn));
+            });
+          else
+            skip(other, rc.message());
+          cudnn.setDeterministicBackward(true);
+        }
       }
     }
     // The fp32 kernels (the fallback), on fp32 buffers.
