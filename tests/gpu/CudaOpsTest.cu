@@ -19,6 +19,8 @@
 #include "stdlib/kernels/layernorm/LayerNorm.h"
 #include "stdlib/kernels/linear/Linear.h"
 
+#include <cstdio>
+#include <cstring>
 #include <memory>
 
 using namespace mist::gputest;
@@ -228,13 +230,26 @@ void checkAdamWMany() {
   }
   ops::adamWMany(together, step);
   sync();
+  // Names the first tensor and array that differ, with the element's values
+  // (a count alone left a GPU run with nothing to go on).
   bool same = true;
-  for (int i = 0; i < count; ++i) {
-    same = same && one[size_t(i)].master->download() == many[size_t(i)].master->download() &&
-           one[size_t(i)].m->download() == many[size_t(i)].m->download() &&
-           one[size_t(i)].v->download() == many[size_t(i)].v->download() &&
-           one[size_t(i)].weights16->download() == many[size_t(i)].weights16->download() &&
-           one[size_t(i)].weights32->download() == many[size_t(i)].weights32->download();
+  auto compare = [&](int i, const char *array, auto got, auto want) {
+    for (size_t e = 0; e < want.size() && same; ++e)
+      if (std::memcmp(&got[e], &want[e], sizeof(want[e])) != 0) {
+        std::printf("     tensor %d (n %zu, %s weights, weight decay %g) %s[%zu]: many %.9g, one "
+                    "%.9g\n",
+                    i, want.size(), i % 3 == 0 ? "bf16" : "fp32", i % 2 ? 0.0 : 0.1, array, e,
+                    double(got[e]), double(want[e]));
+        same = false;
+      }
+  };
+  for (int i = 0; i < count && same; ++i) {
+    const Copy &a = one[size_t(i)], &b = many[size_t(i)];
+    compare(i, "master", b.master->download(), a.master->download());
+    compare(i, "m", b.m->download(), a.m->download());
+    compare(i, "v", b.v->download(), a.v->download());
+    compare(i, "weights32", b.weights32->download(), a.weights32->download());
+    compare(i, "weights16 (bits)", b.weights16->download(), a.weights16->download());
   }
   expectTrue("adamWMany equals adamW per tensor, bit for bit (70 tensors)", same);
 }
