@@ -27,15 +27,36 @@ inline AdamWHyper adamWHyper(float lr, float beta1, float beta2, float eps, floa
   return {lr, beta1, beta2, eps, weightDecay, gradScale, float(1 / c1), float(1 / c2)};
 }
 
+/// a * b and a + b rounded on their own: on the device never merged into
+/// a fused multiply-add, which nvcc does or not depending on the kernel it
+/// inlines into (the single- and multi-tensor kernels once differed by an
+/// ulp of v), so that every kernel computes the reference's uncontracted
+/// expression bit for bit.
+MIST_HOST_DEVICE float mulRn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+MIST_HOST_DEVICE float addRn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+
 /// Updates the moments and the fp32 master of one element from its gradient
 /// and returns the new master (the caller stores it, rounded, as the weight).
 MIST_HOST_DEVICE float adamWStep(const AdamWHyper &h, float grad, float &m, float &v,
                                  float &master) {
-  float g = grad * h.gradScale;
-  m = h.beta1 * m + (1 - h.beta1) * g;
-  v = h.beta2 * v + (1 - h.beta2) * g * g;
-  float mhat = m * h.invC1, vhat = v * h.invC2;
-  master -= h.lr * (mhat / (sqrtf(vhat) + h.eps) + h.weightDecay * master);
+  float g = mulRn(grad, h.gradScale);
+  m = addRn(mulRn(h.beta1, m), mulRn(1 - h.beta1, g));
+  v = addRn(mulRn(h.beta2, v), mulRn(mulRn(1 - h.beta2, g), g));
+  float mhat = mulRn(m, h.invC1), vhat = mulRn(v, h.invC2);
+  float update = addRn(mhat / addRn(sqrtf(vhat), h.eps), mulRn(h.weightDecay, master));
+  master = addRn(master, -mulRn(h.lr, update));
   return master;
 }
 
