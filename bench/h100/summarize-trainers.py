@@ -21,8 +21,10 @@ def measure(log_path):
     head = TRAINING.search(text)
     steps = STEP.findall(text)
     if not head or len(steps) < 2:
+        # Say how far it got: a job killed by its time limit before its second
+        # step ends with an ordinary log line, which alone would read as the cause.
         last = text.strip().splitlines()[-1] if text.strip() else "no log"
-        return {"error": last}
+        return {"error": f"{len(steps)} step(s) logged, 2 needed (failed or timed out); last line: {last}"}
     tokens = int(head.group(2)) * int(head.group(3)) * int(head.group(4))
     timed = steps[1:]  # the first step includes allocation and cuBLASLt's algorithm search
     times = [tokens / float(s[2]) for s in timed]
