@@ -34,8 +34,8 @@ bool mist::isTrainerReservedName(const std::string &name) {
       "attentionGrad", "rope", "ropeGrad", "gelu", "geluGrad", "geluExact", "geluExactGrad",
       "sliceLast", "sliceLastGrad", "concatLast", "concatLastGrad", "silu", "siluGrad", "mul",
       "mulGrad", "crossEntropyRowMax", "crossEntropyRowSums", "crossEntropyFinish",
-      "crossEntropyGrad", "maxOverBlocks", "adamW", "adamWMany", "runTrainer", "setThreadsPerRank",
-      "describe"};
+      "crossEntropyGrad", "maxOverBlocks", "adamW", "adamWMany", "drawInitialValues", "runTrainer",
+      "setThreadsPerRank", "describe"};
   if (names.count(name))
     return true;
   // The emitter's own functions: sN_... and stageN.

@@ -9,15 +9,11 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "stdlib/kernels/HostDevice.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-
-#if defined(__CUDACC__)
-#define MIST_HOST_DEVICE __host__ __device__
-#else
-#define MIST_HOST_DEVICE
-#endif
 
 namespace mist::rt {
 
@@ -27,7 +23,7 @@ inline constexpr size_t bytesOf(DType t) { return t == DType::BF16 ? 2 : 4; }
 inline const char *nameOf(DType t) { return t == DType::BF16 ? "bf16" : "f32"; }
 
 /// bf16 bits of x, rounded to nearest even.
-MIST_HOST_DEVICE inline uint16_t toBf16(float x) {
+MIST_HOST_DEVICE uint16_t toBf16(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, 4);
   if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x007fffffu) != 0)
@@ -36,7 +32,7 @@ MIST_HOST_DEVICE inline uint16_t toBf16(float x) {
   return uint16_t(bits >> 16);
 }
 
-MIST_HOST_DEVICE inline float fromBf16(uint16_t h) {
+MIST_HOST_DEVICE float fromBf16(uint16_t h) {
   const uint32_t bits = uint32_t(h) << 16;
   float x;
   std::memcpy(&x, &bits, 4);
@@ -44,6 +40,6 @@ MIST_HOST_DEVICE inline float fromBf16(uint16_t h) {
 }
 
 /// x rounded to the nearest bf16, as a float.
-MIST_HOST_DEVICE inline float roundToBf16(float x) { return fromBf16(toBf16(x)); }
+MIST_HOST_DEVICE float roundToBf16(float x) { return fromBf16(toBf16(x)); }
 
 } // namespace mist::rt

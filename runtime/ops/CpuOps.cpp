@@ -21,7 +21,10 @@
 #include "stdlib/kernels/rope/RopeCpu.h"
 #include <algorithm>
 #include <cmath>
+#include <pthread.h>
 #include <sched.h>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace k = mist::kernels;
@@ -45,6 +48,46 @@ std::string describe() {
             std::to_string(threads) +
             " or --bind-to none, srun --cpus-per-task=" + std::to_string(threads) + ")";
   return text;
+}
+
+namespace {
+
+/// Lets the calling thread run on any online core: the rank's own binding
+/// is for its training loop. Where the job may not use them all (a cgroup
+/// cpuset), the call fails and the thread keeps the rank's cores.
+void mayUseEveryCore() {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  for (long c = 0; c < cores && c < CPU_SETSIZE; ++c)
+    CPU_SET(int(c), &all);
+  pthread_setaffinity_np(pthread_self(), sizeof all, &all);
+}
+
+} // namespace
+
+void drawInitialValues(const k::InitialValuesArgs &a, int hostThreads) {
+  auto fill = [&a](Index begin, Index end) {
+    for (Index i = begin; i < end; ++i)
+      a.out[i] = k::math::initialValueAt(a, i);
+  };
+  // Each element depends on its index alone, so threads change nothing but
+  // the time.
+  constexpr Index perThreadMin = Index(1) << 20;
+  const Index threads = std::min<Index>(std::max(1, hostThreads), a.n / perThreadMin + 1);
+  if (threads == 1)
+    return fill(0, a.n);
+  std::vector<std::thread> workers;
+  const Index per = (a.n + threads - 1) / threads;
+  for (Index t = 0; t < threads; ++t)
+    workers.emplace_back(
+        [&fill](Index begin, Index end) {
+          mayUseEveryCore();
+          fill(begin, end);
+        },
+        std::min(a.n, t * per), std::min(a.n, (t + 1) * per));
+  for (std::thread &w : workers)
+    w.join();
 }
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,

@@ -29,6 +29,7 @@
 #include "stdlib/kernels/attention/AttentionCudnn.h"
 #include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
 #include "stdlib/kernels/embedding/EmbeddingCuda.h"
+#include "stdlib/kernels/init/InitialValuesCuda.h"
 #include "stdlib/kernels/layernorm/LayerNormCuda.h"
 #include "stdlib/kernels/linear/LinearCuda.h"
 #include "stdlib/kernels/rmsnorm/RMSNormCuda.h"
@@ -255,6 +256,10 @@ std::string describe() {
 //===----------------------------------------------------------------------===//
 // Embeddings and elementwise
 //===----------------------------------------------------------------------===//
+
+void drawInitialValues(const k::InitialValuesArgs &a, int) {
+  check(k::initialValuesCuda(a, currentStream()), "drawInitialValues");
+}
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart) {

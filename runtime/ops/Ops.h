@@ -27,6 +27,7 @@
 #pragma once
 
 #include "runtime/device/Tensor.h"
+#include "stdlib/kernels/init/InitialValuesMath.h"
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,13 @@ void setThreadsPerRank(int threads);
 /// How the ops run, for the trainer's start-up log (e.g. "CPU kernels,
 /// GEMMs through OpenBLAS 0.3.21 ..., 1 thread per rank").
 std::string describe();
+
+/// a.out[i] = the initial value of local element i (a.out fp32 device
+/// memory; stdlib/kernels/init/InitialValuesMath.h). On the CPU on up to
+/// `hostThreads` threads, each free to run on any core whatever core the
+/// rank is bound to (the values do not depend on the split); on a GPU by
+/// a kernel, the host idle.
+void drawInitialValues(const kernels::InitialValuesArgs &a, int hostThreads);
 
 void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, Index channels,
                Index vocab, Index vocabStart);

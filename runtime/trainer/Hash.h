@@ -6,18 +6,16 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "stdlib/kernels/init/InitialValuesMath.h"
+
 #include <cstdint>
 #include <string>
 
 namespace mist::rt {
 
-/// SplitMix64's finalizer: a well-mixed 64-bit value from a counter.
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
+/// SplitMix64's finalizer, shared with the kernels that draw initial
+/// values on a GPU.
+using kernels::math::splitmix64;
 
 /// FNV-1a of a name.
 inline uint64_t fnv1a(const std::string &s) {

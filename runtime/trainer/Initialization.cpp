@@ -12,9 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <pthread.h>
-#include <sched.h>
-#include <thread>
 #include <unistd.h>
 
 namespace mist::rt {
@@ -28,28 +25,51 @@ bool endsWith(const std::string &s, const char *suffix) {
 
 } // namespace
 
-int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local) {
+namespace {
+
+/// The tp shard part of InitialValuesArgs: how rank `rank` of `tp` holds `p`.
+void describeShard(kernels::InitialValuesArgs &a, const ParamSpec &p, int rank, int tp) {
+  a.tp = tp;
+  a.rank = rank;
+  a.groupCount = 0; // the identity
   if (p.shardAxis < 0 || tp == 1)
-    return local;
-  int64_t inner = 1;
+    return;
+  a.inner = 1;
   for (size_t d = p.shardAxis + 1; d < p.shape.size(); ++d)
-    inner *= p.shape[d];
-  const int64_t fullAxis = p.shape[p.shardAxis];
-  const int64_t localAxis = fullAxis / tp;
-  const int64_t innerIdx = local % inner, axisIdx = (local / inner) % localAxis,
-                outer = local / (inner * localAxis);
-  // Walk the groups: each contributes size/tp consecutive local entries.
-  int64_t offset = 0, seen = 0, fullAxisIdx = 0;
-  for (int64_t g : p.groups) {
-    int64_t part = g / tp;
-    if (axisIdx < seen + part) {
-      fullAxisIdx = offset + rank * part + (axisIdx - seen);
-      break;
-    }
-    seen += part;
-    offset += g;
+    a.inner *= p.shape[d];
+  a.fullAxis = p.shape[p.shardAxis];
+  if (p.groups.empty()) { // the axis is one part
+    a.groupCount = 1;
+    a.group[0] = a.fullAxis;
+    return;
   }
-  return (outer * fullAxis + fullAxisIdx) * inner + innerIdx;
+  if (p.groups.size() > size_t(kernels::initialValuesMaxGroups))
+    abortJob(std::string("parameter ") + p.name + ": its split axis has " +
+             std::to_string(p.groups.size()) + " parts, the runtime takes at most " +
+             std::to_string(kernels::initialValuesMaxGroups));
+  a.groupCount = int(p.groups.size());
+  std::copy(p.groups.begin(), p.groups.end(), a.group);
+}
+
+} // namespace
+
+kernels::InitialValuesArgs initialValuesArgs(const ParamSpec &p, int rank, int tp, int layer,
+                                             uint64_t seed, float *out, size_t n) {
+  kernels::InitialValuesArgs a{};
+  a.out = out;
+  a.n = kernels::Index(n);
+  const InitialStream stream = initialStream(p.name, layer, seed);
+  a.constant = stream.constant;
+  a.value = stream.value;
+  a.key = stream.key;
+  describeShard(a, p, rank, tp);
+  return a;
+}
+
+int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local) {
+  kernels::InitialValuesArgs a{};
+  describeShard(a, p, rank, tp);
+  return kernels::math::fullIndex(a, local);
 }
 
 InitialStream initialStream(const std::string &name, int layer, uint64_t seed) {
@@ -61,13 +81,7 @@ InitialStream initialStream(const std::string &name, int layer, uint64_t seed) {
 }
 
 float initialValue(const InitialStream &stream, int64_t index) {
-  if (stream.constant)
-    return stream.value;
-  uint64_t key = stream.key ^ uint64_t(index);
-  uint64_t a = splitmix64(key), b = splitmix64(key ^ 0x5bd1e995ull);
-  double u1 = (double(a >> 11) + 0.5) / 9007199254740992.0,
-         u2 = double(b >> 11) / 9007199254740992.0;
-  return float(0.02 * std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+  return kernels::math::initialValue(stream.constant, stream.value, stream.key, index);
 }
 
 float initialValue(const std::string &name, int layer, int64_t index, uint64_t seed) {
@@ -77,49 +91,6 @@ float initialValue(const std::string &name, int layer, int64_t index, uint64_t s
 int initialValueThreads(int ranksOnHost) {
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   return int(std::max(1L, cores / std::max(1, ranksOnHost)));
-}
-
-namespace {
-
-/// Lets the calling thread run on any online core: the rank's own binding
-/// is for its training loop. Where the job may not use them all (a cgroup
-/// cpuset), the call fails and the thread keeps the rank's cores.
-void mayUseEveryCore() {
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  for (long c = 0; c < cores && c < CPU_SETSIZE; ++c)
-    CPU_SET(int(c), &all);
-  pthread_setaffinity_np(pthread_self(), sizeof all, &all);
-}
-
-} // namespace
-
-void fillInitialValues(std::vector<float> &values, const ParamSpec &p, int tpRank, int tp,
-                       int layer, uint64_t seed, int threadsAllowed) {
-  const InitialStream stream = initialStream(p.name, layer, seed);
-  auto fill = [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i)
-      values[i] = initialValue(stream, fullIndexOf(p, tpRank, tp, int64_t(i)));
-  };
-  // Each element depends on its index alone, so threads change nothing but
-  // the time.
-  constexpr size_t kPerThreadMin = size_t(1) << 20;
-  const size_t threads =
-      std::min<size_t>(size_t(std::max(1, threadsAllowed)), values.size() / kPerThreadMin + 1);
-  if (threads == 1)
-    return fill(0, values.size());
-  std::vector<std::thread> workers;
-  const size_t per = (values.size() + threads - 1) / threads;
-  for (size_t t = 0; t < threads; ++t)
-    workers.emplace_back(
-        [&fill](size_t begin, size_t end) {
-          mayUseEveryCore();
-          fill(begin, end);
-        },
-        std::min(values.size(), t * per), std::min(values.size(), (t + 1) * per));
-  for (std::thread &w : workers)
-    w.join();
 }
 
 } // namespace mist::rt

@@ -123,16 +123,22 @@ void ParameterStore::initialize(uint64_t seed, int hostThreads, bool draw) {
       const ParamSpec &ps = spec.params[p];
       State &s = state[p][l];
       const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
-      std::vector<float> values(s.local);
-      if (draw)
-        fillInitialValues(values, ps, tpRank, tp, layer, seed, hostThreads);
-      DeviceTensor &w = weights(p, int(l));
-      w.upload(values); // rounded to the weights' type
-      if (!s.masterIsWeights) {
-        DeviceTensor master(DType::F32);
-        master.upload(values);
-        s.master = sliced ? slice(master, s.chunk) : std::move(master);
+      // Drawn where they live (on a GPU by a kernel): fp32 values, then the
+      // weights rounded from them.
+      DeviceTensor values(DType::F32);
+      if (draw) {
+        values.allocateUninitialized(s.local);
+        ops::drawInitialValues(initialValuesArgs(ps, tpRank, tp, layer, seed,
+                                                 static_cast<float *>(values.data()), s.local),
+                               hostThreads);
+      } else {
+        values.assignZeros(s.local); // loaded from the checkpoint after
       }
+      DeviceTensor &w = weights(p, int(l)); // may be a view of an arena: copied into
+      w.allocateUninitialized(s.local);
+      ops::copy(w.tensor(), values.tensor(), ops::Index(s.local)); // rounded to its type
+      if (!s.masterIsWeights)
+        s.master = sliced ? slice(values, s.chunk) : std::move(values);
       s.m.assignZeros(s.chunk);
       s.v.assignZeros(s.chunk);
       s.resident = true;

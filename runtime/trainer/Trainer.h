@@ -17,6 +17,7 @@
 #include "runtime/device/DeviceArray.h"
 #include "runtime/device/DeviceTensor.h"
 #include "runtime/trainer/LrSchedule.h"
+#include "stdlib/kernels/init/InitialValuesMath.h"
 #include <array>
 #include <cstdint>
 #include <string>
@@ -203,10 +204,11 @@ struct InitialStream {
 };
 InitialStream initialStream(const std::string &name, int layer, uint64_t seed);
 float initialValue(const InitialStream &stream, int64_t index);
-/// values[i] = initialValue of local element i of tp rank `tpRank`'s shard
-/// of `p`, computed on `threads` threads (the same values as one).
-void fillInitialValues(std::vector<float> &values, const ParamSpec &p, int tpRank, int tp,
-                       int layer, uint64_t seed, int threads);
+/// What ops::drawInitialValues needs to draw local element i of tp rank
+/// `rank`'s shard of `p` (layer `layer`) into out[i], i < n: the values of
+/// initialValue at fullIndexOf.
+kernels::InitialValuesArgs initialValuesArgs(const ParamSpec &p, int rank, int tp, int layer,
+                                             uint64_t seed, float *out, size_t n);
 /// Threads for a rank's initial values: the host's cores shared among its
 /// `ranksOnHost` ranks. They may run on any of those cores, whatever core a
 /// launcher bound the rank to (Open MPI binds a lone rank to one core, where
