@@ -415,6 +415,10 @@ int main() {
   checkLayerNorm(64, 768, 4);
   checkLayerNorm(300, 1031, 5);
   checkLayerNorm(5000, 64, 6); // dweight over row chunks (atomics)
+  // Rows of whole 16-byte vectors take the vector kernels: one vector a
+  // thread (2048), and several (4104: 513 vectors over 256 threads).
+  checkLayerNorm(33, 2048, 16);
+  checkLayerNorm(9, 4104, 17);
   checkRmsNorm(64, 768, 7);
   checkRmsNorm(17, 1031, 8);
   checkRope(2, 33, 3, 64, 0, false, 9);

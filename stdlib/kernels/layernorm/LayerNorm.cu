@@ -5,14 +5,18 @@
 /// two-pass mean / variance keeps the difference at fp32 rounding).
 /// dweight and dbias are column sums over the rows, done by their own kernel
 /// whose 32 x 8 blocks read 32 consecutive channels of 8 rows at a time.
+/// bf16 rows of whole 16-byte vectors (VectorRow.cuh) take the vector
+/// kernels: the row read once into registers, 8 values per load.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/layernorm/LayerNormCuda.h"
 
 #include "stdlib/kernels/BlockReduce.cuh"
 #include "stdlib/kernels/Storage.cuh"
+#include "stdlib/kernels/VectorRow.cuh"
 
 #include <algorithm>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 namespace mist::kernels {
 
@@ -102,12 +106,225 @@ __global__ void layerNormBwdParamKernel(LayerNormArgsOf<T> a, Index rowsPerChunk
   }
 }
 
+using bf16 = __nv_bfloat16;
+
+/// The vector kernels' threads per row: one vector each up to this many,
+/// then up to MaxVectors each, kept in registers.
+constexpr int vectorThreads = 256;
+constexpr int fwdMaxVectors = 8, bwdMaxVectors = 4; // rows up to 16384 / 8192 values
+
+__device__ __forceinline__ float roundedToBf16(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+/// layerNormFwdKernel for bf16 rows of whole vectors, each thread holding
+/// vectors threadIdx.x + k * blockDim.x (k < MaxVectors) of its row.
+template <int MaxVectors>
+__global__ void layerNormFwdVectorKernel(LayerNormArgsOf<bf16> a, ResidualAdd<bf16> r) {
+  const Index vectors = a.channels / bf16PerVector;
+  for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
+    const Index row = n * a.channels;
+    float x[MaxVectors][8];
+    float sum = 0.f;
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      if (r.sum) { // stored as the unfused add stores it, and read back so
+        float b[8];
+        loadVector(r.a + row, v, x[k]);
+        loadVector(r.b + row, v, b);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          x[k][i] += b[i];
+        storeVector(r.sum + row, v, x[k]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          x[k][i] = roundedToBf16(x[k][i]);
+      } else {
+        loadVector(a.inp + row, v, x[k]);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        sum += x[k][i];
+    }
+    const float m = blockSum(sum) / float(a.channels);
+    float sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k)
+      if (threadIdx.x + Index(k) * blockDim.x < vectors)
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          sq += (x[k][i] - m) * (x[k][i] - m);
+    const float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
+    if (threadIdx.x == 0) {
+      a.mean[n] = m;
+      a.rstd[n] = s;
+    }
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      float w[8], b[8] = {}, y[8];
+      loadVector(a.weight, v, w);
+      if (a.bias)
+        loadVector(a.bias, v, b);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        y[i] = (x[k][i] - m) * s * w[i] + b[i];
+      storeVector(a.out + row, v, y);
+    }
+  }
+}
+
+/// layerNormBwdInpKernel for bf16 rows of whole vectors (as above).
+template <int MaxVectors> __global__ void layerNormBwdInpVectorKernel(LayerNormArgsOf<bf16> a) {
+  const Index vectors = a.channels / bf16PerVector;
+  for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
+    const Index row = n * a.channels;
+    const float m = a.mean[n], s = a.rstd[n];
+    float xhat[MaxVectors][8], g[MaxVectors][8];
+    float gSum = 0.f, gxSum = 0.f;
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      float x[8], dy[8], w[8];
+      loadVector(a.inp + row, v, x);
+      loadVector(a.dout + row, v, dy);
+      loadVector(a.weight, v, w);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        xhat[k][i] = (x[i] - m) * s;
+        g[k][i] = dy[i] * w[i];
+        gSum += g[k][i];
+        gxSum += g[k][i] * xhat[k][i];
+      }
+    }
+    const float gMean = blockSum(gSum) / float(a.channels);
+    const float gxMean = blockSum(gxSum) / float(a.channels);
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      float dx[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        dx[i] = s * (g[k][i] - gMean - xhat[k][i] * gxMean);
+      storeVector(a.dinp + row, v, dx);
+    }
+  }
+}
+
+/// layerNormBwdParamKernel for bf16 rows of whole vectors: thread x of a
+/// colTile x rowTile block sums the 8 channels of vector
+/// blockIdx.x * colTile + x (a warp reads 512 contiguous bytes of a row).
+__global__ void layerNormBwdParamVectorKernel(LayerNormArgsOf<bf16> a, Index rowsPerChunk) {
+  constexpr int width = colTile * bf16PerVector;
+  __shared__ float dwPart[rowTile][width], dbPart[rowTile][width];
+  const Index vectors = a.channels / bf16PerVector;
+  const Index v = Index(blockIdx.x) * colTile + threadIdx.x;
+  const Index begin = Index(blockIdx.y) * rowsPerChunk,
+              end = std::min(a.rows, begin + rowsPerChunk);
+  float dw[8] = {}, db[8] = {};
+  if (v < vectors)
+    for (Index n = begin + threadIdx.y; n < end; n += rowTile) {
+      float dy[8], x[8];
+      loadVector(a.dout + n * a.channels, v, dy);
+      loadVector(a.inp + n * a.channels, v, x);
+      const float m = a.mean[n], s = a.rstd[n];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        dw[i] += dy[i] * ((x[i] - m) * s);
+        db[i] += dy[i];
+      }
+    }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    dwPart[threadIdx.y][threadIdx.x * 8 + i] = dw[i];
+    dbPart[threadIdx.y][threadIdx.x * 8 + i] = db[i];
+  }
+  __syncthreads();
+  if (threadIdx.y != 0 || v >= vectors)
+    return;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    for (int r = 1; r < rowTile; ++r) {
+      dw[i] += dwPart[r][threadIdx.x * 8 + i];
+      db[i] += dbPart[r][threadIdx.x * 8 + i];
+    }
+    const Index c = v * bf16PerVector + i;
+    if (gridDim.y == 1) {
+      a.dweight[c] += dw[i];
+      if (a.dbias)
+        a.dbias[c] += db[i];
+    } else {
+      atomicAdd(a.dweight + c, dw[i]);
+      if (a.dbias)
+        atomicAdd(a.dbias + c, db[i]);
+    }
+  }
+}
+
+/// Threads and vectors per thread for a vector kernel over rows of
+/// `channels`, or perThread 0 where its rows do not fit maxVectors.
+struct VectorLaunch {
+  int threads, perThread;
+};
+VectorLaunch vectorLaunch(Index channels, int maxVectors) {
+  const Index vectors = channels / bf16PerVector;
+  const int threads =
+      int(std::min<Index>(vectorThreads, std::max<Index>(32, (vectors + 31) / 32 * 32)));
+  const Index perThread = (vectors + threads - 1) / threads;
+  return {threads, perThread <= maxVectors ? int(perThread) : 0};
+}
+
+/// Launches kernel<K> for the smallest K in {1, 2, 4, 8} >= perThread.
+template <template <int> class Launcher, typename... Args>
+void launchVectors(int perThread, Args &&...args) {
+  if (perThread <= 1)
+    Launcher<1>::run(args...);
+  else if (perThread <= 2)
+    Launcher<2>::run(args...);
+  else if (perThread <= 4)
+    Launcher<4>::run(args...);
+  else
+    Launcher<8>::run(args...);
+}
+
+template <int K> struct FwdVector {
+  static void run(const LayerNormArgsOf<bf16> &a, ResidualAdd<bf16> r, int threads,
+                  cudaStream_t stream) {
+    layerNormFwdVectorKernel<K>
+        <<<unsigned(std::min(a.rows, maxRowBlocks)), threads, 0, stream>>>(a, r);
+  }
+};
+template <int K> struct BwdInpVector {
+  static void run(const LayerNormArgsOf<bf16> &a, int threads, cudaStream_t stream) {
+    if constexpr (K <= bwdMaxVectors)
+      layerNormBwdInpVectorKernel<K>
+          <<<unsigned(std::min(a.rows, maxRowBlocks)), threads, 0, stream>>>(a);
+  }
+};
+
 template <typename T>
 cudaError_t forward(const LayerNormArgsOf<T> &a, cudaStream_t stream, ResidualAdd<T> r = {}) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
     return cudaSuccess;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const VectorLaunch l = vectorLaunch(a.channels, fwdMaxVectors);
+    if (l.perThread > 0 &&
+        vectorRows(a.channels, a.out, a.inp, a.weight, a.bias, r.sum, r.a, r.b)) {
+      launchVectors<FwdVector>(l.perThread, a, r, l.threads, stream);
+      return cudaGetLastError();
+    }
+  }
   layerNormFwdKernel<T>
       <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a, r);
   return cudaGetLastError();
@@ -120,10 +337,27 @@ template <typename T> cudaError_t backward(const LayerNormArgsOf<T> &a, cudaStre
     return cudaSuccess;
   // The parameter gradients first: they read dout and inp, which dinp may
   // then overwrite (each dinp block reads its whole row before writing it).
-  const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
-  layerNormBwdParamKernel<T><<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+  bool vectorParams = false;
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (vectorRows(a.channels, a.inp, a.dout)) { // columns of whole vectors
+      const ColumnSumGrid g = columnSumGrid(a.rows, a.channels / bf16PerVector);
+      layerNormBwdParamVectorKernel<<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+      vectorParams = true;
+    }
+  }
+  if (!vectorParams) {
+    const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
+    layerNormBwdParamKernel<T><<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+  }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const VectorLaunch l = vectorLaunch(a.channels, bwdMaxVectors);
+    if (l.perThread > 0 && vectorRows(a.channels, a.inp, a.dout, a.weight, a.dinp)) {
+      launchVectors<BwdInpVector>(l.perThread, a, l.threads, stream);
+      return cudaGetLastError();
+    }
+  }
   layerNormBwdInpKernel<T>
       <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
   return cudaGetLastError();
