@@ -64,6 +64,32 @@ TEST(StageTime, NoOverlapNoComm) {
   EXPECT_NEAR(e.d, 4 * adamSeconds, 1e-12);
 }
 
+TEST(StageTime, TheFirstForwardStepsThePreAndPostWeightsToo) {
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageNumbers n = handNumbers();
+  n.pre.params = 3e6;      // embeddings
+  n.post.params = 5e3;     // the final norm
+  n.post.tiedParams = 2e6; // the last stage's copy of a tied head
+  StageKnobs k;
+  k.layers = 4;
+  k.gradAccum = 8;
+  k.first = k.last = true; // one stage: the tied head is the embedding itself
+  StageEstimate whole = estimateStage(k, n, c, it);
+  EXPECT_NEAR(whole.d, (4e6 + 3e6 + 5e3) * adamSeconds / 1e6, 1e-12);
+  EXPECT_NEAR(whole.fwdFirst.busy[0] - whole.fwdStable.busy[0], whole.d, 1e-12);
+  // (d below also holds the last backward's reductions: compare the steps)
+  auto steps = [&] {
+    StageEstimate e = estimateStage(k, n, c, it);
+    return e.fwdFirst.busy[0] - e.fwdStable.busy[0];
+  };
+  k.first = false; // a pipeline's last stage steps its own copy of the head
+  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) * adamSeconds / 1e6, 1e-12);
+  k.zero.optimizer = true; // sharded over dp 2
+  k.dp = 2;
+  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) / 2 * adamSeconds / 1e6, 1e-12);
+}
+
 TEST(StageTime, CheckpointedLayersRecompute) {
   Cluster c = handCluster();
   InterferenceTable it(c);
