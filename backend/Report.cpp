@@ -52,6 +52,25 @@ void printPhaseTable(const StageEstimate &e, llvm::raw_ostream &os) {
   os << "\n";
 }
 
+/// Each region's kernels per micro-batch and its AdamW step: what the
+/// trainer's measured timeline (--trace) shows region by region
+/// (bench/h100/compare-regions.py compares the two).
+void printRegionTimes(const StageEstimate &e, const StagePlan &s, bool first, bool last,
+                      llvm::raw_ostream &os) {
+  const RegionTimes &r = e.regions;
+  os << fmt::format("  {:<22}{:>14}{:>14}{:>14}\n", "regions (ms)", "forward", "backward",
+                    "AdamW step");
+  auto row = [&](const char *name, double fwd, double bwd, double step) {
+    os << fmt::format("  {:<22}{:>14.3f}{:>14.3f}{:>14.3f}\n", name, ms(fwd), ms(bwd), ms(step));
+  };
+  if (first)
+    row("pre", r.preFwd, r.preBwd, r.preOptimizer);
+  if (s.layers() > 0)
+    row("each layer", r.layerFwd, r.layerBwd, r.layerOptimizer);
+  if (last)
+    row("post", r.postFwd, r.postBwd, r.postOptimizer);
+}
+
 /// The stage's memory by kind, its peak against the usable device memory,
 /// and the host memory it pins against its share.
 void printStageMemory(const MemoryBreakdown &m, const Cluster &cluster, llvm::raw_ostream &os) {
@@ -92,6 +111,7 @@ void printStage(size_t i, const StagePlan &s, const StageEstimate &e, size_t sta
                     "(extra of the first forward and last backward)\n",
                     ms(e.t), ms(e.p2p), ms(e.d));
   printPhaseTable(e, os);
+  printRegionTimes(e, s, i == 0, i + 1 == stages, os);
   printStageMemory(e.mem, cluster, os);
 }
 

@@ -66,6 +66,28 @@ double optimizerBytesPerParam(const StageKnobs &k, const RegionNumbers &L) {
   return L.stateBytes + (separateMasters ? L.paramBytes : 0);
 }
 
+/// AdamW on `params` parameters of the stage, sharded as its knobs say.
+double optimizerSeconds(double params, const StageKnobs &k, const StageConstants &sc) {
+  return params / (k.zero.optimizer ? k.dp : 1) * sc.adamSecondsPerParam;
+}
+
+/// The parameters of the stage's pre and post regions (a last stage's
+/// post includes its own copy of a tied head).
+double preParams(const StageKnobs &k, const StageConstants &sc) {
+  return k.first ? sc.numbers.pre.params : 0;
+}
+double postParams(const StageKnobs &k, const StageConstants &sc) {
+  return k.last ? sc.numbers.post.params + (k.first ? 0 : sc.numbers.post.tiedParams) : 0;
+}
+
+/// AdamW on the stage's pre and post weights (the embeddings, the final
+/// norm, a tied head's copy on the last stage), which the trainer steps at
+/// the start of the first forward as it steps each layer's before its
+/// forward: GPT-3 1.3B's 107 M embedding parameters, 1.2 ms on an H100.
+double edgeOptimizerSeconds(const StageKnobs &k, const StageConstants &sc) {
+  return optimizerSeconds(preParams(k, sc) + postParams(k, sc), k, sc);
+}
+
 /// Loads of one layer in one phase: the cost of each of the layer's steps
 /// in the schedule, summed per stream (host copies as bytes, moved in one
 /// transfer per stream); `ckpt` layers recompute their forward.
@@ -86,7 +108,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
       hBytes += o.optimizer * O / shardO + o.grads * Gr / shardG;
       break;
     case StepKind::OptimizerStep: // overlapped with compute
-      C += L.params / shardO * sc.adamSecondsPerParam;
+      C += optimizerSeconds(L.params, k, sc);
       break;
     case StepKind::WriteBackOptimizerState:
       dBytes += o.optimizer * O / shardO + o.weights * W / shardW;
@@ -135,17 +157,6 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
   p.busy[2] = transferSeconds(hBytes, sc.h2dGBs, sc.hostLatencyUs);
   p.busy[3] = transferSeconds(dBytes, sc.d2hGBs, sc.hostLatencyUs);
   return p;
-}
-
-/// AdamW on the stage's pre and post weights (the embeddings, the final
-/// norm, a tied head's copy on the last stage), which the trainer steps at
-/// the start of the first forward as it steps each layer's before its
-/// forward: GPT-3 1.3B's 107 M embedding parameters, 1.2 ms on an H100.
-double edgeOptimizerSeconds(const StageKnobs &k, const StageConstants &sc) {
-  const RegionNumbers &pre = sc.numbers.pre, &post = sc.numbers.post;
-  const double params =
-      (k.first ? pre.params : 0) + (k.last ? post.params + (k.first ? 0 : post.tiedParams) : 0);
-  return params / (k.zero.optimizer ? k.dp : 1) * sc.adamSecondsPerParam;
 }
 
 /// Wall time of a phase of the whole stage from its per-layer times. In a
@@ -411,6 +422,21 @@ StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
              k.gradAccum, e.t, e.d);
   e.mem = withActivations(k, sc.numbers, lt.states);
   e.fits = fitsIn(e.mem, sc);
+  const StageNumbers &n = sc.numbers;
+  RegionTimes &r = e.regions;
+  r.layerFwd = n.layer.fwdCompute;
+  r.layerBwd = n.layer.bwdCompute;
+  r.layerOptimizer = optimizerSeconds(n.layer.params, k, sc);
+  if (k.first) {
+    r.preFwd = n.pre.fwdCompute;
+    r.preBwd = n.pre.bwdCompute;
+    r.preOptimizer = optimizerSeconds(preParams(k, sc), k, sc);
+  }
+  if (k.last) {
+    r.postFwd = n.post.fwdCompute;
+    r.postBwd = n.post.bwdCompute;
+    r.postOptimizer = optimizerSeconds(postParams(k, sc), k, sc);
+  }
   return e;
 }
 

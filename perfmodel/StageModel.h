@@ -84,9 +84,19 @@ struct PhaseLoad {
   double elapsed = 0; ///< wall time of the phase
 };
 
+/// One micro-batch's compute per region (kernels only, no collectives or
+/// transfers) and the optimizer steps: what a trainer's measured timeline
+/// (--trace) holds per region, for region-by-region comparisons.
+struct RegionTimes {
+  double layerFwd = 0, layerBwd = 0, layerOptimizer = 0;   ///< one layer
+  double preFwd = 0, preBwd = 0, postFwd = 0, postBwd = 0; ///< 0 where the stage has none
+  double preOptimizer = 0, postOptimizer = 0;
+};
+
 struct StageEstimate {
   double t = 0, d = 0;
   PhaseLoad fwdStable, bwdStable, fwdFirst, bwdLast;
+  RegionTimes regions;
   double p2p = 0; ///< activation send time added to t
   MemoryBreakdown mem;
   bool fits = false;

@@ -14,7 +14,9 @@
 #   torch-ref   the PyTorch reference step on the same card (bench/h100/pytorch_gpt.py,
 #               micro-batch 4; TORCH_RUNS, default GPT-3 1.3B eager and compiled, 2.7B compiled)
 #   trainers    GPT-3 single-GPU trainers (PLANS): measured iteration time and peak
-#               memory against mistc's prediction, and the speedup over torch.compile
+#               memory against mistc's prediction, and the speedup over torch.compile;
+#               each trainer's measured last step region by region against the
+#               report's regions (bench/h100/compare-regions.py)
 #   profile     the cluster profiler (bench/h100/profile-h100.sh), when PROFILE=1
 # Logs go to $OUT/logs.tgz (refreshed after every step), the one-line-per-step
 # summary to $OUT/summary.txt, JSON results to $OUT/*.json (gpu-summary.json:
@@ -133,8 +135,11 @@ PY
     # Not bound to one core (Open MPI's default for one rank): the host-side
     # work at start (initial values of billions of weights) uses every core.
     timeout --kill-after=5 "${PLAN_LIMIT:-120}" mpirun -np 1 --bind-to none "$t/$p" --steps "$steps" --log-every 1 \
-      > "$logs/trainer-$p.log" 2>&1 || { echo "   $p failed (rc $?)"; rc=1; }
+      --trace "$logs/trace-$p.json" > "$logs/trainer-$p.log" 2>&1 || { echo "   $p failed (rc $?)"; rc=1; }
     cp "$logs/trainer-$p.log" "$t/logs/$p.log"
+    # Region by region, the measured last step against the report's prediction.
+    [[ -f $logs/trace-$p.json ]] && python3 bench/h100/compare-regions.py "$work/trainers/$p.report" \
+      "$logs/trace-$p.json" "$logs/regions-$p.json" > "$logs/regions-$p.txt" 2>&1 && cat "$logs/regions-$p.txt"
   done
   python3 bench/h100/summarize-trainers.py "$t/predicted.json" "$t/logs" "$out/gpu-trainer.json" \
     "$out/pytorch-reference.json" "$out/gpu-summary.json"
@@ -142,12 +147,15 @@ PY
 }
 export -f trainers; export plans steps build out logs work
 step trainers 300 bash -c trainers
-# The per-kernel table joins the summary (gpu-summary.json, "kernels").
+# The per-kernel table and the region comparisons join the summary
+# (gpu-summary.json, "kernels" and "regions").
 if [[ $dry != 1 && -f $out/kernels.json && -f $out/gpu-summary.json ]]; then
-  python3 - "$out/gpu-summary.json" "$out/kernels.json" <<'PY'
-import json, sys
-summary, kernels = (json.load(open(p)) for p in sys.argv[1:])
+  python3 - "$out/gpu-summary.json" "$out/kernels.json" "$logs" <<'PY'
+import glob, json, os, sys
+summary, kernels = (json.load(open(p)) for p in sys.argv[1:3])
 summary["kernels"] = kernels["kernels"]
+summary["regions"] = {os.path.basename(p)[len("regions-"):-len(".json")]: json.load(open(p))
+                      for p in sorted(glob.glob(os.path.join(sys.argv[3], "regions-*.json")))}
 json.dump(summary, open(sys.argv[1], "w"), indent=1)
 PY
 fi

@@ -17,6 +17,19 @@ assert {"pre", "layer", "post"} <= names, names
 assert all(e["dur"] >= 0 for e in events)
 print(f"trace: {len(events)} measured events")
 PY
+# Region by region against the report's prediction (here a GPU cluster's
+# figures against CPU ranks: the plumbing, not the error, is checked).
+"$mistc" "$model" --plan "$plan" --emit=report > "$work/report.txt" 2>/dev/null
+python3 "$(cd "$(dirname "$0")/../.." && pwd)/bench/h100/compare-regions.py" "$work/report.txt" \
+  "$work/trace.json" "$work/regions.json"
+python3 - "$work/regions.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+found = {(r["region"], r["what"]) for r in rows}
+need = {(g, w) for g in ("pre", "layer", "post") for w in ("forward", "backward", "AdamW")}
+assert need <= found, sorted(need - found)
+assert all(r["measured_ms"] >= 0 and r["predicted_ms"] >= 0 for r in rows), rows
+PY
 first=$(awk '/^step/ {print $4; exit}' "$work/log.txt")
 last=$(awk '/^step/ {v = $4} END {print v}' "$work/log.txt")
 echo "loss $first -> $last"
