@@ -2,15 +2,18 @@
 /// \file
 /// Max, sum and backward run one block per row, with warp-shuffle block
 /// reductions in fp32 (the reference sums exp in double); the loss is one
-/// block summing the rows in double.
+/// block summing the rows in double. bf16 rows of whole 16-byte vectors
+/// (VectorRow.cuh) are read and written 8 values per access.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/crossentropy/CrossEntropyCuda.h"
 
 #include "stdlib/kernels/BlockReduce.cuh"
 #include "stdlib/kernels/Storage.cuh"
+#include "stdlib/kernels/VectorRow.cuh"
 
 #include <algorithm>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 namespace mist::kernels {
 
@@ -20,24 +23,39 @@ using namespace mist::kernels::cuda;
 
 constexpr int rowBlockThreads = 512;
 constexpr int lossThreads = 256;
-template <typename T> __global__ void crossEntropyMaxKernel(CrossEntropyArgsOf<T> a) {
+/// Calls f(value) for each value of `row` (n values) this thread takes: the
+/// block's threads stride over it, 8 values per load where `Vector`.
+template <bool Vector, typename T, typename F>
+__device__ __forceinline__ void forEachValue(const T *row, Index n, F f) {
+  if constexpr (Vector) {
+    for (Index v = threadIdx.x; v < n / bf16PerVector; v += blockDim.x) {
+      float x[8];
+      loadVector(row, v, x);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        f(x[i]);
+    }
+  } else {
+    for (Index v = threadIdx.x; v < n; v += blockDim.x)
+      f(load(row, v));
+  }
+}
+
+template <typename T, bool Vector> __global__ void crossEntropyMaxKernel(CrossEntropyArgsOf<T> a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
-    const T *logits = a.logits + n * a.vocab;
     float m = -INFINITY;
-    for (Index v = threadIdx.x; v < a.vocab; v += blockDim.x)
-      m = fmaxf(m, load(logits, v));
+    forEachValue<Vector>(a.logits + n * a.vocab, a.vocab, [&](float x) { m = fmaxf(m, x); });
     m = blockReduce(m, -INFINITY, Max());
     if (threadIdx.x == 0)
       a.rowMax[n] = m;
   }
 }
 
-template <typename T> __global__ void crossEntropySumKernel(CrossEntropyArgsOf<T> a) {
+template <typename T, bool Vector> __global__ void crossEntropySumKernel(CrossEntropyArgsOf<T> a) {
   for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
     const T *logits = a.logits + n * a.vocab;
     float m = a.rowMax[n], s = 0.f;
-    for (Index v = threadIdx.x; v < a.vocab; v += blockDim.x)
-      s += expf(load(logits, v) - m);
+    forEachValue<Vector>(logits, a.vocab, [&](float x) { s += expf(x - m); });
     s = blockReduce(s, 0.f, Sum());
     if (threadIdx.x == 0) {
       a.sumExp[n] = s;
@@ -57,7 +75,7 @@ template <typename T> __global__ void crossEntropyLossKernel(CrossEntropyArgsOf<
 }
 
 /// scale = dloss / totalRows, or computed here from `*dloss` when not null.
-template <typename T>
+template <typename T, bool Vector>
 __global__ void crossEntropyBwdKernel(CrossEntropyArgsOf<T> a, float scale, const float *dloss) {
   if (dloss)
     scale = *dloss / float(a.totalRows);
@@ -66,12 +84,43 @@ __global__ void crossEntropyBwdKernel(CrossEntropyArgsOf<T> a, float scale, cons
     T *dlogits = a.dlogits + n * a.vocab;
     float m = a.rowMax[n], inv = 1.f / a.sumExp[n];
     Index t = Index(a.targets[n]) - a.vocabStart;
-    for (Index v = threadIdx.x; v < a.vocab; v += blockDim.x) {
-      float p = expf(load(logits, v) - m) * inv;
-      store(dlogits, v, (p - (v == t ? 1.f : 0.f)) * scale);
+    if constexpr (Vector) {
+      for (Index v = threadIdx.x; v < a.vocab / bf16PerVector; v += blockDim.x) {
+        float x[8];
+        loadVector(logits, v, x);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          x[i] = (expf(x[i] - m) * inv - (v * bf16PerVector + i == t ? 1.f : 0.f)) * scale;
+        storeVector(dlogits, v, x);
+      }
+    } else {
+      for (Index v = threadIdx.x; v < a.vocab; v += blockDim.x) {
+        float p = expf(load(logits, v) - m) * inv;
+        store(dlogits, v, (p - (v == t ? 1.f : 0.f)) * scale);
+      }
     }
   }
 }
+
+/// Whether the kernels read (and write) this call's rows 8 values at a time.
+template <typename T> bool vectorRowsOf(const CrossEntropyArgsOf<T> &a) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return vectorRows(a.vocab, a.logits, a.dlogits);
+  else
+    return false;
+}
+
+/// kernel<T, true> or kernel<T, false>, as vectorRowsOf says.
+#define MIST_CE_LAUNCH(kernel, a, stream, ...)                                                     \
+  do {                                                                                             \
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {                                              \
+      if (vectorRowsOf(a)) {                                                                       \
+        kernel<T, true><<<rowBlocks(a), rowBlockThreads, 0, stream>>>(__VA_ARGS__);                \
+        break;                                                                                     \
+      }                                                                                            \
+    }                                                                                              \
+    kernel<T, false><<<rowBlocks(a), rowBlockThreads, 0, stream>>>(__VA_ARGS__);                   \
+  } while (false)
 
 template <typename T> bool invalid(const CrossEntropyArgsOf<T> &a) {
   return a.rows < 0 || a.vocab < 0 || a.totalRows < 0;
@@ -86,7 +135,7 @@ template <typename T> cudaError_t rowMax(const CrossEntropyArgsOf<T> &a, cudaStr
     return cudaErrorInvalidValue;
   if (a.rows == 0)
     return cudaSuccess;
-  crossEntropyMaxKernel<T><<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a);
+  MIST_CE_LAUNCH(crossEntropyMaxKernel, a, stream, a);
   return cudaGetLastError();
 }
 
@@ -95,7 +144,7 @@ template <typename T> cudaError_t rowSums(const CrossEntropyArgsOf<T> &a, cudaSt
     return cudaErrorInvalidValue;
   if (a.rows == 0)
     return cudaSuccess;
-  crossEntropySumKernel<T><<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a);
+  MIST_CE_LAUNCH(crossEntropySumKernel, a, stream, a);
   return cudaGetLastError();
 }
 
@@ -114,8 +163,7 @@ template <typename T> cudaError_t backward(const CrossEntropyArgsOf<T> &a, cudaS
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.vocab == 0)
     return cudaSuccess;
-  crossEntropyBwdKernel<T>
-      <<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a, a.dloss / float(a.totalRows), nullptr);
+  MIST_CE_LAUNCH(crossEntropyBwdKernel, a, stream, a, a.dloss / float(a.totalRows), nullptr);
   return cudaGetLastError();
 }
 
@@ -125,9 +173,11 @@ cudaError_t backward(const CrossEntropyArgsOf<T> &a, const float *dloss, cudaStr
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.vocab == 0)
     return cudaSuccess;
-  crossEntropyBwdKernel<T><<<rowBlocks(a), rowBlockThreads, 0, stream>>>(a, 0.f, dloss);
+  MIST_CE_LAUNCH(crossEntropyBwdKernel, a, stream, a, 0.f, dloss);
   return cudaGetLastError();
 }
+
+#undef MIST_CE_LAUNCH
 
 } // namespace
 
