@@ -13,6 +13,7 @@ import json, os, re, statistics, subprocess, sys, datetime
 
 STEP = re.compile(r"^step +(\d+) +loss (\S+) .*? ([\d.]+) tokens/s +([\d.eE+-]+) TFLOP/s/rank +([\d.]+) MiB peak",
                   re.M)
+REPORTED = re.compile(r"^mistrt: the device reports ([\d.]+) MiB in use now", re.M)
 TRAINING = re.compile(r"for \d+ steps on \d+ ranks? \(([^)]*)\): (\d+) micro-batches of (\d+) sequences of (\d+) tokens")
 
 
@@ -28,7 +29,9 @@ def measure(log_path):
     tokens = int(head.group(2)) * int(head.group(3)) * int(head.group(4))
     timed = steps[1:]  # the first step includes allocation and cuBLASLt's algorithm search
     times = [tokens / float(s[2]) for s in timed]
-    return {"device": head.group(1), "iteration_s_median": statistics.median(times),
+    reported = REPORTED.search(text)  # the device's own count: libraries' workspaces too
+    extra = {"device_reported_gib": float(reported.group(1)) / 1024.0} if reported else {}
+    return {**extra, "device": head.group(1), "iteration_s_median": statistics.median(times),
             "iteration_s_all": times, "tflops": statistics.median(float(s[3]) for s in timed),
             "peak_memory_gib": max(float(s[4]) for s in steps) / 1024.0,
             "losses": [float(s[1]) for s in steps]}

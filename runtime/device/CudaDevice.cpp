@@ -352,6 +352,10 @@ void releasePinned(void *p) {
 
 size_t bytesInUse() { return allocator().bytesInUse(); }
 size_t peakBytes() { return allocator().peakBytes(); }
+size_t deviceReportedBytesInUse() {
+  size_t freeBytes = 0, totalBytes = 0;
+  return cudaMemGetInfo(&freeBytes, &totalBytes) == cudaSuccess ? totalBytes - freeBytes : 0;
+}
 
 Stream createStream(bool) {
   // Non-blocking: the streams must not serialize with the legacy default

@@ -52,6 +52,11 @@ void releasePinned(void *p);
 /// Bytes of device memory allocated now, and the most at once since start.
 size_t bytesInUse();
 size_t peakBytes();
+/// What the device itself reports in use now (total minus free): the
+/// allocations above and all else on it (the CUDA context, cuBLASLt's and
+/// cuDNN's workspaces, the caching allocator's free blocks, other
+/// processes). 0 where there is no such report (CPU ranks).
+size_t deviceReportedBytesInUse();
 
 /// Opaque stream and event handles (cudaStream_t / cudaEvent_t on GPUs).
 using Stream = void *;

@@ -162,6 +162,14 @@ void reportStagePeaks(const RankLayout &layout, Communicator &world) {
     std::printf("mistrt: besides, fp32 staging of bf16 operands for the fp32 kernels: at most "
                 "%.2f MiB at once on a rank (transient, per op)\n",
                 staging / (1 << 20));
+  // The peaks above are the runtime's own allocations, which the plan
+  // predicts; the device's own count also holds what the libraries keep.
+  const double reported = world.allReduceMax(double(device::deviceReportedBytesInUse()));
+  if (layout.myWorldRank == 0 && reported > 0)
+    std::printf("mistrt: the device reports %.2f MiB in use now (the most on a rank): the "
+                "allocations above and the CUDA context, cuBLASLt's and cuDNN's workspaces and "
+                "free cached blocks\n",
+                reported / (1 << 20));
 }
 
 /// The token file and the sampler over it of a run with --data: every rank
