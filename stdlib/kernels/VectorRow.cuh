@@ -10,6 +10,7 @@
 
 #include "stdlib/kernels/Tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cuda_bf16.h>
 
@@ -44,6 +45,40 @@ __device__ __forceinline__ void storeVector(__nv_bfloat16 *row, Index v, const f
   for (int i = 0; i < 4; ++i)
     pairs[i] = __floats2bfloat162_rn(in[2 * i], in[2 * i + 1]);
   reinterpret_cast<uint4 *>(row)[v] = raw;
+}
+
+/// The value as bf16 stores it (a fused residual add reads back what it stored).
+__device__ __forceinline__ float roundedToBf16(float v) {
+  return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+/// Row kernels that keep a row in registers: one block of `threads` per
+/// row, each thread holding `perThread` of its vectors (threadIdx.x + k *
+/// blockDim.x). perThread is 0 where a row does not fit `maxVectors` a thread.
+struct VectorLaunch {
+  int threads, perThread;
+};
+inline VectorLaunch vectorLaunch(Index channels, int maxVectors) {
+  constexpr Index maxThreads = 256; // one vector each up to this many, then several
+  const Index vectors = channels / bf16PerVector;
+  const int threads =
+      int(std::min<Index>(maxThreads, std::max<Index>(32, (vectors + 31) / 32 * 32)));
+  const Index perThread = (vectors + threads - 1) / threads;
+  return {threads, perThread <= maxVectors ? int(perThread) : 0};
+}
+
+/// Launcher<K>::run(args...) for the smallest K in {1, 2, 4, 8} >= perThread
+/// (the register arrays' size is a template argument).
+template <template <int> class Launcher, typename... Args>
+void launchVectors(int perThread, Args &&...args) {
+  if (perThread <= 1)
+    Launcher<1>::run(args...);
+  else if (perThread <= 2)
+    Launcher<2>::run(args...);
+  else if (perThread <= 4)
+    Launcher<4>::run(args...);
+  else
+    Launcher<8>::run(args...);
 }
 
 } // namespace mist::kernels::cuda

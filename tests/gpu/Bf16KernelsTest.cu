@@ -421,6 +421,7 @@ int main() {
   checkLayerNorm(9, 4104, 17);
   checkRmsNorm(64, 768, 7);
   checkRmsNorm(17, 1031, 8);
+  checkRmsNorm(9, 4104, 28); // several vectors a thread
   checkRope(2, 33, 3, 64, 0, false, 9);
   checkRope(2, 33, 3, 64, 32, true, 10);
   checkEmbedding(1000, 64, 50, 11);

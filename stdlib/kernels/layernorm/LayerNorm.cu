@@ -108,14 +108,9 @@ __global__ void layerNormBwdParamKernel(LayerNormArgsOf<T> a, Index rowsPerChunk
 
 using bf16 = __nv_bfloat16;
 
-/// The vector kernels' threads per row: one vector each up to this many,
-/// then up to MaxVectors each, kept in registers.
-constexpr int vectorThreads = 256;
-constexpr int fwdMaxVectors = 8, bwdMaxVectors = 4; // rows up to 16384 / 8192 values
-
-__device__ __forceinline__ float roundedToBf16(float v) {
-  return __bfloat162float(__float2bfloat16_rn(v));
-}
+/// Vectors per thread the vector kernels keep in registers: rows up to
+/// 16384 / 8192 values (vectorLaunch's 256 threads).
+constexpr int fwdMaxVectors = 8, bwdMaxVectors = 4;
 
 /// layerNormFwdKernel for bf16 rows of whole vectors, each thread holding
 /// vectors threadIdx.x + k * blockDim.x (k < MaxVectors) of its row.
@@ -268,32 +263,6 @@ __global__ void layerNormBwdParamVectorKernel(LayerNormArgsOf<bf16> a, Index row
         atomicAdd(a.dbias + c, db[i]);
     }
   }
-}
-
-/// Threads and vectors per thread for a vector kernel over rows of
-/// `channels`, or perThread 0 where its rows do not fit maxVectors.
-struct VectorLaunch {
-  int threads, perThread;
-};
-VectorLaunch vectorLaunch(Index channels, int maxVectors) {
-  const Index vectors = channels / bf16PerVector;
-  const int threads =
-      int(std::min<Index>(vectorThreads, std::max<Index>(32, (vectors + 31) / 32 * 32)));
-  const Index perThread = (vectors + threads - 1) / threads;
-  return {threads, perThread <= maxVectors ? int(perThread) : 0};
-}
-
-/// Launches kernel<K> for the smallest K in {1, 2, 4, 8} >= perThread.
-template <template <int> class Launcher, typename... Args>
-void launchVectors(int perThread, Args &&...args) {
-  if (perThread <= 1)
-    Launcher<1>::run(args...);
-  else if (perThread <= 2)
-    Launcher<2>::run(args...);
-  else if (perThread <= 4)
-    Launcher<4>::run(args...);
-  else
-    Launcher<8>::run(args...);
 }
 
 template <int K> struct FwdVector {

@@ -4,14 +4,19 @@
 /// warp-shuffle block reductions in fp32 (the reference sums in double).
 /// dweight is a column sum over the rows, done by its own kernel whose
 /// 32 x 8 blocks read 32 consecutive channels of 8 rows at a time.
+/// bf16 rows of whole 16-byte vectors (VectorRow.cuh) take the vector
+/// kernels, as layernorm's do: the row read once into registers, 8 values
+/// per load.
 //===----------------------------------------------------------------------===//
 #include "stdlib/kernels/rmsnorm/RMSNormCuda.h"
 
 #include "stdlib/kernels/BlockReduce.cuh"
 #include "stdlib/kernels/Storage.cuh"
+#include "stdlib/kernels/VectorRow.cuh"
 
 #include <algorithm>
 #include <cuda_runtime.h>
+#include <type_traits>
 
 namespace mist::kernels {
 
@@ -80,12 +85,165 @@ __global__ void rmsNormBwdParamKernel(RMSNormArgsOf<T> a, Index rowsPerChunk) {
     atomicAdd(a.dweight + c, dw);
 }
 
+using bf16 = __nv_bfloat16;
+
+/// Vectors per thread the vector kernels keep in registers: rows up to
+/// 16384 / 8192 values.
+constexpr int fwdMaxVectors = 8, bwdMaxVectors = 4;
+
+/// rmsNormFwdKernel for bf16 rows of whole vectors.
+template <int MaxVectors>
+__global__ void rmsNormFwdVectorKernel(RMSNormArgsOf<bf16> a, ResidualAdd<bf16> r) {
+  const Index vectors = a.channels / bf16PerVector;
+  for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
+    const Index row = n * a.channels;
+    float x[MaxVectors][8];
+    float sq = 0.f;
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      if (r.sum) { // stored as the unfused add stores it, and read back so
+        float b[8];
+        loadVector(r.a + row, v, x[k]);
+        loadVector(r.b + row, v, b);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          x[k][i] += b[i];
+        storeVector(r.sum + row, v, x[k]);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          x[k][i] = roundedToBf16(x[k][i]);
+      } else {
+        loadVector(a.inp + row, v, x[k]);
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        sq += x[k][i] * x[k][i];
+    }
+    const float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
+    if (threadIdx.x == 0)
+      a.rstd[n] = s;
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      float w[8], y[8];
+      loadVector(a.weight, v, w);
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        y[i] = x[k][i] * s * w[i];
+      storeVector(a.out + row, v, y);
+    }
+  }
+}
+
+/// rmsNormBwdInpKernel for bf16 rows of whole vectors.
+template <int MaxVectors> __global__ void rmsNormBwdInpVectorKernel(RMSNormArgsOf<bf16> a) {
+  const Index vectors = a.channels / bf16PerVector;
+  for (Index n = blockIdx.x; n < a.rows; n += gridDim.x) {
+    const Index row = n * a.channels;
+    const float s = a.rstd[n];
+    float x[MaxVectors][8], g[MaxVectors][8];
+    float gxSum = 0.f;
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      float dy[8], w[8];
+      loadVector(a.inp + row, v, x[k]);
+      loadVector(a.dout + row, v, dy);
+      loadVector(a.weight, v, w);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        g[k][i] = dy[i] * w[i];
+        gxSum += g[k][i] * x[k][i];
+      }
+    }
+    const float gx = blockSum(gxSum) / float(a.channels);
+#pragma unroll
+    for (int k = 0; k < MaxVectors; ++k) {
+      const Index v = threadIdx.x + Index(k) * blockDim.x;
+      if (v >= vectors)
+        continue;
+      float dx[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        dx[i] = s * g[k][i] - x[k][i] * s * s * s * gx;
+      storeVector(a.dinp + row, v, dx);
+    }
+  }
+}
+
+/// rmsNormBwdParamKernel for bf16 rows of whole vectors: thread x of a
+/// colTile x rowTile block sums the 8 channels of vector
+/// blockIdx.x * colTile + x.
+__global__ void rmsNormBwdParamVectorKernel(RMSNormArgsOf<bf16> a, Index rowsPerChunk) {
+  __shared__ float dwPart[rowTile][colTile * bf16PerVector];
+  const Index vectors = a.channels / bf16PerVector;
+  const Index v = Index(blockIdx.x) * colTile + threadIdx.x;
+  const Index begin = Index(blockIdx.y) * rowsPerChunk,
+              end = std::min(a.rows, begin + rowsPerChunk);
+  float dw[8] = {};
+  if (v < vectors)
+    for (Index n = begin + threadIdx.y; n < end; n += rowTile) {
+      float dy[8], x[8];
+      loadVector(a.dout + n * a.channels, v, dy);
+      loadVector(a.inp + n * a.channels, v, x);
+      const float s = a.rstd[n];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        dw[i] += dy[i] * x[i] * s;
+    }
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    dwPart[threadIdx.y][threadIdx.x * 8 + i] = dw[i];
+  __syncthreads();
+  if (threadIdx.y != 0 || v >= vectors)
+    return;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    for (int r = 1; r < rowTile; ++r)
+      dw[i] += dwPart[r][threadIdx.x * 8 + i];
+    const Index c = v * bf16PerVector + i;
+    if (gridDim.y == 1)
+      a.dweight[c] += dw[i];
+    else
+      atomicAdd(a.dweight + c, dw[i]);
+  }
+}
+
+template <int K> struct FwdVector {
+  static void run(const RMSNormArgsOf<bf16> &a, ResidualAdd<bf16> r, int threads,
+                  cudaStream_t stream) {
+    rmsNormFwdVectorKernel<K>
+        <<<unsigned(std::min(a.rows, maxRowBlocks)), threads, 0, stream>>>(a, r);
+  }
+};
+template <int K> struct BwdInpVector {
+  static void run(const RMSNormArgsOf<bf16> &a, int threads, cudaStream_t stream) {
+    if constexpr (K <= bwdMaxVectors)
+      rmsNormBwdInpVectorKernel<K>
+          <<<unsigned(std::min(a.rows, maxRowBlocks)), threads, 0, stream>>>(a);
+  }
+};
+
 template <typename T>
 cudaError_t forward(const RMSNormArgsOf<T> &a, cudaStream_t stream, ResidualAdd<T> r = {}) {
   if (a.rows < 0 || a.channels < 0)
     return cudaErrorInvalidValue;
   if (a.rows == 0 || a.channels == 0)
     return cudaSuccess;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const VectorLaunch l = vectorLaunch(a.channels, fwdMaxVectors);
+    if (l.perThread > 0 && vectorRows(a.channels, a.out, a.inp, a.weight, r.sum, r.a, r.b)) {
+      launchVectors<FwdVector>(l.perThread, a, r, l.threads, stream);
+      return cudaGetLastError();
+    }
+  }
   rmsNormFwdKernel<T>
       <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a, r);
   return cudaGetLastError();
@@ -98,10 +256,27 @@ template <typename T> cudaError_t backward(const RMSNormArgsOf<T> &a, cudaStream
     return cudaSuccess;
   // The parameter gradients first: they read dout and inp, which dinp may
   // then overwrite (each dinp block reads its whole row before writing it).
-  const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
-  rmsNormBwdParamKernel<T><<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+  bool vectorParams = false;
+  if constexpr (std::is_same_v<T, bf16>) {
+    if (vectorRows(a.channels, a.inp, a.dout)) { // columns of whole vectors
+      const ColumnSumGrid g = columnSumGrid(a.rows, a.channels / bf16PerVector);
+      rmsNormBwdParamVectorKernel<<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+      vectorParams = true;
+    }
+  }
+  if (!vectorParams) {
+    const ColumnSumGrid g = columnSumGrid(a.rows, a.channels);
+    rmsNormBwdParamKernel<T><<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+  }
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
     return err;
+  if constexpr (std::is_same_v<T, bf16>) {
+    const VectorLaunch l = vectorLaunch(a.channels, bwdMaxVectors);
+    if (l.perThread > 0 && vectorRows(a.channels, a.inp, a.dout, a.weight, a.dinp)) {
+      launchVectors<BwdInpVector>(l.perThread, a, l.threads, stream);
+      return cudaGetLastError();
+    }
+  }
   rmsNormBwdInpKernel<T>
       <<<unsigned(std::min(a.rows, maxRowBlocks)), rowThreads(a.channels), 0, stream>>>(a);
   return cudaGetLastError();
