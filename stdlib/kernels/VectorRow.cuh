@@ -18,11 +18,16 @@ namespace mist::kernels::cuda {
 
 constexpr int bf16PerVector = 8;
 
-/// Whether every pointer is 16-byte aligned (null ones are ignored) and a
-/// row of `channels` values is whole vectors: the vector kernels' condition.
-template <typename... Pointers> inline bool vectorRows(Index channels, Pointers... pointers) {
+/// Whether every pointer is 16-byte aligned (a null one is).
+template <typename... Pointers> inline bool aligned16(Pointers... pointers) {
   auto aligned = [](const void *p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return channels % bf16PerVector == 0 && (aligned(pointers) && ...);
+  return (aligned(pointers) && ...);
+}
+
+/// Whether every pointer is 16-byte aligned and a row of `channels` values
+/// is whole vectors: the row kernels' condition for their vector versions.
+template <typename... Pointers> inline bool vectorRows(Index channels, Pointers... pointers) {
+  return channels % bf16PerVector == 0 && aligned16(pointers...);
 }
 
 /// Vector `v` (values 8v .. 8v + 7) of `row`, widened.
