@@ -155,6 +155,7 @@ if [[ $dry != 1 && -f $out/kernels.json && -f $out/gpu-summary.json ]]; then
 import glob, json, os, sys
 summary, kernels = (json.load(open(p)) for p in sys.argv[1:3])
 summary["kernels"] = kernels["kernels"]
+summary["empty_kernel_us"] = kernels.get("empty_kernel_us")
 summary["regions"] = {os.path.basename(p)[len("regions-"):-len(".json")]: json.load(open(p))
                       for p in sorted(glob.glob(os.path.join(sys.argv[3], "regions-*.json")))}
 json.dump(summary, open(sys.argv[1], "w"), indent=1)

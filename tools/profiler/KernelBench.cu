@@ -355,6 +355,39 @@ private:
   AttentionCudnnContext cudnn;
 };
 
+__global__ void emptyKernel() {}
+
+/// Seconds per kernel of `count` empty kernels in a row on `s`: launched
+/// one by one (the host's launch rate or the GPU's gap between kernels,
+/// whichever is slower), or replayed from a CUDA graph (the GPU's gap
+/// alone). A component fact for pricing many small kernels.
+double perKernelSeconds(const Options &o, cudaStream_t s, bool graph, int count = 1000) {
+  cudaGraph_t captured = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  auto chain = [&] {
+    for (int i = 0; i < count; ++i)
+      emptyKernel<<<1, 32, 0, s>>>();
+  };
+  if (graph) {
+    checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal),
+              "cudaStreamBeginCapture");
+    chain();
+    checkCuda(cudaStreamEndCapture(s, &captured), "cudaStreamEndCapture");
+    checkCuda(cudaGraphInstantiate(&exec, captured, 0), "cudaGraphInstantiate");
+  }
+  const double seconds = mist::profiler::medianSeconds(s, o.warmup, o.repeats, [&] {
+    if (graph)
+      checkCuda(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+    else
+      chain();
+  });
+  if (exec)
+    cudaGraphExecDestroy(exec);
+  if (captured)
+    cudaGraphDestroy(captured);
+  return seconds / count;
+}
+
 std::string jsonString(const std::string &v) {
   std::string out = "\"";
   for (char c : v) {
@@ -394,6 +427,8 @@ int main(int argc, char **argv) {
       Buffers mem(s);
       bench.memoryBound(mem);
     }
+    const double streamUs = 1e6 * perKernelSeconds(o, s, false),
+                 graphUs = 1e6 * perKernelSeconds(o, s, true);
     std::printf("%s; ceilings: the H100's (h100-measured.md)\n", prop.name);
     std::printf("%-38s %-26s %9s %10s %9s %7s\n", "kernel", "shape", "ms", "achieved", "ceiling",
                 "% ceil");
@@ -408,9 +443,14 @@ int main(int argc, char **argv) {
                   r.seconds * 1e3, achieved * scale, r.unit == "TB/s" ? "TB" : "TF",
                   r.ceiling * scale, 100 * achieved / r.ceiling);
     }
+    std::printf("empty kernels, 1000 in a row: %.2f us each launched one by one, %.2f us each "
+                "from a CUDA graph\n",
+                streamUs, graphUs);
     if (!o.json.empty()) {
       std::ofstream f(o.json);
-      f << "{\n \"gpu\": " << jsonString(prop.name) << ",\n \"kernels\": [\n";
+      f << "{\n \"gpu\": " << jsonString(prop.name)
+        << ",\n \"empty_kernel_us\": {\"stream\": " << streamUs << ", \"graph\": " << graphUs
+        << "},\n \"kernels\": [\n";
       for (size_t i = 0; i < bench.rows.size(); ++i) {
         const Row &r = bench.rows[i];
         f << "  {\"kernel\": " << jsonString(r.kernel) << ", \"shape\": " << jsonString(r.shape)
