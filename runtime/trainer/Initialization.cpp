@@ -66,10 +66,14 @@ kernels::InitialValuesArgs initialValuesArgs(const ParamSpec &p, int rank, int t
   return a;
 }
 
-int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local) {
+kernels::InitialValuesArgs shardMap(const ParamSpec &p, int rank, int tp) {
   kernels::InitialValuesArgs a{};
   describeShard(a, p, rank, tp);
-  return kernels::math::fullIndex(a, local);
+  return a;
+}
+
+int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local) {
+  return kernels::math::fullIndex(shardMap(p, rank, tp), local);
 }
 
 InitialStream initialStream(const std::string &name, int layer, uint64_t seed) {

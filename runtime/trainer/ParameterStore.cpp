@@ -111,9 +111,12 @@ std::vector<float> ParameterStore::gatherOverTp(size_t p, const DeviceTensor &lo
   groups.tp.allGather(local.data(), gathered.data(), local.size(), local.dtype());
   const std::vector<float> all = gathered.download();
   std::vector<float> fullValues(all.size());
-  for (int r = 0; r < tp; ++r)
+  for (int r = 0; r < tp; ++r) {
+    const kernels::InitialValuesArgs map = shardMap(ps, r, tp);
     for (size_t i = 0; i < local.size(); ++i)
-      fullValues[size_t(fullIndexOf(ps, r, tp, int64_t(i)))] = all[size_t(r) * local.size() + i];
+      fullValues[size_t(kernels::math::fullIndex(map, int64_t(i)))] =
+          all[size_t(r) * local.size() + i];
+  }
   return fullValues;
 }
 
@@ -123,22 +126,29 @@ void ParameterStore::initialize(uint64_t seed, int hostThreads, bool draw) {
       const ParamSpec &ps = spec.params[p];
       State &s = state[p][l];
       const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
-      // Drawn where they live (on a GPU by a kernel): fp32 values, then the
-      // weights rounded from them.
-      DeviceTensor values(DType::F32);
-      if (draw) {
-        values.allocateUninitialized(s.local);
-        ops::drawInitialValues(initialValuesArgs(ps, tpRank, tp, layer, seed,
-                                                 static_cast<float *>(values.data()), s.local),
-                               hostThreads);
-      } else {
-        values.assignZeros(s.local); // loaded from the checkpoint after
-      }
-      DeviceTensor &w = weights(p, int(l)); // may be a view of an arena: copied into
+      // Drawn where they live (on a GPU by a kernel). fp32 weights that are
+      // the masters take the values directly; otherwise fp32 masters are
+      // drawn and the weights rounded from them. A resumed run loads every
+      // tensor from its checkpoint after: zeros until then.
+      DeviceTensor &w = weights(p, int(l)); // may be a view of an arena: written into
       w.allocateUninitialized(s.local);
-      ops::copy(w.tensor(), values.tensor(), ops::Index(s.local)); // rounded to its type
-      if (!s.masterIsWeights)
-        s.master = sliced ? slice(values, s.chunk) : std::move(values);
+      const bool direct = s.masterIsWeights && w.dtype() == DType::F32;
+      DeviceTensor values(DType::F32);
+      float *into = direct ? static_cast<float *>(w.data()) : nullptr;
+      if (!direct) {
+        values.allocateUninitialized(s.local);
+        into = static_cast<float *>(values.data());
+      }
+      if (draw)
+        ops::drawInitialValues(initialValuesArgs(ps, tpRank, tp, layer, seed, into, s.local),
+                               hostThreads);
+      else
+        device::fillZero(into, s.local * sizeof(float));
+      if (!direct) {
+        ops::copy(w.tensor(), values.tensor(), ops::Index(s.local)); // rounded to its type
+        if (!s.masterIsWeights)
+          s.master = sliced ? slice(values, s.chunk) : std::move(values);
+      }
       s.m.assignZeros(s.chunk);
       s.v.assignZeros(s.chunk);
       s.resident = true;
@@ -534,10 +544,11 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
     return;
   }
   std::vector<float> fullGrad(size_t(fullSize), 0.f);
+  const kernels::InitialValuesArgs map = shardMap(ps, tpRank, tp);
   if (sharded || tpRank == 0) {
     const std::vector<float> mine = sum.download();
     for (size_t i = 0; i < s.local; ++i)
-      fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))] = mine[i];
+      fullGrad[size_t(kernels::math::fullIndex(map, int64_t(i)))] = mine[i];
   }
   DeviceTensor summed(type);
   summed.upload(fullGrad);
@@ -545,7 +556,7 @@ void ParameterStore::sumTiedOverStages(size_t p, State &s) {
   fullGrad = summed.download();
   std::vector<float> local(s.local);
   for (size_t i = 0; i < s.local; ++i)
-    local[i] = fullGrad[size_t(fullIndexOf(ps, tpRank, tp, int64_t(i)))];
+    local[i] = fullGrad[size_t(kernels::math::fullIndex(map, int64_t(i)))];
   DeviceTensor whole(type);
   whole.upload(local);
   s.grad = sliced ? slice(whole, s.chunk) : std::move(whole);
@@ -797,8 +808,9 @@ void ParameterStore::load(size_t p, int layer, ParamTensor what,
                           const std::vector<float> &fullValues) {
   State &s = state[p][size_t(layer)];
   std::vector<float> values(s.local);
+  const kernels::InitialValuesArgs map = shardMap(spec.params[p], tpRank, tp);
   for (size_t i = 0; i < s.local; ++i)
-    values[i] = fullValues[size_t(fullIndexOf(spec.params[p], tpRank, tp, int64_t(i)))];
+    values[i] = fullValues[size_t(kernels::math::fullIndex(map, int64_t(i)))];
   DeviceTensor local(DType::F32);
   local.upload(values);
   swapInOptimizer(s); // kept offloaded since initialize; out again below

@@ -446,11 +446,16 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     // A resumed run loads every tensor from its checkpoint (loadCheckpoint
     // refuses one that lacks any): nothing to draw.
     store.initialize(o.seed, threads, /*draw=*/!resumed);
+    device::synchronizeStream(device::currentStream()); // a GPU draws them asynchronously
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (worldRank == 0 && seconds > 2 && !resumed)
-      std::printf("mistrt: initial values drawn in %.1f s on %d thread%s\n", seconds, threads,
-                  threads == 1 ? "" : "s");
+    if (worldRank == 0 && seconds > 2 && !resumed) {
+      if (std::strcmp(device::backendName(), "cpu") == 0)
+        std::printf("mistrt: initial values drawn in %.1f s on %d thread%s\n", seconds, threads,
+                    threads == 1 ? "" : "s");
+      else
+        std::printf("mistrt: initial values drawn in %.1f s on the device\n", seconds);
+    }
   }
   LrSchedule schedule = runSchedule(spec, o, lr);
   const int firstStep = resumed ? resumeFromCheckpoint(std::move(*resumed), spec, stage, store,

@@ -70,6 +70,9 @@ struct ParamSpec {
 
 /// The index in the full tensor of element `local` of tp rank `rank`'s shard.
 int64_t fullIndexOf(const ParamSpec &p, int rank, int tp, int64_t local);
+/// The same map built once, for loops over a tensor:
+/// kernels::math::fullIndex(shardMap(p, rank, tp), local) == fullIndexOf(...).
+kernels::InitialValuesArgs shardMap(const ParamSpec &p, int rank, int tp);
 
 /// What the generated code sees of one layer's buffers (or of pre and
 /// post): a view of device arrays that runtime/trainer/StageMemory.h owns

@@ -419,9 +419,12 @@ int main() {
   // thread (2048), and several (4104: 513 vectors over 256 threads).
   checkLayerNorm(33, 2048, 16);
   checkLayerNorm(9, 4104, 17);
+  checkLayerNorm(5, 4096, 29);  // two vectors a thread (GPT-3 6.7B's hidden)
+  checkLayerNorm(3, 12288, 30); // six a thread forward (GPT-3 175B's); dinp on the scalar kernel
   checkRmsNorm(64, 768, 7);
   checkRmsNorm(17, 1031, 8);
   checkRmsNorm(9, 4104, 28); // several vectors a thread
+  checkRmsNorm(5, 4096, 31);
   checkRope(2, 33, 3, 64, 0, false, 9);
   checkRope(2, 33, 3, 64, 32, true, 10);
   checkEmbedding(1000, 64, 50, 11);
@@ -441,5 +444,6 @@ int main() {
   checkLinearGelu(7, 13, 257, 24); // no GELU epilogue for these: the unfused fallback
   checkResidualNorms(64, 768, 25);
   checkResidualNorms(300, 1031, 26);
+  checkResidualNorms(16, 4096, 32); // two vectors a thread
   return finish();
 }

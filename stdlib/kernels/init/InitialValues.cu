@@ -13,6 +13,8 @@ __global__ void initialValuesKernel(InitialValuesArgs a) {
     a.out[i] = math::initialValueAt(a, i);
 }
 
+static_assert(sizeof(InitialValuesArgs) <= 4096, "a kernel argument, within the 4 KiB limit");
+
 } // namespace
 
 cudaError_t initialValuesCuda(const InitialValuesArgs &a, cudaStream_t stream) {

@@ -20,8 +20,9 @@
 
 namespace mist::kernels {
 
-/// Parts a tensor's split axis may hold (fused q/k/v: 3).
-constexpr int initialValuesMaxGroups = 8;
+/// Parts a tensor's split axis may hold (fused q/k/v: 3; a weight sliced
+/// per head: one per head).
+constexpr int initialValuesMaxGroups = 256;
 
 /// One tensor's values as one tp rank holds them.
 struct InitialValuesArgs {

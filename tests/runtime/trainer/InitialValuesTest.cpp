@@ -62,10 +62,11 @@ TEST(InitialValues, AnySplitCoversTheFullTensorOnce) {
 }
 
 TEST(InitialValues, DrawnOnThreadsAsOneByOne) {
-  const ParamSpec p = param("layer.mlp.fc1.weight", {1024, 1536}, 1, {768, 768});
+  const ParamSpec p = param("layer.mlp.fc1.weight", {4096, 1536}, 1, {768, 768});
   const int tp = 2, rank = 1, layer = 3;
   const uint64_t seed = 1234;
-  const size_t n = 1024 * 768; // one rank's shard, several threads' worth
+  // One rank's shard: 3 M values, three threads' worth (a thread takes 2^20 at least).
+  const size_t n = 4096 * 768;
   std::vector<float> drawn(n), threaded(n);
   ops::drawInitialValues(initialValuesArgs(p, rank, tp, layer, seed, drawn.data(), n), 1);
   ops::drawInitialValues(initialValuesArgs(p, rank, tp, layer, seed, threaded.data(), n), 3);
