@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/Tensor.h"
 
 #include <algorithm>
@@ -55,6 +56,28 @@ __device__ __forceinline__ void storeVector(__nv_bfloat16 *row, Index v, const f
 /// The value as bf16 stores it (a fused residual add reads back what it stored).
 __device__ __forceinline__ float roundedToBf16(float v) {
   return __bfloat162float(__float2bfloat16_rn(v));
+}
+
+/// Vector `v` of row `row` of a norm's input: `inp` itself, or with a fused
+/// residual add (`r.sum` set) a + b, stored to r.sum and returned as stored,
+/// as the unfused add (Storage.cuh's addAndStore) leaves it.
+__device__ __forceinline__ void loadNormInput(const ResidualAdd<__nv_bfloat16> &r,
+                                              const __nv_bfloat16 *inp, Index row, Index v,
+                                              float (&x)[8]) {
+  if (!r.sum) {
+    loadVector(inp + row, v, x);
+    return;
+  }
+  float b[8];
+  loadVector(r.a + row, v, x);
+  loadVector(r.b + row, v, b);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    x[i] += b[i];
+  storeVector(r.sum + row, v, x);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    x[i] = roundedToBf16(x[i]);
 }
 
 /// Row kernels that keep a row in registers: one block of `threads` per

@@ -13,6 +13,7 @@
 #include "stdlib/kernels/BlockReduce.cuh"
 #include "stdlib/kernels/Storage.cuh"
 #include "stdlib/kernels/VectorRow.cuh"
+#include "stdlib/kernels/norms/NormColumnSums.h"
 
 #include <algorithm>
 #include <cuda_runtime.h>
@@ -104,20 +105,7 @@ __global__ void rmsNormFwdVectorKernel(RMSNormArgsOf<bf16> a, ResidualAdd<bf16> 
       const Index v = threadIdx.x + Index(k) * blockDim.x;
       if (v >= vectors)
         continue;
-      if (r.sum) { // stored as the unfused add stores it, and read back so
-        float b[8];
-        loadVector(r.a + row, v, x[k]);
-        loadVector(r.b + row, v, b);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          x[k][i] += b[i];
-        storeVector(r.sum + row, v, x[k]);
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          x[k][i] = roundedToBf16(x[k][i]);
-      } else {
-        loadVector(a.inp + row, v, x[k]);
-      }
+      loadNormInput(r, a.inp, row, v, x[k]);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         sq += x[k][i] * x[k][i];
@@ -178,44 +166,6 @@ template <int MaxVectors> __global__ void rmsNormBwdInpVectorKernel(RMSNormArgsO
   }
 }
 
-/// rmsNormBwdParamKernel for bf16 rows of whole vectors: thread x of a
-/// colTile x rowTile block sums the 8 channels of vector
-/// blockIdx.x * colTile + x.
-__global__ void rmsNormBwdParamVectorKernel(RMSNormArgsOf<bf16> a, Index rowsPerChunk) {
-  __shared__ float dwPart[rowTile][colTile * bf16PerVector];
-  const Index vectors = a.channels / bf16PerVector;
-  const Index v = Index(blockIdx.x) * colTile + threadIdx.x;
-  const Index begin = Index(blockIdx.y) * rowsPerChunk,
-              end = std::min(a.rows, begin + rowsPerChunk);
-  float dw[8] = {};
-  if (v < vectors)
-    for (Index n = begin + threadIdx.y; n < end; n += rowTile) {
-      float dy[8], x[8];
-      loadVector(a.dout + n * a.channels, v, dy);
-      loadVector(a.inp + n * a.channels, v, x);
-      const float s = a.rstd[n];
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        dw[i] += dy[i] * x[i] * s;
-    }
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    dwPart[threadIdx.y][threadIdx.x * 8 + i] = dw[i];
-  __syncthreads();
-  if (threadIdx.y != 0 || v >= vectors)
-    return;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) {
-    for (int r = 1; r < rowTile; ++r)
-      dw[i] += dwPart[r][threadIdx.x * 8 + i];
-    const Index c = v * bf16PerVector + i;
-    if (gridDim.y == 1)
-      a.dweight[c] += dw[i];
-    else
-      atomicAdd(a.dweight + c, dw[i]);
-  }
-}
-
 template <int K> struct FwdVector {
   static void run(const RMSNormArgsOf<bf16> &a, ResidualAdd<bf16> r, int threads,
                   cudaStream_t stream) {
@@ -259,8 +209,10 @@ template <typename T> cudaError_t backward(const RMSNormArgsOf<T> &a, cudaStream
   bool vectorParams = false;
   if constexpr (std::is_same_v<T, bf16>) {
     if (vectorRows(a.channels, a.inp, a.dout)) { // columns of whole vectors
-      const ColumnSumGrid g = columnSumGrid(a.rows, a.channels / bf16PerVector);
-      rmsNormBwdParamVectorKernel<<<g.grid, g.block, 0, stream>>>(a, g.rowsPerChunk);
+      if (cudaError_t err = normColumnSumsCuda(
+              {a.dout, a.inp, nullptr, a.rstd, a.dweight, nullptr, a.rows, a.channels}, stream);
+          err != cudaSuccess)
+        return err;
       vectorParams = true;
     }
   }
