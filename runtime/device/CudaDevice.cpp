@@ -314,7 +314,15 @@ std::string initialize(int localRank) {
              (rc != cudaSuccess ? cudaGetErrorString(rc) : "no device found"));
   if (localRank < 0)
     abortJob("device::initialize: negative local rank " + std::to_string(localRank));
-  const int device = localRank % count;
+  // One visible GPU per rank (a launcher's per-task CUDA_VISIBLE_DEVICES):
+  // that one. Several: the host's ranks take one each, and more ranks than
+  // GPUs is an error here rather than two ranks on one GPU (NCCL refuses a
+  // communicator with a GPU twice, with a less clear message, later).
+  if (count > 1 && localRank >= count)
+    abortJob("rank " + std::to_string(localRank) + " of this host has no GPU of its own: " +
+             std::to_string(count) + " are visible; start at most " + std::to_string(count) +
+             " ranks per host (or give each rank one GPU with CUDA_VISIBLE_DEVICES)");
+  const int device = count == 1 ? 0 : localRank;
   check(cudaSetDevice(device), "cudaSetDevice");
   // Stream-ordered allocations (op staging, the bias gradient's partials)
   // come from the device's default pool, which by default gives its memory
