@@ -27,7 +27,9 @@
 # (two-rank plans: timed on both ranks at once). Run it on an idle machine with two
 # cores: it is a timing (about 13 minutes).
 #   cpu-time.sh MISTC BUILD [OUT.json]   (env: STEPS, REPEATS, ONLY: a regular
-#                                         expression picking plans by name)
+#                                         expression picking plans by name;
+#                                         REGIONS=1: one-rank plans also region
+#                                         by region, OUT-regions.json)
 # Prints a table; writes OUT.json (default bench/results/time-cpu.json) and
 # the measured clusters beside it (time-cpu-cluster-{gpt,llama}[-bf16].yaml,
 # two cores, and ...-one-core.yaml). KEEP=1 keeps the work folder (printed).
@@ -175,8 +177,16 @@ for p in "${plans[@]}"; do
     --emit=trainer -o "$work/$name.cu" 2>/dev/null
   "$root/scripts/compile-trainer.sh" cpu "$work/$name.cu" "$build" "$work/$name" > /dev/null
   tokens_per_step=$((dp * g * b * 128))
-  mapfile -t rates < <(mpirun -np "$ranks" "$work/$name" --steps "$steps" --log-every 1 --synthetic "${overlap[@]}" |
+  trace=()
+  [[ ${REGIONS:-0} == 1 && $ranks == 1 ]] && trace=(--trace "$work/$name.trace.json")
+  mapfile -t rates < <(mpirun -np "$ranks" "$work/$name" --steps "$steps" --log-every 1 --synthetic "${overlap[@]}" "${trace[@]}" |
     sed -n 's/^step *\([0-9]*\) .* \([0-9.]*\) tokens\/s .*/\1 \2/p')
+  if ((${#trace[@]})); then # the last step, region by region, against the report's regions
+    "$mistc" "$work/$model.mist" --cluster "$cluster" --plan "$work/$name.yaml" --emit=report \
+      > "$work/$name.report" 2>/dev/null
+    python3 "$root/bench/h100/compare-regions.py" "$work/$name.report" "$work/$name.trace.json" \
+      "$work/$name.regions.json" | sed "s/^/  $name: /"
+  fi
   measured=$(printf '%s\n' "${rates[@]}" | python3 -c "
 import statistics, sys
 rates = [float(l.split()[1]) for l in sys.stdin if l.strip() and int(l.split()[0]) >= 2]
@@ -192,6 +202,13 @@ print(f'{$tokens_per_step / statistics.median(rates):.4f}' if rates else '')")
   sep=$',\n'
 done
 printf '\n]\n' >> "$out"
+if [[ ${REGIONS:-0} == 1 ]]; then
+  python3 - "${out%.json}-regions.json" "$work"/*.regions.json <<'PY'
+import json, os, sys
+json.dump({os.path.basename(p)[:-len(".regions.json")]: json.load(open(p)) for p in sys.argv[2:]},
+          open(sys.argv[1], "w"), indent=1)
+PY
+fi
 for model in $models; do # ONLY may have left some out
   cp "$work/$model.2.yaml" "${out%.json}-cluster-${model#bench-}.yaml"
   cp "$work/$model.yaml" "${out%.json}-cluster-${model#bench-}-one-core.yaml"
