@@ -138,8 +138,12 @@ PY
     timeout --kill-after=5 "${PLAN_LIMIT:-120}" mpirun -np 1 --bind-to none "$t/$p" --steps "$steps" --log-every 1 \
       --trace "$logs/trace-$p.json" > "$logs/trainer-$p.log" 2>&1 || { echo "   $p failed (rc $?)"; rc=1; }
     cp "$logs/trainer-$p.log" "$t/logs/$p.log"
-    # Region by region, the measured last step against the report's prediction.
-    [[ -f $logs/trace-$p.json ]] && python3 bench/h100/compare-regions.py "$work/trainers/$p.report" \
+    # Region by region, the measured last step against the report's prediction
+    # (for the card it ran on: an H200 has its own preset and report).
+    local report=$work/trainers/$p.report
+    [[ $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) == *H200* &&
+      -f $work/trainers/$p.h200.report ]] && report=$work/trainers/$p.h200.report
+    [[ -f $logs/trace-$p.json ]] && python3 bench/h100/compare-regions.py "$report" \
       "$logs/trace-$p.json" "$logs/regions-$p.json" > "$logs/regions-$p.txt" 2>&1 && cat "$logs/regions-$p.txt"
   done
   python3 bench/h100/summarize-trainers.py "$t/predicted.json" "$t/logs" "$out/gpu-trainer.json" \

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs where mistc builds (not on the GPU host): writes the single-GPU plans
 # of the H100 trainer benchmark, their predicted iteration time and peak
-# memory (mistc --emit=report with CLUSTER, by default the h100-80g preset
+# memory (mistc --emit=report with CLUSTER, by default the dgx-h100-80g preset
 # cut to one GPU; use the measured profile once it exists), and each plan's
 # train.cu, all under OUT (default bench/h100/trainers), for
-# run-trainers.sh to build and run on the GPU host:
+# run-trainers.sh to build and run on the GPU host. With the default cluster
+# each plan is also priced on the dgx-h200-141g preset (PLAN.h200.report,
+# "on_h200" in predicted.json), for a run lent an H200:
 #   make-trainers.sh MISTC [OUT] [CLUSTER.yaml]
 # Plans (sequence 2048, one GPU, dp = tp = 1) differ in micro-batch,
 # checkpointed layers, optimizer-state offload and activation offload; the
@@ -20,9 +22,15 @@ here=$(cd "$(dirname "$0")" && pwd) root=$(cd "$(dirname "$0")/../.." && pwd)
 out=${2:-$here/trainers}
 mkdir -p "$out"
 cluster=${3:-$out/h100-1gpu.yaml}
-if [[ $# -lt 3 ]]; then # the preset, one GPU per node, one node
-  sed -e 's/^gpus_per_node: 8$/gpus_per_node: 1/;s/^name: h100-80g$/name: h100-80g-1gpu/' \
-    -e '/^  - {nodes: [0-9]*, gpus_per_node: [2-9]/d' "$root/stdlib/clusters/h100-80g.yaml" > "$cluster"
+h200=""
+one_gpu() { # PRESET OUT.yaml: the preset, one GPU per node, one node
+  sed -e 's/^gpus_per_node: 8$/gpus_per_node: 1/' -e "s/^name: $1\$/name: $1-1gpu/" \
+    -e '/^  - {nodes: [0-9]*, gpus_per_node: [2-9]/d' "$root/stdlib/clusters/$1.yaml" > "$2"
+}
+if [[ $# -lt 3 ]]; then
+  one_gpu dgx-h100-80g "$cluster"
+  h200=$out/h200-1gpu.yaml
+  one_gpu dgx-h200-141g "$h200"
 fi
 # Predict and emit the same dtype (written into each model's train section),
 # so that the predictions describe what runs.
@@ -57,7 +65,7 @@ done
   -o "$out/gpt67-tuned.yaml" 2> "$out/gpt67-tuned.log" || { cat "$out/gpt67-tuned.log" >&2; exit 1; }
 for plan in "$out"/*.yaml; do
   name=$(basename "$plan" .yaml)
-  [[ $name == h100-1gpu ]] && continue
+  [[ $name == h100-1gpu || $name == h200-1gpu ]] && continue
   model=$(sed -n 's/^model: gpt3_\(.*\)$/\1/p' "$plan" | tr _ .)
   model=$out/models/gpt3-$model.mist
   report=$("$mistc" "$model" --cluster "$cluster" --plan "$plan" --emit=report 2>&1) || {
@@ -67,8 +75,16 @@ for plan in "$out"/*.yaml; do
   peak=$(sed -n 's/.*peak \([0-9.]*\) GiB (forward.*/\1/p;s/.*peak \([0-9.]*\) MiB (forward.*/\1 1024/p' <<<"$report" |
     awk '{print NF == 2 ? $1 / $2 : $1}' | sort -g | tail -1)
   "$mistc" "$model" --cluster "$cluster" --plan "$plan" --emit=trainer -o "$out/$name.train.cu"
-  printf '%s  {"plan": "%s", "model": "%s", "predicted_iteration_s": %s, "predicted_peak_gib": %s}' \
-    "$sep" "$name" "$(basename "$model")" "${iter:-null}" "${peak:-null}" >> "$out/predicted.json"
+  on_h200=""
+  if [[ -n $h200 ]]; then # the same plan priced on the H200
+    report=$("$mistc" "$model" --cluster "$h200" --plan "$plan" --emit=report 2>&1) || {
+      echo "$report" >&2; exit 1; }
+    echo "$report" > "$out/$name.h200.report"
+    h200_iter=$(sed -n 's/^pipeline: iteration \([0-9.]*\) s.*/\1/p' <<<"$report")
+    on_h200=", \"on_h200\": {\"predicted_iteration_s\": ${h200_iter:-null}, \"predicted_peak_gib\": ${peak:-null}}"
+  fi
+  printf '%s  {"plan": "%s", "model": "%s", "predicted_iteration_s": %s, "predicted_peak_gib": %s%s}' \
+    "$sep" "$name" "$(basename "$model")" "${iter:-null}" "${peak:-null}" "$on_h200" >> "$out/predicted.json"
   sep=$',\n'
   printf '%-22s %-16s predicted %8s s/iter  %7s GiB\n' "$name" "$(basename "$model")" "${iter:-?}" "${peak:-?}"
 done

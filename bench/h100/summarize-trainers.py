@@ -41,6 +41,13 @@ def main(predicted_path, logs, out_path, reference_path, summary_path):
     rows = []
     for plan in json.load(open(predicted_path)):
         m = measure(os.path.join(logs, plan["plan"] + ".log"))
+        # Priced for the card it ran on where the plan was priced for it too
+        # (make-trainers.sh: the H100 preset, and the H200 one in "on_h200").
+        plan = dict(plan)
+        on_h200 = plan.pop("on_h200", None)
+        plan["predicted_on"] = "H100 preset"
+        if on_h200 and "H200" in m.get("device", ""):
+            plan.update(on_h200, predicted_on="H200 preset")
         row = dict(plan, **m)
         if "error" not in m:
             row["time_error"] = abs(plan["predicted_iteration_s"] - m["iteration_s_median"]) / m["iteration_s_median"]

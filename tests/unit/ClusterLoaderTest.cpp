@@ -101,7 +101,7 @@ TEST(ClusterLoader, EveryPresetLoads) {
   std::vector<std::string> presets = listClusterPresets(dirs);
   EXPECT_EQ(presets,
             (std::vector<std::string>{"a100-40g", "a100-80g", "dgx-a100-40g", "dgx-a100-80g",
-                                      "dgx-h100-80g", "h100-80g", "l4-24g"}));
+                                      "dgx-h100-80g", "dgx-h200-141g", "h100-80g", "l4-24g"}));
   for (const std::string &name : presets) {
     auto l = loadPreset(name);
     ASSERT_TRUE(l->cluster) << name << ":\n" << l->errors();
@@ -298,7 +298,7 @@ TEST(ClusterLoader, UnknownPreset) {
   EXPECT_NE(
       l->errors().find(
           "unknown cluster preset 'a100-40'; did you mean 'a100-40g'? "
-          "(presets: a100-40g a100-80g dgx-a100-40g dgx-a100-80g dgx-h100-80g h100-80g l4-24g)"),
+          "(presets: a100-40g a100-80g dgx-a100-40g dgx-a100-80g dgx-h100-80g dgx-h200-141g h100-80g l4-24g)"),
       std::string::npos)
       << l->errors();
   auto missing = loadPreset("/nonexistent/cluster.yaml");
