@@ -295,11 +295,10 @@ TEST(ClusterLoader, MeasuredOps) {
 TEST(ClusterLoader, UnknownPreset) {
   auto l = loadPreset("a100-40");
   EXPECT_FALSE(l->cluster);
-  EXPECT_NE(
-      l->errors().find(
-          "unknown cluster preset 'a100-40'; did you mean 'a100-40g'? "
-          "(presets: a100-40g a100-80g dgx-a100-40g dgx-a100-80g dgx-h100-80g dgx-h200-141g h100-80g l4-24g)"),
-      std::string::npos)
+  EXPECT_NE(l->errors().find("unknown cluster preset 'a100-40'; did you mean 'a100-40g'? "
+                             "(presets: a100-40g a100-80g dgx-a100-40g dgx-a100-80g dgx-h100-80g "
+                             "dgx-h200-141g h100-80g l4-24g)"),
+            std::string::npos)
       << l->errors();
   auto missing = loadPreset("/nonexistent/cluster.yaml");
   EXPECT_FALSE(missing->cluster);
