@@ -48,6 +48,13 @@ MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_
 # most on small models, is not in the model: the trainer is C++);
 # torch.compile also fuses elementwise ops, which the model does not.
 PYTORCH_H100 = "PyTorch on our H100, shared/reference/h100-measured.md"
+# The same script on our H200 (2026-11-27, PyTorch 2.11, torch.compile, median
+# of 10 steps), and mistc's own bf16 trainer on the same card in the same call
+# (bench/gpu/run-all.sh; its scalar memory-bound kernels, before their
+# 16-byte loads), priced on dgx-h200-141g, whose figures come from that card's
+# kernel micro-benchmarks, not from these steps.
+PYTORCH_H200 = "PyTorch on our H200, bench/results/gpu-2026-11-27-h200/pytorch-reference.json"
+MISTC_H200 = "mistc's trainer on our H200, bench/results/gpu-2026-11-27-h200/gpt3-trainer.json"
 # NVIDIA/Megatron-LM README (main at d98e8a64, 2026-08-22), "Model table"
 # (images/model_table.png): weak scaling of GPT models from 1.7B to 462B on
 # H100 DGX nodes, dp 48 throughout, vocabulary 131072, sequence 4096, with
@@ -124,9 +131,10 @@ def llm_foundry_run(gpu, size, gpus, mbs, grad_accum, gbs, ckpt, tokens_per_s, s
                zero=zero, tokens_per_s=tokens_per_s, exact_gelu=True)
 
 
-def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode):
-    return run(name, PYTORCH_H100, "dgx-h100-80g", hidden, heads, layers, 50304, seq, False, 1, 1,
-               1, 1, mbs, mbs, recompute, tflops, False, "PyTorch " + mode)
+def pytorch_run(name, hidden, heads, layers, seq, mbs, recompute, tflops, mode,
+                source=PYTORCH_H100, cluster="dgx-h100-80g", who="PyTorch "):
+    return run(name, source, cluster, hidden, heads, layers, 50304, seq, False, 1, 1,
+               1, 1, mbs, mbs, recompute, tflops, False, who + mode)
 
 
 RUNS = [
@@ -174,6 +182,14 @@ RUNS = [
     pytorch_run("gpt3-1.3b-ckpt", 2048, 16, 24, 2048, 8, True, 390, "eager"),
     pytorch_run("gpt3-2.7b", 2560, 32, 32, 2048, 4, False, 503, "torch.compile"),
     pytorch_run("gpt3-2.7b-ckpt", 2560, 32, 32, 2048, 8, True, 448, "torch.compile"),
+    pytorch_run("h200-1.3b-c", 2048, 16, 24, 2048, 4, False, 546.3, "torch.compile",
+                PYTORCH_H200, "dgx-h200-141g"),
+    pytorch_run("h200-2.7b-c", 2560, 32, 32, 2048, 4, False, 531.6, "torch.compile",
+                PYTORCH_H200, "dgx-h200-141g"),
+    pytorch_run("h200-1.3b-mistc", 2048, 16, 24, 2048, 4, False, 521.6, "bf16 trainer",
+                MISTC_H200, "dgx-h200-141g", "mistc "),
+    pytorch_run("h200-2.7b-mistc", 2560, 32, 32, 2048, 4, False, 517.0, "bf16 trainer",
+                MISTC_H200, "dgx-h200-141g", "mistc "),
 ]
 
 
@@ -293,7 +309,10 @@ def main():
               "megatron_sc21_a100": [r for r in rows if r["source"] == MEGATRON_SC21],
               "megatron_h100_readme": [r for r in rows if r["source"] == MEGATRON_H100],
               "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
-              "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"],
+              "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"
+                                       and r["source"] == PYTORCH_H100],
+              "pytorch_h200_compile": [r for r in rows if r["source"] == PYTORCH_H200],
+              "mistc_trainer_h200": [r for r in rows if r["source"] == MISTC_H200],
               "megatron_interleaved": [r for r in rows if "interleaved" in r["note"]],
               "llm_foundry_a100": [r for r in rows
                                    if r["source"] == LLM_FOUNDRY and r["cluster"] == "dgx-a100-80g"],
