@@ -5,8 +5,10 @@
 ///   dweight[c] += sum_n dout[n, c] * (inp[n, c] - mean[n]) * rstd[n]
 ///   dbias[c]   += sum_n dout[n, c]                    (where dbias is set)
 /// with mean null for rmsnorm (no centering). Rows are split into chunks
-/// (BlockReduce.cuh's columnSumGrid); with several, each chunk adds its
-/// partial sums with fp32 atomicAdd, so the last bits may vary run to run.
+/// (BlockReduce.cuh's columnSumGrid); with several, each chunk's partial
+/// sums go to a stream-ordered scratch buffer and are added chunk by chunk
+/// in a second pass: deterministic, the same bits every run (the scalar
+/// kernels' fp32 atomicAdd is not).
 //===----------------------------------------------------------------------===//
 #pragma once
 
