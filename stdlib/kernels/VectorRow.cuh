@@ -80,6 +80,20 @@ __device__ __forceinline__ void loadNormInput(const ResidualAdd<__nv_bfloat16> &
     x[i] = roundedToBf16(x[i]);
 }
 
+/// f(k, v) for each vector a thread holds of a row of `vectors`: vector
+/// v = threadIdx.x + k * blockDim.x, k < MaxVectors. The loop is unrolled,
+/// so k is a constant in each call and register arrays indexed by it stay
+/// in registers.
+template <int MaxVectors, typename F>
+__device__ __forceinline__ void forEachHeldVector(Index vectors, F &&f) {
+#pragma unroll
+  for (int k = 0; k < MaxVectors; ++k) {
+    const Index v = threadIdx.x + Index(k) * blockDim.x;
+    if (v < vectors)
+      f(k, v);
+  }
+}
+
 /// Row kernels that keep a row in registers: one block of `threads` per
 /// row, each thread holding `perThread` of its vectors (threadIdx.x + k *
 /// blockDim.x). perThread is 0 where a row does not fit `maxVectors` a thread.

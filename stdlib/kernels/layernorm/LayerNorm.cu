@@ -122,34 +122,25 @@ __global__ void layerNormFwdVectorKernel(LayerNormArgsOf<bf16> a, ResidualAdd<bf
     const Index row = n * a.channels;
     float x[MaxVectors][8];
     float sum = 0.f;
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       loadNormInput(r, a.inp, row, v, x[k]);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         sum += x[k][i];
-    }
+    });
     const float m = blockSum(sum) / float(a.channels);
     float sq = 0.f;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index) {
 #pragma unroll
-    for (int k = 0; k < MaxVectors; ++k)
-      if (threadIdx.x + Index(k) * blockDim.x < vectors)
-#pragma unroll
-        for (int i = 0; i < 8; ++i)
-          sq += (x[k][i] - m) * (x[k][i] - m);
+      for (int i = 0; i < 8; ++i)
+        sq += (x[k][i] - m) * (x[k][i] - m);
+    });
     const float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
     if (threadIdx.x == 0) {
       a.mean[n] = m;
       a.rstd[n] = s;
     }
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       float w[8], b[8] = {}, y[8];
       loadVector(a.weight, v, w);
       if (a.bias)
@@ -158,7 +149,7 @@ __global__ void layerNormFwdVectorKernel(LayerNormArgsOf<bf16> a, ResidualAdd<bf
       for (int i = 0; i < 8; ++i)
         y[i] = (x[k][i] - m) * s * w[i] + b[i];
       storeVector(a.out + row, v, y);
-    }
+    });
   }
 }
 
@@ -170,11 +161,7 @@ template <int MaxVectors> __global__ void layerNormBwdInpVectorKernel(LayerNormA
     const float m = a.mean[n], s = a.rstd[n];
     float xhat[MaxVectors][8], g[MaxVectors][8];
     float gSum = 0.f, gxSum = 0.f;
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       float x[8], dy[8], w[8];
       loadVector(a.inp + row, v, x);
       loadVector(a.dout + row, v, dy);
@@ -186,20 +173,16 @@ template <int MaxVectors> __global__ void layerNormBwdInpVectorKernel(LayerNormA
         gSum += g[k][i];
         gxSum += g[k][i] * xhat[k][i];
       }
-    }
+    });
     const float gMean = blockSum(gSum) / float(a.channels);
     const float gxMean = blockSum(gxSum) / float(a.channels);
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       float dx[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         dx[i] = s * (g[k][i] - gMean - xhat[k][i] * gxMean);
       storeVector(a.dinp + row, v, dx);
-    }
+    });
   }
 }
 

@@ -92,7 +92,7 @@ using bf16 = __nv_bfloat16;
 /// 16384 / 8192 values.
 constexpr int fwdMaxVectors = 8, bwdMaxVectors = 4;
 
-/// rmsNormFwdKernel for bf16 rows of whole vectors.
+/// rmsNormFwdKernel for bf16 rows of whole vectors (VectorRow.cuh).
 template <int MaxVectors>
 __global__ void rmsNormFwdVectorKernel(RMSNormArgsOf<bf16> a, ResidualAdd<bf16> r) {
   const Index vectors = a.channels / bf16PerVector;
@@ -100,31 +100,23 @@ __global__ void rmsNormFwdVectorKernel(RMSNormArgsOf<bf16> a, ResidualAdd<bf16> 
     const Index row = n * a.channels;
     float x[MaxVectors][8];
     float sq = 0.f;
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       loadNormInput(r, a.inp, row, v, x[k]);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         sq += x[k][i] * x[k][i];
-    }
+    });
     const float s = 1.f / sqrtf(blockSum(sq) / float(a.channels) + a.eps);
     if (threadIdx.x == 0)
       a.rstd[n] = s;
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       float w[8], y[8];
       loadVector(a.weight, v, w);
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         y[i] = x[k][i] * s * w[i];
       storeVector(a.out + row, v, y);
-    }
+    });
   }
 }
 
@@ -136,11 +128,7 @@ template <int MaxVectors> __global__ void rmsNormBwdInpVectorKernel(RMSNormArgsO
     const float s = a.rstd[n];
     float x[MaxVectors][8], g[MaxVectors][8];
     float gxSum = 0.f;
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       float dy[8], w[8];
       loadVector(a.inp + row, v, x[k]);
       loadVector(a.dout + row, v, dy);
@@ -150,19 +138,15 @@ template <int MaxVectors> __global__ void rmsNormBwdInpVectorKernel(RMSNormArgsO
         g[k][i] = dy[i] * w[i];
         gxSum += g[k][i] * x[k][i];
       }
-    }
+    });
     const float gx = blockSum(gxSum) / float(a.channels);
-#pragma unroll
-    for (int k = 0; k < MaxVectors; ++k) {
-      const Index v = threadIdx.x + Index(k) * blockDim.x;
-      if (v >= vectors)
-        continue;
+    forEachHeldVector<MaxVectors>(vectors, [&](int k, Index v) {
       float dx[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i)
         dx[i] = s * g[k][i] - x[k][i] * s * s * s * gx;
       storeVector(a.dinp + row, v, dx);
-    }
+    });
   }
 }
 
