@@ -386,6 +386,8 @@ ExportModel mist::exportModelOf(const Module &m) {
       e.geluTanh |= op->kind == OpKind::Gelu && !geluIsExact(*op);
       e.geluExact |= op->kind == OpKind::Gelu && geluIsExact(*op);
       e.tiedHead |= op->kind == OpKind::LMHead && op->boolAttr("tied", false);
+      if (op->kind == OpKind::CrossEntropy)
+        e.fusedLoss = op->boolAttr("fused", true);
       if (op->kind == OpKind::Dropout)
         e.dropout = std::max(e.dropout, op->realAttr("p").value_or(0));
       if (op->kind == OpKind::Attention)

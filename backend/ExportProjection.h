@@ -59,6 +59,7 @@ struct ExportModel {
   bool geluTanh = false;       ///< a gelu is the tanh approximation (`approximate`, the default)
   bool geluExact = false;      ///< a gelu is the exact x Phi(x) (`approximate = false`)
   bool tiedHead = false;       ///< the LM head reuses the token embedding
+  bool fusedLoss = true;       ///< cross_entropy is the fused kernel (not `fused = false`)
   double dropout = 0;          ///< the largest dropout probability of the layers
   double attentionDropout = 0; ///< on the attention probabilities
   double ropeTheta = 10000;    ///< the rotary base

@@ -73,6 +73,10 @@ void modelArgs(const ExportModel &model, const ArgWriter &arg) {
     arg("--untie-embeddings-and-output-weights");
   arg(fmt::format("--hidden-dropout {:g} --attention-dropout {:g}", model.dropout,
                   model.attentionDropout));
+  // Megatron-LM's default loss upcasts the logits and runs the softmax as
+  // separate ops; the model's fused one is its loss fusion.
+  if (model.fusedLoss)
+    arg("--cross-entropy-loss-fusion");
 }
 
 /// Batch and parallelism, with uneven first and last stages where the

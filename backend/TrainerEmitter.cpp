@@ -229,6 +229,13 @@ bool checkTrainable(const Module &m, const Plan &plan, DiagnosticEngine &diag) {
       if (op->kind == OpKind::Dropout && op->realAttr("p").value_or(0) > 0) {
         diag.error(op->loc, "the trainer does not run dropout with p > 0 yet");
         return false;
+      } else if (op->kind == OpKind::CrossEntropy && !op->boolAttr("fused", true)) {
+        // The unfused form is priced for comparing with frameworks that
+        // run it; the trainer's loss kernel is the fused one.
+        diag.error(op->loc, "the trainer computes cross_entropy fused: remove `fused = false` "
+                            "(the unfused form is for pricing runs of frameworks that upcast "
+                            "the logits, docs/perf-model.md)");
+        return false;
       }
   // The runtime stores fp32 and bf16 tensors (runtime/device/DType.h) and
   // keeps fp32 masters and moments; f16 would need dynamic loss scaling,

@@ -69,7 +69,10 @@ const std::vector<Builtin> &table() {
       {"dropout", OpKind::Dropout, 1, {tensor("x"), realRequired("p")}},
       {"slice", OpKind::Slice, 3, {tensor("x"), offset("start"), dim("size")}},
       {"concat", OpKind::Concat, 2, {tensor("a"), tensor("b")}},
-      {"cross_entropy", OpKind::CrossEntropy, 2, {tensor("logits"), tensor("targets")}},
+      {"cross_entropy",
+       OpKind::CrossEntropy,
+       2,
+       {tensor("logits"), tensor("targets"), flag("fused", true)}},
   };
   return builtins;
 }

@@ -448,7 +448,8 @@ LogicalResult inferBinary(RuleContext &c) {
 }
 
 LogicalResult inferCrossEntropy(RuleContext &c) {
-  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(2)) ||
+  const bool fused = c.op.boolAttr("fused", true);
+  if (failed(c.expectOperands(2, 2)) || failed(c.expectResults(fused ? 2 : 3)) ||
       failed(c.expectActivation(0, 3)))
     return failure();
   const TensorType &logits = c.op.operands[0]->type, &targets = c.op.operands[1]->type;
@@ -461,7 +462,15 @@ LogicalResult inferCrossEntropy(RuleContext &c) {
     return failure();
   // Per token: running max and log-sum-exp (all-reduced across tp when the
   // vocabulary is sharded).
-  return c.setResult(1, c.act(DType::F32, {logits.shape[0], logits.shape[1], 2}));
+  if (failed(c.setResult(1, c.act(DType::F32, {logits.shape[0], logits.shape[1], 2}))))
+    return failure();
+  if (fused)
+    return success();
+  // Unfused: the logits upcast to fp32 become the softmax the backward reads
+  // (Megatron-LM's vocab-parallel cross entropy), sharded like the logits.
+  TensorType probs = logits;
+  probs.dtype = DType::F32;
+  return c.setResult(2, probs);
 }
 
 LogicalResult inferTpCopy(RuleContext &c) {
@@ -573,8 +582,13 @@ SavedSet mist::savedForBackward(const Op &op) {
     s.operands = {0, 1};
     break;
   case OpKind::CrossEntropy:
-    s.operands = {0, 1};
-    s.results = {1};
+    if (op.boolAttr("fused", true)) {
+      s.operands = {0, 1}; // logits (the backward recomputes the softmax)
+      s.results = {1};
+    } else {
+      s.operands = {1}; // the fp32 softmax instead of the logits
+      s.results = {1, 2};
+    }
     break;
   default:
     break; // position_embedding, rope: nothing; identity-gradient ops
@@ -616,6 +630,8 @@ std::vector<const char *> mist::extraResultSuffixes(OpKind kind, const AttrMap &
     return {};
   }
   case OpKind::CrossEntropy:
+    if (!flag("fused", true))
+      return {".stats", ".probs"};
     return {".stats"};
   case OpKind::Attention: {
     if (flag("flash", true))

@@ -38,7 +38,10 @@ import tempfile
 # all-reduced the data-parallel gradients after the backward of the last
 # micro-batch (training.py: `model_module.allreduce_gradients()` under
 # --DDP-impl local, the default; --overlap-grad-reduce came in 2023), written
-# as overlap_grad_reduce: false.
+# as overlap_grad_reduce: false. Its loss upcast the logits to fp32 and ran
+# the softmax as separate PyTorch ops (pretrain_gpt.py: vocab_parallel_cross_
+# entropy(output.float(), labels) unless --fp16-lm-cross-entropy): written
+# as the model's fused_loss = false.
 MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_table_1.sh"
 # PyTorch 2.11 on the project's H100 (shared/reference/h100-measured.md,
 # 2026-11-22; bench/h100/pytorch_gpt.py): one GPU, bf16 autocast, SDPA flash
@@ -65,7 +68,12 @@ MISTC_H200 = "mistc's trainer on our H200, bench/results/gpu-2026-11-27-h200/gpt
 # does not give is assumed here, the same for every run: micro-batch 1, no
 # recomputation, plain 1F1B (no virtual stages), no dropout, flash attention,
 # bf16, and an untied LM head (the parameter counts, e.g. 1.75B for "1.7B",
-# need one).
+# need one). The loss is Megatron-LM's default, unfused fp32 one
+# (cross_entropy_loss_fusion defaults to False in model_parallel_config.py at
+# that commit): fused_loss = false. LLM Foundry's MPT uses flash-attn's fused
+# cross entropy (loss_fn: fused_crossentropy, its default), the PyTorch runs
+# below F.cross_entropy on upcast logits (eager: unfused, priced fused as
+# the model has no form for PyTorch's own sequence of kernels).
 MEGATRON_H100 = "NVIDIA/Megatron-LM README at d98e8a64, images/model_table.png (H100 weak scaling)"
 
 # mosaicml/llm-foundry, scripts/train/benchmarking/README.md (at c90b9b31),
@@ -92,13 +100,13 @@ MPT = {  # size: hidden, heads, layers
 def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
         mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1, untied=False,
         sp_overlap=False, zero1=False, overlap_grad_reduce=True, zero=None, tokens_per_s=None,
-        exact_gelu=False):
+        exact_gelu=False, fused_loss=True):
     """`zero`: 0-3 (ZeRO-1 where `zero1` and dp > 1 if not given); `tokens_per_s`: the
     published throughput when the source gives tokens/s instead of teraFLOP/s."""
     if zero is None:
         zero = 1 if zero1 else 0
     return dict(overlap_grad_reduce=overlap_grad_reduce, zero=zero, tokens_per_s=tokens_per_s,
-                exact_gelu=exact_gelu, name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
+                exact_gelu=exact_gelu, fused_loss=fused_loss, name=name, source=source, cluster=cluster, hidden=hidden, heads=heads,
                 layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
                 gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
                 counts_recompute=counts_recompute, note=note, virtual=virtual, untied=untied,
@@ -110,14 +118,14 @@ def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, v
     return run(name, MEGATRON_SC21, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True, tp,
                pp, nodes, 8, mbs, gbs, True, tflops, True,
                f"interleaved 1F1B, {virtual} chunks per stage" if virtual > 1 else "",
-               virtual, overlap_grad_reduce=False)
+               virtual, overlap_grad_reduce=False, fused_loss=False)
 
 
 def megatron_h100_run(name, heads, hidden, layers, tp, pp, gpus, gbs, tflops):
     return run(name, MEGATRON_H100, "dgx-h100-80g", hidden, heads, layers, 131072, 4096, False,
                tp, pp, gpus // 8, 8, 1, gbs, False, tflops, False,
                "SP + tp overlap, ZeRO-1" if tp > 1 else "ZeRO-1", untied=True,
-               sp_overlap=tp > 1, zero1=True)
+               sp_overlap=tp > 1, zero1=True, fused_loss=False)
 
 
 def llm_foundry_run(gpu, size, gpus, mbs, grad_accum, gbs, ckpt, tokens_per_s, shard):
@@ -212,6 +220,7 @@ def write_case(folder, r):
     attention = "dropout = 0.1, flash = false" if r["classic"] else "flash = true"
     head = ", tied_head = false" if r["untied"] else ""
     head += ", approximate_gelu = false" if r["exact_gelu"] else ""
+    head += "" if r["fused_loss"] else ", fused_loss = false"
     with open(mist, "w") as f:
         f.write('import "gpt"\n')
         f.write(f"model {model} = gpt(vocab = {r['vocab']}, hidden = {r['hidden']}, "

@@ -135,3 +135,67 @@ TEST(CostClosedForm, ShardedParametersDivideByTp) {
 }
 
 } // namespace
+
+namespace {
+
+/// The loss's forward and backward op in the post region.
+std::pair<const Op *, const Op *> lossOps(const Module &m) {
+  const Op *fwd = nullptr, *bwd = nullptr;
+  for (auto &op : m.post.fwd.ops)
+    if (op->kind == OpKind::CrossEntropy)
+      fwd = op.get();
+  if (m.post.bwd)
+    for (auto &op : m.post.bwd->ops)
+      if (op->kind == OpKind::CrossEntropyGrad)
+        bwd = op.get();
+  return {fwd, bwd};
+}
+
+TEST(CostClosedForm, UnfusedLossMovesMegatronsPasses) {
+  // Fused: the forward reads the logits, the backward reads them again and
+  // writes their gradient. Unfused (Megatron-LM's vocab-parallel sequence):
+  // the forward writes the fp32 softmax (the upcast) and makes five more
+  // fp32 reads and three more writes over it; the backward reads that
+  // softmax instead of the logits, plus one more read and write (the scaling
+  // in place, then the cast back). bf16 logits, so E elements are 2E bytes.
+  const char *fused = "import \"gpt\"\n"
+                      "model g = gpt(vocab = 50304, hidden = 2048, layers = 2, heads = 16)\n"
+                      "train { seq_len = 2048\n dtype = bf16 }\n";
+  const char *unfused = "import \"gpt\"\n"
+                        "model g = gpt(vocab = 50304, hidden = 2048, layers = 2, heads = 16,\n"
+                        "              fused_loss = false)\n"
+                        "train { seq_len = 2048\n dtype = bf16 }\n";
+  auto f = compile(fused), u = compile(unfused);
+  ASSERT_TRUE(f->module) << f->diagText;
+  ASSERT_TRUE(u->module) << u->diagText;
+  auto [ffwd, fbwd] = lossOps(*f->module);
+  auto [ufwd, ubwd] = lossOps(*u->module);
+  ASSERT_TRUE(ffwd && fbwd && ufwd && ubwd);
+  ASSERT_TRUE(ffwd->cost && fbwd->cost && ufwd->cost && ubwd->cost);
+  const Module &m = *u->module;
+  const Value *logits = ufwd->operands[0];
+  ASSERT_EQ(logits->type.dtype, DType::BF16);
+  Expr e = logits->type.numElements();
+  Expr bs = ufwd->operands[1]->type.numElements(); // one target per token
+  // Each module has symbols of its own: the fused one's sizes.
+  const Module &fm = *f->module;
+  Expr fe = ffwd->operands[0]->type.numElements(), fbs = ffwd->operands[1]->type.numElements();
+  // Fused: logits + targets in, loss + stats (2 fp32 per token) out.
+  EXPECT_EXPR_EQ(fm, ffwd->cost->read, 2 * fe + 4 * fbs);
+  EXPECT_EXPR_EQ(fm, ffwd->cost->write, 4 + 8 * fbs);
+  // Unfused: the same, plus the fp32 softmax written and 5 reads, 3 writes.
+  EXPECT_EXPR_EQ(m, ufwd->cost->read, 2 * e + 4 * bs + 5 * 4 * e);
+  EXPECT_EXPR_EQ(m, ufwd->cost->write, 4 + 8 * bs + 4 * e + 3 * 4 * e);
+  // Backward: dy, targets, stats and the logits (fused) or softmax (unfused)
+  // in, the bf16 logits' gradient out.
+  EXPECT_EXPR_EQ(fm, fbwd->cost->read, 4 + 4 * fbs + 8 * fbs + 2 * fe);
+  EXPECT_EXPR_EQ(fm, fbwd->cost->write, 2 * fe);
+  EXPECT_EXPR_EQ(m, ubwd->cost->read, 4 + 4 * bs + 8 * bs + 4 * e + 4 * e);
+  EXPECT_EXPR_EQ(m, ubwd->cost->write, 2 * e + 4 * e);
+  // What the backward keeps: the softmax (fp32) in place of the logits.
+  EXPECT_FALSE(llvm::is_contained(ubwd->operands, logits));
+  EXPECT_TRUE(llvm::is_contained(ubwd->operands, ufwd->results[2].get()));
+  EXPECT_EQ(ufwd->results[2]->type.dtype, DType::F32);
+}
+
+} // namespace

@@ -60,6 +60,8 @@ std::function<void()> OpSetup::build() {
                    "would stand for every micro-batch"};
   if (op == "position_embedding_grad")
     return positionEmbeddingGrad();
+  if ((op == "cross_entropy" || op == "cross_entropy_grad") && e.word("fused", "true") == "false")
+    throw NotTimed{"the unfused loss (fused = false) has no kernel here: priced by its bytes"};
   if (op == "cross_entropy" || op == "cross_entropy_grad")
     return crossEntropy(op == "cross_entropy_grad");
   if (op == "dropout" || op == "dropout_grad")
