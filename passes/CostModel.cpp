@@ -30,38 +30,15 @@ Expr attentionFlops(const TensorType &q, const TensorType &out) {
 
 bool savesAsActivation(const Value *v) { return v->type.role != Role::Param; }
 
-struct UnfusedLossBytes {
-  Expr read = 0, write = 0;
-};
-
-/// What an unfused cross entropy moves beyond its operands and results, per
-/// element of the fp32 softmax (the `.probs` result of the forward, an
-/// operand of the backward), in Megatron-LM's vocab-parallel sequence of
-/// PyTorch ops (megatron/core/tensor_parallel/cross_entropy.py). Forward:
-/// the upcast (reading the logits and writing fp32: the op's own operand
-/// and result), then the row max (read), the in-place subtraction and
-/// exponential (read and write each), the row sum (read) and the in-place
-/// division (read and write): five reads and three writes more. Backward:
-/// the in-place scaling by the loss gradient (reading the softmax, the
-/// op's operand, and writing it), then the cast back to the logits' type
-/// (reading fp32 and writing the gradient, the op's result): one read and
-/// one write more.
-UnfusedLossBytes unfusedLossExtraBytes(const Op &op) {
-  const Value *probs = op.kind == OpKind::CrossEntropy
-                           ? op.results.size() > 2 ? op.results[2].get() : nullptr
-                           : op.operands.back();
-  UnfusedLossBytes b;
+void addUnfusedLossPasses(const Op &op, OpCost &c) {
+  const bool forward = op.kind == OpKind::CrossEntropy;
+  const Value *probs =
+      forward ? (op.results.size() > 2 ? op.results[2].get() : nullptr) : op.operands.back();
   if (!probs || probs->type.dtype != DType::F32)
-    return b; // malformed IR; the verifier and type rules report it
+    return; // malformed IR; the verifier and type rules report it
   Expr bytes = probs->type.bytes();
-  if (op.kind == OpKind::CrossEntropy) {
-    b.read = 5 * bytes;
-    b.write = 3 * bytes;
-  } else {
-    b.read = bytes;
-    b.write = bytes;
-  }
-  return b;
+  c.read += (forward ? 5 : 1) * bytes;
+  c.write += (forward ? 3 : 1) * bytes;
 }
 
 } // namespace
@@ -103,11 +80,8 @@ OpCost mist::computeOpCost(const Op &op) {
     // the target logit (fp32 per token) in forward; backward is local.
     if (op.kind == OpKind::CrossEntropy && op.boolAttr("vocab_parallel", false))
       c.comm = 3 * 4 * op.operands[1]->type.numElements();
-    if (!op.boolAttr("fused", true)) {
-      UnfusedLossBytes extra = unfusedLossExtraBytes(op);
-      c.read += extra.read;
-      c.write += extra.write;
-    }
+    if (!op.boolAttr("fused", true))
+      addUnfusedLossPasses(op, c);
     break;
   default:
     break;
