@@ -30,6 +30,17 @@ Expr attentionFlops(const TensorType &q, const TensorType &out) {
 
 bool savesAsActivation(const Value *v) { return v->type.role != Role::Param; }
 
+/// Adds what an unfused cross entropy moves beyond its operands and results,
+/// in units of its fp32 softmax (the forward's `.probs`, the backward's last
+/// operand), in Megatron-LM's vocab-parallel sequence of PyTorch ops
+/// (megatron/core/tensor_parallel/cross_entropy.py). Forward: the upcast
+/// (the op's own operand read and result written), then the row max (read),
+/// the in-place subtraction and exponential (read and write each), the row
+/// sum (read) and the in-place division (read and write): five reads and
+/// three writes more. Backward: the in-place scaling by the loss gradient
+/// (the softmax read as the op's operand, and written), then the cast back
+/// to the logits' type (read, and the gradient written as the op's result):
+/// one read and one write more.
 void addUnfusedLossPasses(const Op &op, OpCost &c) {
   const bool forward = op.kind == OpKind::CrossEntropy;
   const Value *probs =
