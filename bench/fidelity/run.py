@@ -43,6 +43,20 @@ import tempfile
 # entropy(output.float(), labels) unless --fp16-lm-cross-entropy): written
 # as the model's fused_loss = false.
 MEGATRON_SC21 = "Narayanan et al. SC'21, Table 1; Megatron-LM examples/sc21/run_table_1.sh"
+# The same paper's Table 2 (section 5.2) compares its layouts with ZeRO-3 and
+# no model parallelism at a fixed batch on the same cluster: GPT-3 175B
+# (hidden 12288, 96 heads, 96 layers) and the 530B model of Table 1 (20480,
+# 128, 105). PTD-P rows: model-parallel size 96 (tp 8, pp 12) and 280 (tp 8,
+# pp 35), micro-batch 1, batch 1536 and 2240; the schedule is not given, so
+# Megatron-LM's default, plain 1F1B, is written. ZeRO-3 rows: DeepSpeed's
+# ZeRO-3 inside Megatron-LM's code (the paper: "We integrated ZeRO into our
+# codebase using the DeepSpeed Python library"), dp = every GPU, one
+# micro-batch per iteration (micro-batch x GPUs = batch: 4 x 384 = 1536,
+# 4 x 640 = 2560, the starred row that did not fit on 560 GPUs). Both sets:
+# fp16, full recomputation (the activations of 96 unrecomputed layers do not
+# fit), the FLOPs of eq. 3, the loss as in Table 1.
+MEGATRON_SC21_T2 = "Narayanan et al. SC'21, Table 2, PTD-P rows"
+DEEPSPEED_ZERO3_SC21 = "Narayanan et al. SC'21, Table 2, ZeRO-3 rows (DeepSpeed in Megatron-LM)"
 # PyTorch 2.11 on the project's H100 (shared/reference/h100-measured.md,
 # 2026-11-22; bench/h100/pytorch_gpt.py): one GPU, bf16 autocast, SDPA flash
 # attention, fused AdamW, no dropout, vocabulary 50304; teraFLOP/s by the
@@ -113,12 +127,20 @@ def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, p
                 sp_overlap=sp_overlap, zero1=zero1)
 
 
-def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, virtual):
+def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, virtual,
+                 source=MEGATRON_SC21):
     """`virtual`: chunks per stage of the interleaved schedule (1: plain 1F1B)."""
-    return run(name, MEGATRON_SC21, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True, tp,
+    return run(name, source, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True, tp,
                pp, nodes, 8, mbs, gbs, True, tflops, True,
                f"interleaved 1F1B, {virtual} chunks per stage" if virtual > 1 else "",
                virtual, overlap_grad_reduce=False, fused_loss=False)
+
+
+def megatron_zero3_run(name, hidden, heads, layers, gpus, mbs, tflops):
+    """One micro-batch per iteration on every GPU, ZeRO-3 over all of them."""
+    return run(name, DEEPSPEED_ZERO3_SC21, "dgx-a100-80g", hidden, heads, layers, 51200, 2048,
+               True, 1, 1, gpus // 8, 8, mbs, mbs * gpus, True, tflops, True, "ZeRO-3 (DeepSpeed)",
+               zero=3, fused_loss=False)
 
 
 def megatron_h100_run(name, heads, hidden, layers, tp, pp, gpus, gbs, tflops):
@@ -156,6 +178,18 @@ RUNS = [
     megatron_run("gpt-310b", 16384, 128, 96, 8, 16, 240, 1, 2160, 155, 2),
     megatron_run("gpt-530b", 20480, 128, 105, 8, 35, 315, 1, 2520, 163, 3),
     megatron_run("gpt-1t", 25600, 160, 128, 8, 64, 384, 1, 3072, 163, 1),
+    megatron_run("t2-175b-384", 12288, 96, 96, 8, 12, 48, 1, 1536, 153, 1, MEGATRON_SC21_T2),
+    megatron_run("t2-175b-768", 12288, 96, 96, 8, 12, 96, 1, 1536, 149, 1, MEGATRON_SC21_T2),
+    megatron_run("t2-175b-1536", 12288, 96, 96, 8, 12, 192, 1, 1536, 141, 1, MEGATRON_SC21_T2),
+    megatron_run("t2-530b-560", 20480, 128, 105, 8, 35, 70, 1, 2240, 171, 1, MEGATRON_SC21_T2),
+    megatron_run("t2-530b-1120", 20480, 128, 105, 8, 35, 140, 1, 2240, 167, 1, MEGATRON_SC21_T2),
+    megatron_run("t2-530b-2240", 20480, 128, 105, 8, 35, 280, 1, 2240, 159, 1, MEGATRON_SC21_T2),
+    megatron_zero3_run("z3-175b-384", 12288, 96, 96, 384, 4, 144),
+    megatron_zero3_run("z3-175b-768", 12288, 96, 96, 768, 2, 88),
+    megatron_zero3_run("z3-175b-1536", 12288, 96, 96, 1536, 1, 44),
+    megatron_zero3_run("z3-530b-640", 20480, 128, 105, 640, 4, 138),
+    megatron_zero3_run("z3-530b-1120", 20480, 128, 105, 1120, 2, 98),
+    megatron_zero3_run("z3-530b-2240", 20480, 128, 105, 2240, 1, 48),
     megatron_h100_run("h100-1.7b", 16, 2048, 24, 1, 1, 48, 192, 408.8),
     megatron_h100_run("h100-7.1b", 32, 4096, 30, 2, 1, 96, 192, 465.9),
     megatron_h100_run("h100-16b", 48, 6144, 32, 4, 1, 192, 192, 489.1),
@@ -316,6 +350,8 @@ def main():
 
     groups = {"all": rows,
               "megatron_sc21_a100": [r for r in rows if r["source"] == MEGATRON_SC21],
+              "megatron_sc21_table2_ptdp": [r for r in rows if r["source"] == MEGATRON_SC21_T2],
+              "deepspeed_zero3_sc21": [r for r in rows if r["source"] == DEEPSPEED_ZERO3_SC21],
               "megatron_h100_readme": [r for r in rows if r["source"] == MEGATRON_H100],
               "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
               "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"
@@ -331,7 +367,7 @@ def main():
     result["runs"] = rows
     for name in groups:
         g = result[name]
-        print(f"{name:20} {g['runs']:3} runs: mean |error| {100 * g['mean_abs_error']:5.1f}%, "
+        print(f"{name:26} {g['runs']:3} runs: mean |error| {100 * g['mean_abs_error']:5.1f}%, "
               f"worst {100 * g['worst_abs_error']:5.1f}%")
     with open(args.json, "w") as f:
         json.dump(result, f, indent=2)
