@@ -71,6 +71,15 @@ double optimizerSeconds(double params, const StageKnobs &k, const StageConstants
   return params / (k.zero.optimizer ? k.dp : 1) * sc.adamSecondsPerParam;
 }
 
+/// Zeroing the gradient sums of `params` parameters before the step's
+/// micro-batches accumulate into them (the trainer's memset at the start of
+/// each step, like Megatron-LM's zero_grad_buffer): the rank's slice under
+/// ZeRO-2, the part kept on the device when gradients are offloaded.
+double clearGradSeconds(double params, const StageKnobs &k, const StageConstants &sc) {
+  return params / (k.zero.grads ? k.dp : 1) * (1 - k.offload.grads) *
+         sc.clearGradSecondsPerParam;
+}
+
 /// The parameters of the stage's pre and post regions (a last stage's
 /// post includes its own copy of a tied head).
 double preParams(const StageKnobs &k, const StageConstants &sc) {
@@ -85,7 +94,8 @@ double postParams(const StageKnobs &k, const StageConstants &sc) {
 /// the start of the first forward as it steps each layer's before its
 /// forward: GPT-3 1.3B's 107 M embedding parameters, 1.2 ms on an H100.
 double edgeOptimizerSeconds(const StageKnobs &k, const StageConstants &sc) {
-  return optimizerSeconds(preParams(k, sc) + postParams(k, sc), k, sc);
+  const double params = preParams(k, sc) + postParams(k, sc);
+  return optimizerSeconds(params, k, sc) + clearGradSeconds(params, k, sc);
 }
 
 /// Loads of one layer in one phase: the cost of each of the layer's steps
@@ -108,7 +118,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
       hBytes += o.optimizer * O / shardO + o.grads * Gr / shardG;
       break;
     case StepKind::OptimizerStep: // overlapped with compute
-      C += optimizerSeconds(L.params, k, sc);
+      C += optimizerSeconds(L.params, k, sc) + clearGradSeconds(L.params, k, sc);
       break;
     case StepKind::WriteBackOptimizerState:
       dBytes += o.optimizer * O / shardO + o.weights * W / shardW;
@@ -367,6 +377,7 @@ StageConstants mist::makeStageConstants(const StageKnobs &ctx, const StageNumber
   const double adamBytesPerParam =
       2 * masters + 2 * L.gradBytes + (L.mastersAreWeights ? 0 : L.paramBytes);
   sc.adamSecondsPerParam = mem > 0 ? adamBytesPerParam / mem : 0;
+  sc.clearGradSecondsPerParam = mem > 0 ? L.gradBytes / mem : 0;
   // Every GPU of a node runs the same schedule, so host copies overlap in
   // time: those sharing a host link share its bandwidth.
   sc.h2dGBs = c.sharedH2dGBs();

@@ -115,6 +115,7 @@ struct StageConstants {
   double gatherWeights = 0, scatterGrads = 0, reduceGrads = 0; ///< one layer, over dp
   double reducePre = 0, reducePost = 0;                        ///< pre/post gradients, over dp
   double adamSecondsPerParam = 0;
+  double clearGradSecondsPerParam = 0; ///< zeroing a gradient sum for the next step
   double h2dGBs = 0, d2hGBs = 0, hostLatencyUs = 0;
   double usableBytes = 0;
   double hostBytes = INFINITY; ///< Cluster::hostBytesPerGpu

@@ -35,6 +35,9 @@ StageNumbers handNumbers() {
 // bytes), Adam reads and writes m, v and the fp32 masters (24), reads the
 // gradient again (4) and writes the bf16 weight (2).
 constexpr double adamSeconds = 1e6 * 34 / 1000e9;
+// Zeroing its fp32 gradient sum for the step's micro-batches (4 bytes).
+constexpr double clearSeconds = 1e6 * 4 / 1000e9;
+constexpr double stepSeconds = adamSeconds + clearSeconds;
 
 TEST(Interference, NoFactorsMeansFullOverlap) {
   InterferenceTable it(handCluster());
@@ -60,8 +63,8 @@ TEST(StageTime, NoOverlapNoComm) {
   k.gradAccum = 8;
   StageEstimate e = estimateStage(k, handNumbers(), c, it);
   EXPECT_NEAR(e.t, 4 * (1e-3 + 2e-3), 1e-12);
-  // The first forward also runs each layer's optimizer step.
-  EXPECT_NEAR(e.d, 4 * adamSeconds, 1e-12);
+  // The first forward also runs each layer's optimizer step and zeroes its gradients.
+  EXPECT_NEAR(e.d, 4 * stepSeconds, 1e-12);
 }
 
 TEST(StageTime, TheFirstForwardStepsThePreAndPostWeightsToo) {
@@ -76,7 +79,7 @@ TEST(StageTime, TheFirstForwardStepsThePreAndPostWeightsToo) {
   k.gradAccum = 8;
   k.first = k.last = true; // one stage: the tied head is the embedding itself
   StageEstimate whole = estimateStage(k, n, c, it);
-  EXPECT_NEAR(whole.d, (4e6 + 3e6 + 5e3) * adamSeconds / 1e6, 1e-12);
+  EXPECT_NEAR(whole.d, (4e6 + 3e6 + 5e3) * stepSeconds / 1e6, 1e-12);
   EXPECT_NEAR(whole.fwdFirst.busy[0] - whole.fwdStable.busy[0], whole.d, 1e-12);
   // (d below also holds the last backward's reductions: compare the steps)
   auto steps = [&] {
@@ -84,10 +87,13 @@ TEST(StageTime, TheFirstForwardStepsThePreAndPostWeightsToo) {
     return e.fwdFirst.busy[0] - e.fwdStable.busy[0];
   };
   k.first = false; // a pipeline's last stage steps its own copy of the head
-  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) * adamSeconds / 1e6, 1e-12);
+  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) * stepSeconds / 1e6, 1e-12);
   k.zero.optimizer = true; // sharded over dp 2
   k.dp = 2;
-  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) / 2 * adamSeconds / 1e6, 1e-12);
+  // (the gradients stay whole: each rank zeroes all of them)
+  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) * (adamSeconds / 2 + clearSeconds) / 1e6, 1e-12);
+  k.zero.grads = true; // ZeRO-2: each rank sums only its slice
+  EXPECT_NEAR(steps(), (4e6 + 5e3 + 2e6) / 2 * stepSeconds / 1e6, 1e-12);
 }
 
 TEST(StageTime, CheckpointedLayersRecompute) {
@@ -206,7 +212,7 @@ TEST(StageTime, DataParallelGradientReductionFallsOnTheLastBackward) {
   EXPECT_NEAR(e.bwdStable.busy[1], 0, 1e-15);
   // The reduction overlaps the layer's backward compute, except for the
   // last layer reduced: nothing follows it, so it is exposed once.
-  EXPECT_NEAR(e.d, adamSeconds + allReduce, 1e-12);
+  EXPECT_NEAR(e.d, stepSeconds + allReduce, 1e-12);
 }
 
 TEST(StageTime, TheGradientDtypeSetsTheDataParallelTraffic) {
@@ -271,7 +277,7 @@ TEST(Pipeline, SingleMicroBatch) {
   k.gradAccum = 1;
   StageEstimate e = estimateStage(k, handNumbers(), c, it);
   EXPECT_DOUBLE_EQ(e.d, 0);
-  EXPECT_NEAR(e.t, 2 * 3e-3 + 2 * adamSeconds, 1e-12);
+  EXPECT_NEAR(e.t, 2 * 3e-3 + 2 * stepSeconds, 1e-12);
   EXPECT_DOUBLE_EQ(pipelineSeconds({e.t, e.t}, {0, 0}, 1), 2 * e.t);
 }
 
