@@ -49,6 +49,9 @@ CASES = [
     ("llama7-does-not-fit", "llama2-7b", ["--cluster", "a100-40g"], "llama7-does-not-fit.yaml"),
     ("gpt13-pp2-v3", "gpt3-1.3b", ["--cluster", "a100-40g"], "gpt13-pp2-v3.yaml"),
     ("gpt67-tp4-sp-overlap", "gpt3-6.7b", ["--cluster", "a100-40g"], "gpt67-tp4-sp-overlap.yaml"),
+    # Megatron-LM's own default loss (fused_loss = false): no --cross-entropy-loss-fusion.
+    ("gpt13-unfused-loss", "bench/exports/models/gpt3-1.3b-unfused-loss", ["--cluster", "a100-40g"],
+     "gpt13-pp2-v3.yaml"),
 ]
 TARGETS = ["deepspeed", "megatron", "torchtitan"]
 
@@ -62,6 +65,12 @@ NOTE_WORDS = {
 }
 
 
+def model_path(model):
+    """An example's name, or a path from the repository root for a model of this check's own."""
+    return os.path.join(ROOT, model + ".mist") if "/" in model else \
+        os.path.join(ROOT, "examples", model + ".mist")
+
+
 def plan_path(plan):
     return os.path.join(ROOT, plan) if plan.startswith("examples/") else os.path.join(PLANS, plan)
 
@@ -69,7 +78,7 @@ def plan_path(plan):
 def run_mistc(mistc, case, target, workdir):
     name, model, extra, plan = case
     out = os.path.join(workdir, f"{name}.{target}")
-    cmd = [mistc, os.path.join(ROOT, "examples", model + ".mist"), *extra, f"--emit={target}", "-o", out,
+    cmd = [mistc, model_path(model), *extra, f"--emit={target}", "-o", out,
            "--projected-plan", out + ".plan.yaml"]
     if plan:
         cmd += ["--plan", plan_path(plan)]
@@ -101,7 +110,7 @@ def plan_values(text, model):
 
 def original_plan(mistc, case):
     name, model, extra, plan = case
-    cmd = [mistc, os.path.join(ROOT, "examples", model + ".mist"), *extra, "--emit=plan"]
+    cmd = [mistc, model_path(model), *extra, "--emit=plan"]
     if plan:
         cmd += ["--plan", plan_path(plan)]
     text = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True).stdout
@@ -112,7 +121,7 @@ def train_values(mistc, case):
     """The model's training settings as mistc's IR dump records them (its
     `train {...}` line): what an export must carry over unchanged."""
     name, model, extra, plan = case
-    cmd = [mistc, os.path.join(ROOT, "examples", model + ".mist"), "--emit=ir"]
+    cmd = [mistc, model_path(model), "--emit=ir"]
     if "--seq-len" in extra:
         cmd += ["--seq-len", extra[extra.index("--seq-len") + 1]]
     ir = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=True).stdout
@@ -124,7 +133,9 @@ def train_values(mistc, case):
             "optimizer.betas": [float(value("beta1")), float(value("beta2"))],
             "optimizer.eps": float(value("eps")), "optimizer.weight_decay": float(value("weight_decay")),
             "max_norm": float(value("grad_clip")), "warmup_steps": int(value("warmup_steps")),
-            "dtype": value("dtype"), "seq_len": int(seq.group(1)) if seq else None}
+            "dtype": value("dtype"), "seq_len": int(seq.group(1)) if seq else None,
+            # The loss's form (the cross_entropy op's `fused` attribute).
+            "fused_loss": re.search(r"= cross_entropy .*\{fused = true", ir) is not None}
 
 
 def compare(plan, projection, derived, notes):
@@ -287,6 +298,7 @@ def check_megatron_parser(argv, env, gpus, plan, megatron_lm):
         "optimizer.eps": args.adam_eps, "optimizer.weight_decay": args.weight_decay,
         "max_norm": args.clip_grad, "warmup_steps": args.lr_warmup_iters,
         "dtype": "bf16" if args.bf16 else "f16" if args.fp16 else "f32", "seq_len": args.seq_length,
+        "fused_loss": bool(args.cross_entropy_loss_fusion),
     }
     for key in MODEL_SHAPE[plan["family"]]:
         derived["model." + key] = getattr(args, key)
