@@ -76,8 +76,7 @@ double optimizerSeconds(double params, const StageKnobs &k, const StageConstants
 /// each step, like Megatron-LM's zero_grad_buffer): the rank's slice under
 /// ZeRO-2, the part kept on the device when gradients are offloaded.
 double clearGradSeconds(double params, const StageKnobs &k, const StageConstants &sc) {
-  return params / (k.zero.grads ? k.dp : 1) * (1 - k.offload.grads) *
-         sc.clearGradSecondsPerParam;
+  return params / (k.zero.grads ? k.dp : 1) * (1 - k.offload.grads) * sc.clearGradSecondsPerParam;
 }
 
 /// The parameters of the stage's pre and post regions (a last stage's
