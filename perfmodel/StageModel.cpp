@@ -79,6 +79,15 @@ double clearGradSeconds(double params, const StageKnobs &k, const StageConstants
   return params / (k.zero.grads ? k.dp : 1) * (1 - k.offload.grads) * sc.clearGradSecondsPerParam;
 }
 
+/// Gradients folded region by region (ZeRO-2's reduce-scatter into the
+/// rank's slice, an offloaded sum) are written, micro-batch by micro-batch,
+/// into a region's buffers made zeroed before its backward: a memset of the
+/// region's whole gradients (`params` parameters) in each backward.
+double foldedGradClearSeconds(double params, const StageKnobs &k, const StageConstants &sc) {
+  const bool folded = (k.zero.grads && k.dp > 1) || k.offload.grads > 0;
+  return folded ? params * sc.clearGradSecondsPerParam : 0;
+}
+
 /// The parameters of the stage's pre and post regions (a last stage's
 /// post includes its own copy of a tied head).
 double preParams(const StageKnobs &k, const StageConstants &sc) {
@@ -143,7 +152,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
       hBytes += o.activations * saved;
       break;
     case StepKind::Backward:
-      C += L.bwdCompute;
+      C += L.bwdCompute + foldedGradClearSeconds(L.params, k, sc);
       p.tp += L.tpBwd;
       p.tpGemm += L.gemmBwd;
       p.tpBeside += L.tpBwdBesideGemm;
@@ -204,10 +213,12 @@ double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, con
   };
   if (k.first)
     elapsed += fwd ? pre.fwdCompute + pre.tpFwd
-                   : pre.bwdCompute + pre.tpBwd + besides(pre) + (last ? sc.reducePre : 0);
+                   : pre.bwdCompute + foldedGradClearSeconds(pre.params, k, sc) + pre.tpBwd +
+                         besides(pre) + (last ? sc.reducePre : 0);
   if (k.last)
     elapsed += fwd ? post.fwdCompute + post.tpFwd
-                   : post.bwdCompute + post.tpBwd + besides(post) + (last ? sc.reducePost : 0);
+                   : post.bwdCompute + foldedGradClearSeconds(post.params, k, sc) + post.tpBwd +
+                         besides(post) + (last ? sc.reducePost : 0);
   return elapsed;
 }
 
@@ -234,7 +245,7 @@ PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
                                  std::tuple{k.last, &sc.numbers.post, sc.reducePost}}) {
     if (!runs)
       continue;
-    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute;
+    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute + foldedGradClearSeconds(r->params, k, sc);
     total.tp += fwd ? r->tpFwd : r->tpBwd + std::max(0.0, r->tpBwdBesideGemm - r->gemmBwd);
     if (ph == Phase::LastBackward)
       total.busy[1] += reduce;

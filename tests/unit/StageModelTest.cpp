@@ -173,7 +173,29 @@ TEST(StageTime, ZeroGradientReductionsOverlapTheNextLayersBackward) {
   StageEstimate e = estimateStage(k, handNumbers(), c, it);
   const double scatter = 0.75 * 4e6 / 0.1e9;
   ASSERT_NEAR(e.bwdStable.busy[1], 2 * scatter, 1e-12);
-  EXPECT_NEAR(e.bwdStable.elapsed, 2e-3 + 2 * scatter, 1e-12);
+  // (each backward first zeroes its layer's 4 MB of gradients, folded layer by layer)
+  EXPECT_NEAR(e.bwdStable.elapsed, 2e-3 + clearSeconds + 2 * scatter, 1e-12);
+}
+
+TEST(StageTime, GradientsFoldedRegionByRegionAreZeroedInEachBackward) {
+  // Summed in place (no ZeRO-2, no offload), a layer's gradients are zeroed
+  // once a step; folded region by region (ZeRO-2 on dp > 1, an offloaded
+  // sum), its buffers are made zeroed before each backward: 4 MB a layer.
+  Cluster c = handCluster();
+  InterferenceTable it(c);
+  StageKnobs k;
+  k.layers = 3;
+  k.gradAccum = 8;
+  auto backwardCompute = [&] { return estimateStage(k, handNumbers(), c, it).bwdStable.busy[0]; };
+  EXPECT_NEAR(backwardCompute(), 3 * 2e-3, 1e-12);
+  k.zero.grads = true; // on one rank nothing is sliced: still in place
+  EXPECT_NEAR(backwardCompute(), 3 * 2e-3, 1e-12);
+  k.dp = 2;
+  EXPECT_NEAR(backwardCompute(), 3 * (2e-3 + clearSeconds), 1e-12);
+  k.zero.grads = false;
+  k.dp = 1;
+  k.offload.grads = 0.5;
+  EXPECT_NEAR(backwardCompute(), 3 * (2e-3 + clearSeconds), 1e-12);
 }
 
 TEST(StageTime, GradientReductionsAfterTheBackwardAddToIt) {
