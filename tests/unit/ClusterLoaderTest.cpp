@@ -1,28 +1,22 @@
 //===- ClusterLoaderTest.cpp - Cluster files, presets, table lookup -------===//
 #include "format/ClusterLoader.h"
+#include "SourceDiagnostics.h"
 #include "perfmodel/ClusterLinks.h"
 #include "perfmodel/Collectives.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
 
 using namespace mist;
 
 namespace {
 
-/// A source manager, the diagnostics it printed and the loaded cluster.
-struct Loaded {
-  llvm::SourceMgr srcMgr;
-  std::string diagText;
-  llvm::raw_string_ostream diagStream{diagText};
-  DiagnosticEngine diag{srcMgr, diagStream};
+/// What the loader reported, and the cluster it loaded.
+struct Loaded : test::SourceDiagnostics {
   std::optional<Cluster> cluster;
-  const std::string &errors() { return diagStream.str(); }
 };
 
 std::unique_ptr<Loaded> loadText(const std::string &text, int nodes = 0) {
   auto l = std::make_unique<Loaded>();
-  unsigned id = l->srcMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, "test.yaml"), llvm::SMLoc());
+  unsigned id = l->addBuffer(text, "test.yaml");
   l->cluster = loadCluster(id, l->diag, nodes);
   return l;
 }

@@ -1,26 +1,21 @@
 //===- PlanLoaderTest.cpp - Plan files: loading, checks, round trip -------===//
 #include "format/PlanLoader.h"
+#include "SourceDiagnostics.h"
 #include "format/PlanWriter.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include <gtest/gtest.h>
 
 using namespace mist;
 
 namespace {
 
-struct Loaded {
-  llvm::SourceMgr srcMgr;
-  std::string diagText;
-  llvm::raw_string_ostream diagStream{diagText};
-  DiagnosticEngine diag{srcMgr, diagStream};
+/// What the loader reported, and the plan it loaded.
+struct Loaded : test::SourceDiagnostics {
   std::optional<Plan> plan;
-  const std::string &errors() { return diagStream.str(); }
 };
 
 std::unique_ptr<Loaded> loadText(const std::string &text) {
   auto l = std::make_unique<Loaded>();
-  unsigned id = l->srcMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, "plan.yaml"), llvm::SMLoc());
+  unsigned id = l->addBuffer(text, "plan.yaml");
   l->plan = loadPlan(id, l->diag);
   return l;
 }

@@ -8,6 +8,7 @@
 /// (made-up) measurements, a base preset and flags loads with the measured
 /// figures in place.
 //===----------------------------------------------------------------------===//
+#include "SourceDiagnostics.h"
 #include "format/ClusterLoader.h"
 #include "format/ClusterReader.h"
 #include "format/ClusterWriter.h"
@@ -15,7 +16,6 @@
 #include "tools/profiler/ClusterAssembly.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>
@@ -25,19 +25,14 @@ using namespace mist::profiler;
 
 namespace {
 
-struct Loaded {
-  llvm::SourceMgr srcMgr;
-  std::string diagText;
-  llvm::raw_string_ostream diagStream{diagText};
-  DiagnosticEngine diag{srcMgr, diagStream};
+/// What the loader reported, and the cluster it loaded.
+struct Loaded : test::SourceDiagnostics {
   std::optional<Cluster> cluster;
-  const std::string &errors() { return diagStream.str(); }
 };
 
 std::unique_ptr<Loaded> loadText(const std::string &text) {
   auto l = std::make_unique<Loaded>();
-  unsigned id = l->srcMgr.AddNewSourceBuffer(
-      llvm::MemoryBuffer::getMemBufferCopy(text, "written.yaml"), llvm::SMLoc());
+  unsigned id = l->addBuffer(text, "written.yaml");
   l->cluster = loadCluster(id, l->diag);
   return l;
 }

@@ -1,6 +1,7 @@
 //===- TestUtil.h - Compile .mist text in unit tests ----------------------===//
 #pragma once
 
+#include "SourceDiagnostics.h"
 #include "frontend/Frontend.h"
 #include "passes/Pipeline.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -9,11 +10,7 @@
 namespace mist::test {
 
 /// Owns everything a compiled module refers to (source buffers, diagnostics).
-struct Compiled {
-  llvm::SourceMgr srcMgr;
-  std::string diagText;
-  llvm::raw_string_ostream diagStream{diagText};
-  DiagnosticEngine diag{srcMgr, diagStream};
+struct Compiled : SourceDiagnostics {
   std::unique_ptr<Module> module;
 };
 
@@ -23,8 +20,7 @@ inline std::unique_ptr<Compiled> compile(const std::string &source,
                                          std::vector<std::string> passes = {},
                                          const std::string &name = "test.mist") {
   auto c = std::make_unique<Compiled>();
-  unsigned id = c->srcMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, name),
-                                             llvm::SMLoc());
+  unsigned id = c->addBuffer(source, name);
   FrontendOptions opts;
   opts.load.importDirs = {MIST_STDLIB_DIR};
   c->module = compileMist(id, opts, c->diag);
