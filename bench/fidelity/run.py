@@ -89,6 +89,24 @@ MISTC_H200 = "mistc's trainer on our H200, bench/results/gpu-2026-11-27-h200/gpt
 # below F.cross_entropy on upcast logits (eager: unfused, priced fused as
 # the model has no form for PyTorch's own sequence of kernels).
 MEGATRON_H100 = "NVIDIA/Megatron-LM README at d98e8a64, images/model_table.png (H100 weak scaling)"
+# Korthikanti et al., "Reducing Activation Recomputation in Large Transformer
+# Models" (MLSys'23, arXiv:2205.05198): sequence parallelism with selective
+# activation recomputation on Selene, data-parallel size 1 (benchmark runs).
+# Model FLOPs utilization as Megatron-LM's README published it (2e90a342,
+# "Update numbers in README": 22B 41.5%, 175B 51.4%, 530B 56.0%, 1T 56.3% of
+# 312 TFLOP/s, FLOPs by the 72 form); layouts from the paper's Table 3: tp 8
+# and pp 1, 8, 35, 64 on 8, 64, 280 and 512 A100s, batch 4, 64, 280 and 512,
+# micro-batch 4 for 22B and 1 otherwise, sequence 2048, dropout 0.1. What
+# the model cannot write as the runs had it: selective recomputation
+# recomputes Megatron's classic attention core (QK^T, softmax, dropout, the
+# product with V) in the backward instead of keeping its s^2 activations. It
+# is written as the classic attention without recomputation: the kernels the
+# runs ran, less the recomputed core (so slightly fast), and the model then
+# says the runs do not fit (it keeps the s^2 activations they did not).
+# Written as flash attention instead (no s^2 activations, but the core as one
+# kernel, its s^2 memory passes unpriced) they come out +23.8%, +4.3%, +1.8%
+# and +1.9%. The schedule is not given: Megatron-LM's default, plain 1F1B.
+MEGATRON_SP_A100 = "Korthikanti et al. 2022, Table 3 layouts; Megatron-LM README MFU at 2e90a342"
 
 # mosaicml/llm-foundry, scripts/train/benchmarking/README.md (at c90b9b31),
 # "MPT Training Benchmarks": MPT models trained with Composer and PyTorch
@@ -114,9 +132,11 @@ MPT = {  # size: hidden, heads, layers
 def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, pp, nodes, gpn,
         mbs, gbs, recompute, tflops, counts_recompute, note="", virtual=1, untied=False,
         sp_overlap=False, zero1=False, overlap_grad_reduce=True, zero=None, tokens_per_s=None,
-        exact_gelu=False, fused_loss=True):
+        exact_gelu=False, fused_loss=True, sequence_parallel=False):
     """`zero`: 0-3 (ZeRO-1 where `zero1` and dp > 1 if not given); `tokens_per_s`: the
-    published throughput when the source gives tokens/s instead of teraFLOP/s."""
+    published throughput when the source gives tokens/s instead of teraFLOP/s;
+    `sp_overlap`: sequence parallelism with tp-communication overlap,
+    `sequence_parallel`: without it."""
     if zero is None:
         zero = 1 if zero1 else 0
     return dict(overlap_grad_reduce=overlap_grad_reduce, zero=zero, tokens_per_s=tokens_per_s,
@@ -124,7 +144,7 @@ def run(name, source, cluster, hidden, heads, layers, vocab, seq, classic, tp, p
                 layers=layers, vocab=vocab, seq=seq, classic=classic, tp=tp, pp=pp, nodes=nodes,
                 gpn=gpn, mbs=mbs, gbs=gbs, recompute=recompute, tflops=tflops,
                 counts_recompute=counts_recompute, note=note, virtual=virtual, untied=untied,
-                sp_overlap=sp_overlap, zero1=zero1)
+                sp_overlap=sp_overlap, zero1=zero1, sequence_parallel=sequence_parallel)
 
 
 def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, virtual,
@@ -134,6 +154,15 @@ def megatron_run(name, hidden, heads, layers, tp, pp, nodes, mbs, gbs, tflops, v
                pp, nodes, 8, mbs, gbs, True, tflops, True,
                f"interleaved 1F1B, {virtual} chunks per stage" if virtual > 1 else "",
                virtual, overlap_grad_reduce=False, fused_loss=False)
+
+
+def megatron_sp_run(name, hidden, heads, layers, pp, mbs, gbs, mfu):
+    """tp 8 with sequence parallelism, dp 1; `mfu` as published, of 312 TFLOP/s."""
+    gpus = 8 * pp
+    return run(name, MEGATRON_SP_A100, "dgx-a100-80g", hidden, heads, layers, 51200, 2048, True,
+               8, pp, gpus // 8, 8, mbs, gbs, False, round(mfu * 312, 1), False,
+               "SP; selective recompute priced as none", fused_loss=False,
+               sequence_parallel=True)
 
 
 def megatron_zero3_run(name, hidden, heads, layers, gpus, mbs, tflops):
@@ -190,6 +219,10 @@ RUNS = [
     megatron_zero3_run("z3-530b-640", 20480, 128, 105, 640, 4, 138),
     megatron_zero3_run("z3-530b-1120", 20480, 128, 105, 1120, 2, 98),
     megatron_zero3_run("z3-530b-2240", 20480, 128, 105, 2240, 1, 48),
+    megatron_sp_run("sp-22b", 6144, 64, 48, 1, 4, 4, 0.415),
+    megatron_sp_run("sp-175b", 12288, 96, 96, 8, 1, 64, 0.514),
+    megatron_sp_run("sp-530b", 20480, 128, 105, 35, 1, 280, 0.560),
+    megatron_sp_run("sp-1t", 25600, 160, 128, 64, 1, 512, 0.563),
     megatron_h100_run("h100-1.7b", 16, 2048, 24, 1, 1, 48, 192, 408.8),
     megatron_h100_run("h100-7.1b", 32, 4096, 30, 2, 1, 96, 192, 465.9),
     megatron_h100_run("h100-16b", 48, 6144, 32, 4, 1, 192, 192, 489.1),
@@ -273,7 +306,8 @@ def write_case(folder, r):
         f.write(f"mist_plan: 1\nmodel: {model}\ncluster: {r['cluster']}\n"
                 f"global_batch: {r['gbs']}\ngrad_accum: {grad_accum}\n"
                 + (f"virtual_stages: {r['virtual']}\n" if r["virtual"] > 1 else "")
-                + ("sequence_parallel: true\ntp_comm_overlap: true\n" if r["sp_overlap"] else "")
+                + ("sequence_parallel: true\ntp_comm_overlap: true\n" if r["sp_overlap"] else
+                   "sequence_parallel: true\n" if r["sequence_parallel"] else "")
                 + ("" if r["overlap_grad_reduce"] else "overlap_grad_reduce: false\n")
                 + "stages:\n")
         for i in range(pp):
@@ -352,6 +386,7 @@ def main():
               "megatron_sc21_a100": [r for r in rows if r["source"] == MEGATRON_SC21],
               "megatron_sc21_table2_ptdp": [r for r in rows if r["source"] == MEGATRON_SC21_T2],
               "deepspeed_zero3_sc21": [r for r in rows if r["source"] == DEEPSPEED_ZERO3_SC21],
+              "megatron_sp_a100": [r for r in rows if r["source"] == MEGATRON_SP_A100],
               "megatron_h100_readme": [r for r in rows if r["source"] == MEGATRON_H100],
               "pytorch_h100": [r for r in rows if r["source"] == PYTORCH_H100],
               "pytorch_h100_compile": [r for r in rows if r["note"] == "PyTorch torch.compile"
