@@ -88,6 +88,12 @@ double foldedGradClearSeconds(double params, const StageKnobs &k, const StageCon
   return folded ? params * sc.clearGradSecondsPerParam : 0;
 }
 
+/// Pre's parameters less a weight post ties to it (GPT's embedding): a tied
+/// weight's gradients are summed whole, not folded region by region.
+double preUntiedParams(const StageConstants &sc) {
+  return std::max(0.0, sc.numbers.pre.params - sc.numbers.post.tiedParams);
+}
+
 /// The parameters of the stage's pre and post regions (a last stage's
 /// post includes its own copy of a tied head).
 double preParams(const StageKnobs &k, const StageConstants &sc) {
@@ -213,8 +219,8 @@ double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, con
   };
   if (k.first)
     elapsed += fwd ? pre.fwdCompute + pre.tpFwd
-                   : pre.bwdCompute + foldedGradClearSeconds(pre.params, k, sc) + pre.tpBwd +
-                         besides(pre) + (last ? sc.reducePre : 0);
+                   : pre.bwdCompute + foldedGradClearSeconds(preUntiedParams(sc), k, sc) +
+                         pre.tpBwd + besides(pre) + (last ? sc.reducePre : 0);
   if (k.last)
     elapsed += fwd ? post.fwdCompute + post.tpFwd
                    : post.bwdCompute + foldedGradClearSeconds(post.params, k, sc) + post.tpBwd +
@@ -241,11 +247,12 @@ PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
   bool fwd = ph == Phase::Forward || ph == Phase::FirstForward;
   if (ph == Phase::FirstForward)
     total.busy[0] += edgeOptimizerSeconds(k, sc);
-  for (auto [runs, r, reduce] : {std::tuple{k.first, &sc.numbers.pre, sc.reducePre},
-                                 std::tuple{k.last, &sc.numbers.post, sc.reducePost}}) {
+  for (auto [runs, r, reduce, folded] :
+       {std::tuple{k.first, &sc.numbers.pre, sc.reducePre, preUntiedParams(sc)},
+        std::tuple{k.last, &sc.numbers.post, sc.reducePost, sc.numbers.post.params}}) {
     if (!runs)
       continue;
-    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute + foldedGradClearSeconds(r->params, k, sc);
+    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute + foldedGradClearSeconds(folded, k, sc);
     total.tp += fwd ? r->tpFwd : r->tpBwd + std::max(0.0, r->tpBwdBesideGemm - r->gemmBwd);
     if (ph == Phase::LastBackward)
       total.busy[1] += reduce;

@@ -196,6 +196,14 @@ TEST(StageTime, GradientsFoldedRegionByRegionAreZeroedInEachBackward) {
   k.dp = 1;
   k.offload.grads = 0.5;
   EXPECT_NEAR(backwardCompute(), 3 * (2e-3 + clearSeconds), 1e-12);
+  // The first stage's embedding, tied to the head, is summed whole: of pre's
+  // 3e6 parameters only the 1e6 others are folded.
+  StageNumbers n = handNumbers();
+  n.pre.params = 3e6;
+  n.post.tiedParams = 2e6;
+  k.first = true;
+  EXPECT_NEAR(estimateStage(k, n, c, it).bwdStable.busy[0],
+              3 * (2e-3 + clearSeconds) + clearSeconds, 1e-12);
 }
 
 TEST(StageTime, GradientReductionsAfterTheBackwardAddToIt) {
