@@ -88,10 +88,13 @@ double foldedGradClearSeconds(double params, const StageKnobs &k, const StageCon
   return folded ? params * sc.clearGradSecondsPerParam : 0;
 }
 
-/// Pre's parameters less a weight post ties to it (GPT's embedding): a tied
-/// weight's gradients are summed whole, not folded region by region.
-double preUntiedParams(const StageConstants &sc) {
-  return std::max(0.0, sc.numbers.pre.params - sc.numbers.post.tiedParams);
+/// Pre's or post's backward kernels and the zeroing of its folded gradients;
+/// pre's leave out a weight post ties to it (GPT's embedding), whose
+/// gradients are summed whole, not folded region by region.
+double edgeBackwardSeconds(bool pre, const StageKnobs &k, const StageConstants &sc) {
+  const RegionNumbers &r = pre ? sc.numbers.pre : sc.numbers.post;
+  const double folded = pre ? std::max(0.0, r.params - sc.numbers.post.tiedParams) : r.params;
+  return r.bwdCompute + foldedGradClearSeconds(folded, k, sc);
 }
 
 /// The parameters of the stage's pre and post regions (a last stage's
@@ -219,12 +222,12 @@ double phaseElapsed(Phase ph, const StageKnobs &k, const StageConstants &sc, con
   };
   if (k.first)
     elapsed += fwd ? pre.fwdCompute + pre.tpFwd
-                   : pre.bwdCompute + foldedGradClearSeconds(preUntiedParams(sc), k, sc) +
-                         pre.tpBwd + besides(pre) + (last ? sc.reducePre : 0);
+                   : edgeBackwardSeconds(true, k, sc) + pre.tpBwd + besides(pre) +
+                         (last ? sc.reducePre : 0);
   if (k.last)
     elapsed += fwd ? post.fwdCompute + post.tpFwd
-                   : post.bwdCompute + foldedGradClearSeconds(post.params, k, sc) + post.tpBwd +
-                         besides(post) + (last ? sc.reducePost : 0);
+                   : edgeBackwardSeconds(false, k, sc) + post.tpBwd + besides(post) +
+                         (last ? sc.reducePost : 0);
   return elapsed;
 }
 
@@ -247,12 +250,12 @@ PhaseLoad stagePhase(Phase ph, const StageKnobs &k, const StageConstants &sc,
   bool fwd = ph == Phase::Forward || ph == Phase::FirstForward;
   if (ph == Phase::FirstForward)
     total.busy[0] += edgeOptimizerSeconds(k, sc);
-  for (auto [runs, r, reduce, folded] :
-       {std::tuple{k.first, &sc.numbers.pre, sc.reducePre, preUntiedParams(sc)},
-        std::tuple{k.last, &sc.numbers.post, sc.reducePost, sc.numbers.post.params}}) {
+  for (auto [runs, r, reduce, isPre] :
+       {std::tuple{k.first, &sc.numbers.pre, sc.reducePre, true},
+        std::tuple{k.last, &sc.numbers.post, sc.reducePost, false}}) {
     if (!runs)
       continue;
-    total.busy[0] += fwd ? r->fwdCompute : r->bwdCompute + foldedGradClearSeconds(folded, k, sc);
+    total.busy[0] += fwd ? r->fwdCompute : edgeBackwardSeconds(isPre, k, sc);
     total.tp += fwd ? r->tpFwd : r->tpBwd + std::max(0.0, r->tpBwdBesideGemm - r->gemmBwd);
     if (ph == Phase::LastBackward)
       total.busy[1] += reduce;
