@@ -5,10 +5,9 @@
 #include "backend/ScratchPlanner.h"
 #include "backend/TrainerOpCall.h"
 #include "backend/TrainerSizes.h"
-#include "backend/TrainerStageSchedule.h"
 #include "backend/TrainerStageUse.h"
+#include "backend/TrainerSteps.h"
 
-#include "schedule/Schedule.h"
 #include <algorithm>
 #include <cctype>
 
@@ -213,17 +212,7 @@ bool runsRegion(int r, bool first, bool last) { return !(r == 0 && !first) && !(
 
 /// Plans and models the trainer cannot run are errors; a plan priced for
 /// another precision than the trainer's fp32 gets a warning.
-bool checkTrainable(const Module &m, const Plan &plan, DiagnosticEngine &diag) {
-  for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const ZeroFlags &z = plan.stages[i].zero;
-    if ((z.weights && !z.grads) || (z.grads && !z.optimizer)) {
-      diag.error({}, fmt::format("stage {}: the trainer splits weights only with gradients, and "
-                                 "gradients only with the optimizer state (ZeRO-3 includes 2, "
-                                 "ZeRO-2 includes 1)",
-                                 i));
-      return false;
-    }
-  }
+bool checkTrainable(const Module &m, DiagnosticEngine &diag) {
   for (const Region *r : m.regions)
     for (const auto &op : r->fwd.ops)
       if (op->kind == OpKind::Dropout && op->realAttr("p").value_or(0) > 0) {
@@ -296,20 +285,13 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
                     m.train.dtype == DType::BF16
                         ? "; every op computes in fp32 and rounds what it stores to bf16"
                         : " (TF32 GEMMs on GPUs)");
-  os << "// Build for CPU ranks:\n";
-  os << fmt::format("//   mpicxx -std=c++20 -O2 -DMIST_CPU -I{0} -x c++ train.cu -x none "
-                    "{1}/runtime/trainer/libmistrtTrainer.a {1}/runtime/ops/libmistrtOps.a "
-                    "{1}/runtime/device/libmistrtTensor.a {1}/runtime/device/libmistrtDeviceHost.a "
-                    "{1}/runtime/comm/libmistrtComm.a {1}/runtime/data/libmistrtData.a "
-                    "{1}/runtime/checkpoint/libmistrtCheckpoint.a "
-                    "{1}/stdlib/kernels/libmistKernelsCpu.a {1}/stdlib/kernels/libmistKernelsRef.a "
-                    "{1}/schedule/libmistSchedule.a {1}/format/libmistFormat.a {2}{3}-o train\n",
-                    src.sourceRoot, src.buildDir, src.cpuKernelsLink,
-                    src.cpuKernelsLink.empty() ? "" : " ");
-  os << "// Build for a GPU (BUILD: a build of this tree with CUDA, e.g. "
-        "-DMIST_RUNTIME_ONLY=ON):\n";
-  os << "//   scripts/compile-trainer.sh gpu train.cu BUILD train   (from the source tree named by "
-        "-I above)\n";
+  os << "// Build for CPU ranks, against the runtime of the mistc that wrote this file (its\n"
+        "// headers and libraries; mistc --print-build-flags prints them):\n";
+  os << "//   mpicxx -std=c++20 -O2 -DMIST_CPU -x c++ train.cu -x none $(mistc "
+        "--print-build-flags) "
+        "-o train\n";
+  os << "// Build for a GPU, in mistc's source tree (BUILD: a build of it with CUDA, e.g.\n"
+        "// -DMIST_RUNTIME_ONLY=ON): scripts/compile-trainer.sh gpu train.cu BUILD train\n";
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--threads T] [--lr X] [--seed N] "
                     "[--log-every N] "
                     "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume "
@@ -532,16 +514,7 @@ void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
     if (runsRegion(r, c.first, c.last))
       os << fmt::format("  spec.{0} = s{1}_{0};\n  spec.{2} = s{1}_{2};\n", regionFunctions[r][0],
                         i, regionFunctions[r][1]);
-  std::string order, entries;
-  for (auto [mb, forward] : oneFOneB(i, int(c.plan.stages.size()), c.plan.gradAccum)) {
-    order += fmt::format(" {}{}", forward ? "F" : "B", mb);
-    entries += fmt::format("{}{{{}, {}}}", entries.empty() ? "" : ", ", mb, boolean(forward));
-  }
-  os << "  // 1F1B:" << order << "\n";
-  os << "  spec.order = {" << entries << "};\n";
-  os << fmt::format("  spec.forward = s{0}_forward;\n  spec.backward = s{0}_backward;\n"
-                    "  spec.optimizer = s{0}_optimizer;\n",
-                    i);
+  os << fmt::format("  spec.iteration = s{}_iteration;\n", i);
   os << "  return spec;\n}\n\n";
 }
 
@@ -608,7 +581,7 @@ void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64
 
 bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &src,
                        DiagnosticEngine &diag, llvm::raw_ostream &os) {
-  if (!checkTrainable(m, plan, diag))
+  if (!checkTrainable(m, diag))
     return false;
   std::vector<LoweredStage> lowered;
   for (const StagePlan &sp : plan.stages) {
@@ -636,7 +609,7 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
     if (!emitRegionFunctions(c, diag, body))
       return false;
     stageSizes(c, seqLen, vocab);
-    emitStageSchedule(plan, i, body);
+    emitStageSteps(plan, i, body);
     emitStageTable(c, body);
     std::string declared = c.e.sizes.declarations();
     if (!declared.empty())

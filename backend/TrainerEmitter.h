@@ -21,9 +21,6 @@ namespace mist {
 
 struct TrainerSource {
   std::string modelFile;                ///< for the header comment
-  std::string sourceRoot;               ///< the mistc checkout, for the build line
-  std::string buildDir;                 ///< where the runtime libraries were built
-  std::string cpuKernelsLink;           ///< what CPU trainers link besides them (OpenBLAS, OpenMP)
   double modelFlopsPerSample = 0;       ///< the report's model FLOPs (no recompute), for logging
   std::string deviceName;               ///< the cluster's device, for the MFU line
   double devicePeakTflops = 0;          ///< its dense bf16 peak: MFU = model FLOP/s / this

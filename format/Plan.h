@@ -15,9 +15,19 @@ namespace mist {
 /// The plan-file version format/PlanLoader reads (`mist_plan: 1`).
 constexpr int planFormatVersion = 1;
 
+/// What a stage shards over its dp ranks. The flags nest as ZeRO's levels
+/// do (DeepSpeed's stages, FSDP's sharding strategies): level 1 shards the
+/// optimizer state, 2 the gradients too, 3 the weights too. The plan loader
+/// refuses any other combination, so the model, the tuner, the schedule and
+/// the trainer read the same three levels.
 struct ZeroFlags {
   bool weights = false, grads = false, optimizer = false;
   bool operator==(const ZeroFlags &) const = default;
+  /// 0 (nothing sharded) to 3; meaningful when nested().
+  int level() const { return weights ? 3 : grads ? 2 : optimizer ? 1 : 0; }
+  /// Whether the flags are one of ZeRO's levels.
+  bool nested() const { return (!weights || grads) && (!grads || optimizer); }
+  static ZeroFlags ofLevel(int level) { return {level >= 3, level >= 2, level >= 1}; }
 };
 
 struct OffloadRatios {

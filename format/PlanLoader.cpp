@@ -183,6 +183,14 @@ private:
       z.getBool("weights", s.zero.weights, Need::Optional);
       z.getBool("grads", s.zero.grads, Need::Optional);
       z.getBool("optimizer", s.zero.optimizer, Need::Optional);
+      const bool weightsAlone = s.zero.weights && !s.zero.grads;
+      if (!s.zero.nested())
+        r.error(m.valueLoc("zero"),
+                std::string("'zero' shards the ") + (weightsAlone ? "weights" : "gradients") +
+                    " over dp but not the " + (weightsAlone ? "gradients" : "optimizer state") +
+                    ": ZeRO's levels nest (1: optimizer; 2: gradients and optimizer; 3: "
+                    "weights, gradients and optimizer), e.g. {weights: true, grads: true, "
+                    "optimizer: true} for ZeRO-3");
     }
     if (m.getInt("ckpt_layers", s.ckptLayers, Need::Optional, Range::NonNegative) && rangeOk &&
         s.ckptLayers > s.layers())

@@ -103,27 +103,111 @@ void linkDependencies(std::vector<Step> &steps) {
   }
 }
 
+/// Where a layer step is issued relative to the layer's compute: weights
+/// that move (and, in the first forward, the update they must carry) and
+/// offloaded activations coming back are brought one region ahead, beside
+/// the region before; activations going out leave a region behind, beside
+/// the layer after next. The rest is issued with the layer.
+enum class Placement { Ahead, Own, Behind };
+
+Placement placementOf(StepKind kind, bool bringsWeights) {
+  switch (kind) {
+  case StepKind::GatherWeights:
+  case StepKind::FetchWeights:
+  case StepKind::SwapInActivations:
+    return Placement::Ahead;
+  case StepKind::FetchOptimizerState:
+  case StepKind::OptimizerStep:
+  case StepKind::WriteBackOptimizerState:
+  case StepKind::GatherUpdatedWeights:
+    // The gather or fetch ahead must bring the updated weights.
+    return bringsWeights ? Placement::Ahead : Placement::Own;
+  case StepKind::SwapOutActivations:
+    return Placement::Behind;
+  default:
+    return Placement::Own;
+  }
+}
+
+/// One layer's steps of a phase, split by where they are issued.
+struct PlacedLayer {
+  std::vector<StepKind> ahead, own, behind;
+};
+
+PlacedLayer placeLayer(Phase phase, bool checkpointed, const ScheduleKnobs &k) {
+  const LayerSteps kinds = layerSteps(phase, checkpointed, k);
+  const bool bringsWeights = std::any_of(kinds.begin(), kinds.end(), [](StepKind s) {
+    return s == StepKind::GatherWeights || s == StepKind::FetchWeights;
+  });
+  PlacedLayer placed;
+  for (StepKind kind : kinds)
+    switch (placementOf(kind, bringsWeights)) {
+    case Placement::Ahead:
+      placed.ahead.push_back(kind);
+      break;
+    case Placement::Own:
+      placed.own.push_back(kind);
+      break;
+    case Placement::Behind:
+      placed.behind.push_back(kind);
+      break;
+    }
+  return placed;
+}
+
+/// A phase's steps in the order the trainer issues them (docs/schedule.md,
+/// "Issue order"): the regions in their order (the stage's own steps around
+/// the layers), each preceded by what the next region brings in, and, in a
+/// forward, a layer's swap-out issued when the forward of the layer after
+/// next begins (what is left at the end). A backward begins by bringing
+/// back its first two layers' activations: post's backward runs beside them.
 std::vector<Step> phaseSteps(Phase phase, const ScheduleKnobs &k) {
   std::vector<Step> steps;
   auto add = [&](StepKind kind, int layer) { steps.push_back({kind, layer, {}}); };
-  auto addLayer = [&](int l) {
-    for (StepKind kind : layerSteps(phase, k.checkpointed(l), k))
-      add(kind, l);
+  std::vector<PlacedLayer> layers;
+  for (int l = 0; l < k.layers; ++l)
+    layers.push_back(placeLayer(phase, k.checkpointed(l), k));
+  auto addAll = [&](const std::vector<StepKind> &kinds, int layer) {
+    for (StepKind kind : kinds)
+      add(kind, layer);
   };
   if (isForward(phase)) {
     if (k.first && phase == Phase::FirstForward)
       add(StepKind::PreOptimizerStep, -1);
     if (k.last && phase == Phase::FirstForward)
       add(StepKind::PostOptimizerStep, -1);
+    if (k.layers > 0)
+      addAll(layers[0].ahead, 0);
     add(k.first ? StepKind::PreForward : StepKind::ReceiveActivations, -1);
-    for (int l = 0; l < k.layers; ++l)
-      addLayer(l);
+    for (int l = 0; l < k.layers; ++l) {
+      if (l + 1 < k.layers)
+        addAll(layers[size_t(l + 1)].ahead, l + 1);
+      if (l >= 2)
+        addAll(layers[size_t(l - 2)].behind, l - 2);
+      addAll(layers[size_t(l)].own, l);
+    }
     add(k.last ? StepKind::PostForward : StepKind::SendActivations, -1);
+    for (int l = std::max(0, k.layers - 2); l < k.layers; ++l)
+      addAll(layers[size_t(l)].behind, l);
   } else {
     const bool reduce = phase == Phase::LastBackward && k.dp > 1;
+    const int top = k.layers - 1;
+    if (top >= 0)
+      addAll(layers[size_t(top)].ahead, top);
+    // The second layer's activations come back with the first's.
+    auto isSwapIn = [](StepKind s) { return s == StepKind::SwapInActivations; };
+    if (top >= 1)
+      for (StepKind kind : layers[size_t(top - 1)].ahead)
+        if (isSwapIn(kind))
+          add(kind, top - 1);
     add(k.last ? StepKind::PostBackward : StepKind::ReceiveGradients, -1);
-    for (int l = k.layers - 1; l >= 0; --l)
-      addLayer(l);
+    for (int l = top; l >= 0; --l) {
+      if (l >= 1)
+        for (StepKind kind : layers[size_t(l - 1)].ahead)
+          if (!(l == top && isSwapIn(kind))) // issued at the start
+            add(kind, l - 1);
+      addAll(layers[size_t(l)].own, l);
+    }
     if (k.first) {
       add(StepKind::PreBackward, -1);
       if (reduce)
@@ -171,40 +255,42 @@ LayerSteps mist::layerSteps(Phase phase, bool checkpointed, const ScheduleKnobs 
       if (o.optimizer > 0 || o.grads > 0)
         add(StepKind::FetchOptimizerState);
       add(StepKind::OptimizerStep);
-      if (o.optimizer > 0 || o.weights > 0)
-        add(StepKind::WriteBackOptimizerState);
       if (z.optimizer && !z.weights && multiDp)
         add(StepKind::GatherUpdatedWeights);
+      // The gathered weights are what goes back to host memory.
+      if (o.optimizer > 0 || o.weights > 0)
+        add(StepKind::WriteBackOptimizerState);
     }
-    if (z.weights && multiDp)
-      add(StepKind::GatherWeights);
     if (o.weights > 0)
       add(StepKind::FetchWeights);
+    if (z.weights && multiDp)
+      add(StepKind::GatherWeights);
     add(StepKind::Forward);
     if (o.activations > 0)
       add(StepKind::SwapOutActivations);
     return s;
   }
-  if (z.weights && multiDp)
-    add(StepKind::GatherWeights);
   if (o.weights > 0)
     add(StepKind::FetchWeights);
+  if (z.weights && multiDp)
+    add(StepKind::GatherWeights);
   if (o.activations > 0)
     add(StepKind::SwapInActivations);
   if (checkpointed)
     add(StepKind::Recompute);
   add(StepKind::Backward);
+  // ZeRO-2 scatters every backward's gradients into the rank's slice, which
+  // is what an offloaded sum then takes; the others reduce the step's sums,
+  // complete after the last backward.
+  if (multiDp && z.grads)
+    add(StepKind::ReduceScatterGradients);
   if (o.grads > 0) {
     if (k.gradAccum > 1)
       add(StepKind::FetchGradientAccumulators);
     add(StepKind::WriteBackGradients);
   }
-  if (multiDp) {
-    if (phase == Phase::LastBackward)
-      add(z.grads || z.optimizer ? StepKind::ReduceScatterGradients : StepKind::AllReduceGradients);
-    else if (z.grads)
-      add(StepKind::ReduceScatterGradients);
-  }
+  if (multiDp && !z.grads && phase == Phase::LastBackward)
+    add(z.optimizer ? StepKind::ReduceScatterGradients : StepKind::AllReduceGradients);
   return s;
 }
 

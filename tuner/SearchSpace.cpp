@@ -35,9 +35,9 @@ std::vector<ZeroFlags> SearchSpace::zeroOptions(int dp) const {
   if (dp <= 1)
     return {ZeroFlags{}}; // sharding over one rank changes nothing
   if (!zeroLevels())
-    return {ZeroFlags{false, false, true}}; // Megatron's distributed optimizer
-  return {ZeroFlags{}, ZeroFlags{false, false, true}, ZeroFlags{false, true, true},
-          ZeroFlags{true, true, true}};
+    return {ZeroFlags::ofLevel(1)}; // Megatron's distributed optimizer
+  return {ZeroFlags::ofLevel(0), ZeroFlags::ofLevel(1), ZeroFlags::ofLevel(2),
+          ZeroFlags::ofLevel(3)};
 }
 
 std::vector<OffloadRatios> SearchSpace::offloadOptions() const {

@@ -6,10 +6,10 @@
 
 namespace mist::rt {
 
-int ActivationStash::maxInFlight(const std::vector<ScheduleEntry> &order) {
+int ActivationStash::maxInFlight(const std::vector<std::pair<int, bool>> &order) {
   int now = 0, most = 0;
-  for (const ScheduleEntry &e : order) {
-    now += e.forward ? 1 : -1;
+  for (auto [mb, forward] : order) {
+    now += forward ? 1 : -1;
     most = std::max(most, now);
   }
   return most;
@@ -95,12 +95,8 @@ void ActivationStash::restore(int mb) {
              " before its forward");
   const int slot = it->second;
   memory.bindSlot(slot);
+  // The layers' come back by the schedule's swap-in steps (restoreLayer).
   moveFrame(slot, 0, /*out=*/false, "unstash activations " + std::to_string(mb));
-  // The last layer, whose backward comes first (after post's, which the
-  // memory model counts beside it), and the one fetched beside it.
-  for (int l = std::max(0, spec.layers - 2); l < spec.layers; ++l)
-    moveFrame(slot, 1 + l, /*out=*/false,
-              "unstash activations layer " + std::to_string(spec.firstLayer + l));
   // Later forwards run after this backward (the order is per rank), so the
   // slot can be handed out again; its other layers come back one by one.
   backwardSlot = slot;

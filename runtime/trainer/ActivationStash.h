@@ -7,11 +7,11 @@
 /// its backward runs, so activations are never copied. The plan's
 /// activation offload ratio sends the tail of every float activation of the
 /// slot to pinned host memory (d2h stream) and brings it back (h2d stream),
-/// both fenced with the compute stream, a layer at a time as the stage
-/// schedule and the memory model have it (StageRunner says when): a layer's
-/// goes out while the layer after next computes, so one layer's tail is in
-/// flight beside each forward; it comes back while the layer after it runs
-/// its backward (the last two when the backward begins). The global frame
+/// both fenced with the compute stream, a layer at a time where the stage
+/// schedule's swap steps are (docs/schedule.md, "Issue order"): a layer's
+/// goes out when the forward of the layer after next begins, so one layer's
+/// tail is in flight beside each forward; it comes back while the layer
+/// after it runs its backward (the last two when the backward begins). The global frame
 /// (pre's and post's activations) goes out after the whole forward and comes
 /// back when the backward begins.
 //===----------------------------------------------------------------------===//
@@ -41,8 +41,9 @@ public:
   /// tail of the layers not sent yet and of the global frame goes out).
   void save(int mb);
   /// Its backward begins: the frames point at its slot again, the global
-  /// frame's and the last two layers' offloaded tails come back, and the
-  /// slot is free for a forward after this backward.
+  /// frame's offloaded tail comes back (the layers' by restoreLayer, as the
+  /// schedule's swap-in steps say), and the slot is free for a forward after
+  /// this backward.
   void restore(int mb);
   /// Layer `layer`'s offloaded tail comes back for the backward under way
   /// (once; again is a no-op).
@@ -53,7 +54,7 @@ public:
   size_t reservedBytes() const { return memory.slotBytes() * size_t(memory.slots()); }
 
   /// The most micro-batches between forward and backward at once in `order`.
-  static int maxInFlight(const std::vector<ScheduleEntry> &order);
+  static int maxInFlight(const std::vector<std::pair<int, bool>> &order);
 
 private:
   const StageSpec &spec;

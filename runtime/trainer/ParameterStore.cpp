@@ -226,41 +226,63 @@ int ParameterStore::groupOfRegion(RegionKind region, int layer) const {
 
 bool ParameterStore::movesWeights() const { return weightsSliced || spec.offloadWeights > 0; }
 
-std::string ParameterStore::bringName(RegionKind region, int layer) const {
-  return (weightsSliced ? "all-gather weights " : "swap in weights ") + regionName(region, layer);
-}
-
-void ParameterStore::bring(RegionKind region, int layer) {
+// The two ways weights come in: the offloaded tail (of the weights, or of
+// the ZeRO-3 slice) over h2d, and the ZeRO-3 slices all-gathered over g2g.
+void ParameterStore::bring(RegionKind region, int layer, WeightMove move) {
   for (auto [p, l] : paramsOf(region, layer)) {
     State &s = state[p][l];
     if (s.resident)
       continue;
     DeviceTensor &w = weights(p, int(l));
-    if (weightsSliced) {
-      offload.swapIn(s.shard, s.shardHost);
-      unsplit(w, s.shard, s.local);
-      offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-    } else {
-      offload.swapIn(w, s.weightHost);
+    if (move == WeightMove::Fetch) {
+      if (weightsSliced)
+        offload.swapIn(s.shard, s.shardHost);
+      else {
+        offload.swapIn(w, s.weightHost);
+        s.resident = true;
+      }
+      continue;
     }
+    offload.swapIn(s.shard, s.shardHost); // when no fetch brought it
+    unsplit(w, s.shard, s.local);
+    offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
     s.resident = true;
   }
 }
 
 // Issued before the compute of the region ahead of this one is enqueued, so
-// the gather or copy runs beside it; the stream waits for the compute work
-// enqueued so far (which released these weights last) and for the group's
-// last update, and acquire makes compute wait for the event it records.
-void ParameterStore::prefetch(RegionKind region, int layer) {
-  if (!movesWeights())
-    return;
+// the copy or gather runs beside it; the stream waits for the compute work
+// enqueued so far (which released these weights last), for the group's last
+// update and for the fetch before a gather, and acquire makes compute wait
+// for the event it records.
+void ParameterStore::startMove(RegionKind region, int layer, WeightMove move) {
   const size_t g = size_t(groupOfRegion(region, layer) + 1);
-  const StreamKind mover = weightsSliced ? StreamKind::G2G : StreamKind::H2D;
+  const StreamKind mover = move == WeightMove::Fetch ? StreamKind::H2D : StreamKind::G2G;
   streams.wait(mover, streams.record(StreamKind::Compute));
   if (g < updated.size() && updated[g].recorded())
     streams.wait(mover, updated[g]);
-  streams.run(mover, bringName(region, layer), [this, region, layer] { bring(region, layer); });
+  if (prefetched[g].recorded())
+    streams.wait(mover, prefetched[g]);
+  const std::string name =
+      (move == WeightMove::Fetch ? "swap in weights " : "all-gather weights ") +
+      regionName(region, layer);
+  streams.run(mover, name, [this, region, layer, move] { bring(region, layer, move); });
   prefetched[g] = streams.record(mover);
+}
+
+void ParameterStore::fetchWeights(RegionKind region, int layer) {
+  if (spec.offloadWeights > 0)
+    startMove(region, layer, WeightMove::Fetch);
+}
+
+void ParameterStore::gatherWeights(RegionKind region, int layer) {
+  if (weightsSliced)
+    startMove(region, layer, WeightMove::Gather);
+}
+
+void ParameterStore::prefetch(RegionKind region, int layer) {
+  fetchWeights(region, layer);
+  gatherWeights(region, layer);
 }
 
 void ParameterStore::acquire(RegionKind region, int layer) {
@@ -273,10 +295,18 @@ void ParameterStore::acquire(RegionKind region, int layer) {
   if (prefetched[g].recorded()) { // brought in beside the previous region
     streams.wait(StreamKind::Compute, prefetched[g]);
     prefetched[g] = Event{};
-    return;
   }
-  streams.runFenced(weightsSliced ? StreamKind::G2G : StreamKind::H2D, bringName(region, layer),
-                    [&] { bring(region, layer); });
+  const std::vector<std::pair<size_t, size_t>> used = paramsOf(region, layer);
+  if (std::all_of(used.begin(), used.end(),
+                  [&](auto pl) { return state[pl.first][pl.second].resident; }))
+    return;
+  // No step brought them (or not all the way): now, before the compute.
+  if (spec.offloadWeights > 0)
+    streams.runFenced(StreamKind::H2D, "swap in weights " + regionName(region, layer),
+                      [&] { bring(region, layer, WeightMove::Fetch); });
+  if (weightsSliced)
+    streams.runFenced(StreamKind::G2G, "all-gather weights " + regionName(region, layer),
+                      [&] { bring(region, layer, WeightMove::Gather); });
 }
 
 void ParameterStore::release(RegionKind region, int layer) {
@@ -364,52 +394,103 @@ void ParameterStore::prepareGradBuffers(RegionKind region, int layer) {
       }
 }
 
-void ParameterStore::foldRegionGradients(RegionKind region, int layer) {
-  std::vector<std::pair<size_t, size_t>> toFold;
+std::vector<std::pair<size_t, size_t>> ParameterStore::foldedBy(RegionKind region,
+                                                                int layer) const {
+  std::vector<std::pair<size_t, size_t>> out;
   for (auto [p, l] : paramsOf(region, layer))
     // ZeRO-2 reduce-scatters a weight pre and post share once, after pre's
     // backward; an offloaded sum takes each region's part as it is made.
     if (foldedPerRegion(p) &&
         (gradsSliced ? lastBackwardOf(spec.params[p]) == region : uses(spec.params[p], region)))
-      toFold.push_back({p, l});
-  if (toFold.empty())
-    return;
-  // After the backward that wrote them, beside the next region's compute
-  // (which allocates its own buffers); the step's reduceGradients fence
-  // makes the optimizer wait for every fold. Offloaded sums without ZeRO-2
-  // are accumulated in order on the compute stream.
-  const StreamKind folder = gradsSliced ? StreamKind::G2G : StreamKind::Compute;
-  if (folder != StreamKind::Compute)
-    streams.wait(folder, streams.record(StreamKind::Compute));
-  const std::string what = gradsSliced ? "reduce-scatter gradients " : "accumulate gradients ";
-  streams.run(folder, what + regionName(region, layer), [this, toFold] {
-    for (auto [p, l] : toFold) {
-      foldInto(p, l);
-      for (int g : spec.params[p].grads)
-        gradBuffer(g, int(l)).clear(); // allocated again by the next micro-batch's backward
-    }
-  });
-  folded[size_t(groupOfRegion(region, layer) + 1)] = streams.record(folder);
+      out.push_back({p, l});
+  return out;
 }
 
-void ParameterStore::foldInto(size_t p, size_t l) {
+// The fold of a region's gradients into the step's sums is the schedule's
+// steps after its backward: ZeRO-2's reduce-scatter into the rank's slice
+// (g2g), and for offloaded sums the fetch of their tails (h2d) and the
+// write-back of the sums with this micro-batch's part added (d2h). Each
+// waits for the backward that wrote the buffers and for the region's fold
+// before; the next micro-batch's backward waits for the last
+// (prepareGradBuffers), the step's reduceGradients fence for them all.
+void ParameterStore::runFold(StreamKind stream, const std::string &what, RegionKind region,
+                             int layer, std::function<void(size_t, size_t)> work) {
+  const std::vector<std::pair<size_t, size_t>> members = foldedBy(region, layer);
+  if (members.empty())
+    return;
+  Event &last = folded[size_t(groupOfRegion(region, layer) + 1)];
+  streams.wait(stream, streams.record(StreamKind::Compute));
+  if (last.recorded())
+    streams.wait(stream, last);
+  streams.run(stream, what + regionName(region, layer), [members, work] {
+    for (auto [p, l] : members)
+      work(p, l);
+  });
+  last = streams.record(stream);
+}
+
+void ParameterStore::freeGradBuffers(size_t p, size_t l) {
+  for (int g : spec.params[p].grads)
+    gradBuffer(g, int(l)).clear(); // allocated again by the next micro-batch's backward
+}
+
+void ParameterStore::scatterRegionGradients(RegionKind region, int layer) {
+  if (!gradsSliced)
+    return;
+  runFold(StreamKind::G2G, "reduce-scatter gradients ", region, layer, [this](size_t p, size_t l) {
+    State &s = state[p][l];
+    s.incoming = microBatchGradient(p, l);
+    freeGradBuffers(p, l);
+    if (spec.offloadGrads > 0)
+      return; // added by the write-back
+    addToSum(p, l, s.incoming);
+    s.incoming.clear();
+  });
+}
+
+void ParameterStore::fetchGradientSums(RegionKind region, int layer) {
+  if (spec.offloadGrads <= 0)
+    return;
+  runFold(StreamKind::H2D, "swap in gradient sums ", region, layer,
+          [this](size_t p, size_t l) { offload.swapIn(state[p][l].grad, state[p][l].gradHost); });
+}
+
+void ParameterStore::writeBackGradientSums(RegionKind region, int layer) {
+  if (spec.offloadGrads <= 0)
+    return;
+  runFold(StreamKind::D2H, "swap out gradient sums ", region, layer, [this](size_t p, size_t l) {
+    State &s = state[p][l];
+    offload.swapIn(s.grad, s.gradHost); // one micro-batch: no fetch step brought it
+    if (gradsSliced) {
+      addToSum(p, l, s.incoming);
+      s.incoming.clear();
+    } else {
+      addToSum(p, l, microBatchGradient(p, l));
+    }
+    freeGradBuffers(p, l);
+    offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
+  });
+}
+
+void ParameterStore::foldRegionGradients(RegionKind region, int layer) {
+  scatterRegionGradients(region, layer);
+  fetchGradientSums(region, layer);
+  writeBackGradientSums(region, layer);
+}
+
+DeviceTensor ParameterStore::microBatchGradient(size_t p, size_t l) {
   State &s = state[p][l];
   // The micro-batch's gradient: the sum of the buffers contributing to the
   // parameter (a tied weight has one per region reading it).
   const bool scatter = gradsSliced && !tied(p);
   const std::vector<DeviceTensor *> sources = gradArrays(p, l);
+  const DType type = gradType(p);
+  DeviceTensor sum(type);
+  if (!scatter && sources.size() == 1)
+    return sum; // empty: addToSum reads the buffer as it is
   // One buffer that splits evenly over dp is scattered as it is; otherwise
   // the buffers are summed (zero-padded) first.
   const bool direct = scatter && sources.size() == 1 && sources[0]->size() == s.chunk * size_t(dp);
-  const DType type = gradType(p);
-  if (!scatter && sources.size() == 1) { // added to the step's sum as it is
-    offload.swapIn(s.grad, s.gradHost);
-    device::accumulate(s.grad.tensor(), sources[0]->tensor(),
-                       std::min(s.local, sources[0]->size()));
-    offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
-    return;
-  }
-  DeviceTensor sum(type);
   if (!direct) {
     sum.assignZeros(scatter ? s.chunk * size_t(dp) : s.local);
     for (const DeviceTensor *src : sources)
@@ -422,8 +503,24 @@ void ParameterStore::foldInto(size_t p, size_t l) {
                                type);
     sum = std::move(part);
   }
+  return sum;
+}
+
+void ParameterStore::addToSum(size_t p, size_t l, const DeviceTensor &gradient) {
+  State &s = state[p][l];
+  if (gradient.empty()) { // the parameter's one buffer
+    const DeviceTensor &buffer = *gradArrays(p, l)[0];
+    device::accumulate(s.grad.tensor(), buffer.tensor(), std::min(s.local, buffer.size()));
+    return;
+  }
+  device::accumulate(s.grad.tensor(), gradient.tensor(), s.grad.size());
+}
+
+void ParameterStore::foldInto(size_t p, size_t l) {
+  State &s = state[p][l];
+  const DeviceTensor gradient = microBatchGradient(p, l);
   offload.swapIn(s.grad, s.gradHost);
-  device::accumulate(s.grad.tensor(), sum.tensor(), s.grad.size());
+  addToSum(p, l, gradient);
   offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
 }
 
@@ -438,7 +535,9 @@ void ParameterStore::foldGradBuffers() {
 }
 
 bool ParameterStore::reducedPerRegion(size_t p, size_t copy) const {
-  return dp > 1 && !gradsSliced && !tied(p) && state[p][copy].sumsInPlace;
+  // Summed in place, or folded region by region into an offloaded sum: the
+  // step's sum is complete after the region's last backward.
+  return dp > 1 && !gradsSliced && !tied(p) && (state[p][copy].sumsInPlace || foldedPerRegion(p));
 }
 
 void ParameterStore::reduceRegionGradients(RegionKind region, int layer) {
@@ -450,15 +549,26 @@ void ParameterStore::reduceRegionGradients(RegionKind region, int layer) {
     }
   if (toReduce.empty())
     return;
-  // After the backward that completed the sums; the step's reduceGradients
-  // fence, later on the same stream, makes the norm and the optimizer wait.
+  // After the backward that completed the sums (and the write-back of
+  // offloaded ones); the step's reduceGradients fence, later on the same
+  // stream, makes the norm and the optimizer wait.
   streams.wait(StreamKind::G2G, streams.record(StreamKind::Compute));
+  const Event &lastFold = folded[size_t(groupOfRegion(region, layer) + 1)];
+  if (lastFold.recorded())
+    streams.wait(StreamKind::G2G, lastFold);
   streams.run(StreamKind::G2G,
               (sliced ? "reduce-scatter gradients " : "all-reduce gradients ") +
                   regionName(region, layer),
               [this, toReduce] {
-                for (auto [p, l] : toReduce)
+                for (auto [p, l] : toReduce) {
+                  State &s = state[p][l];
+                  const bool offloaded = spec.offloadGrads > 0;
+                  if (offloaded) // whole for the reduction
+                    offload.swapIn(s.grad, s.gradHost);
                   reduceOverDp(p, l);
+                  if (offloaded)
+                    offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
+                }
               });
 }
 
@@ -608,18 +718,255 @@ void ParameterStore::deferStep(const AdamStep &adam) {
     }
 }
 
-bool ParameterStore::applyPendingStep(int group, bool stepUnderWay) {
+// A group's update is the schedule's four steps (docs/schedule.md): the
+// offloaded optimizer state comes in (h2d), AdamW runs (compute), the new
+// weights are all-gathered from the ZeRO-1/2 slices (g2g) and the offloaded
+// state and weights go back out (d2h). Each runs when the emitted schedule
+// calls it; what one skipped runs before the group's weights are used
+// (completeUpdate), and a group without a pending update has nothing to do.
+ParameterStore::GroupUpdate *ParameterStore::updateOf(int group) {
+  auto under = updates.find(group);
+  if (under != updates.end())
+    return under->second.get();
   const size_t g = size_t(group + 1);
   if (!pendingStep || g >= groupPending.size() || !groupPending[g])
-    return false;
+    return nullptr;
   groupPending[g] = 0;
-  stepGroup(*pendingStep, group);
+  auto u = std::make_shared<GroupUpdate>();
+  u->group = group;
+  u->members = membersOf(group);
+  u->stagedAt.assign(u->members.size(), 0);
+  for (size_t i = 0; i < u->members.size(); ++i) {
+    u->stagedAt[i] = u->staged;
+    u->staged += state[u->members[i].first][u->members[i].second].mHost.size() / sizeof(float);
+  }
+  u->inPlace =
+      u->members.empty() || state[u->members[0].first][u->members[0].second].weightsInPlace;
+  for (auto [p, l] : u->members)
+    u->next.emplace_back(weightType(p));
+  u->resident.assign(u->members.size(), 1);
+  updates[group] = u;
+  return u.get();
+}
+
+std::string ParameterStore::groupName(int group) const {
+  return regionName(regionOfGroup(group), group);
+}
+
+RegionKind ParameterStore::regionOfGroup(int group) const {
+  return group < 0 ? RegionKind::Pre : group == spec.layers ? RegionKind::Post : RegionKind::Layer;
+}
+
+void ParameterStore::fetchOptimizerState(int group) {
+  GroupUpdate *u = updateOf(group);
+  if (!u || u->fetched)
+    return;
+  u->fetched = true;
+  if (u->staged == 0)
+    return;
+  if (stagedM.size() < u->staged) {
+    stagedM.assignZeros(u->staged);
+    stagedV.assignZeros(u->staged);
+    if (!state[u->members[0].first][u->members[0].second].masterIsWeights)
+      stagedMaster.assignZeros(u->staged);
+  }
+  // The offloaded tails of the group's masters and moments come into one
+  // staging buffer each (members one after the other), are stepped there,
+  // and go back; the device parts are stepped in place.
+  streams.runFenced(StreamKind::H2D, "swap in optimizer state " + groupName(group), [&] {
+    for (size_t i = 0; i < u->members.size(); ++i) {
+      State &s = state[u->members[i].first][u->members[i].second];
+      if (!s.masterIsWeights)
+        offload.stageIn(stagedMaster.at(u->stagedAt[i]).data, s.masterHost);
+      offload.stageIn(stagedM.at(u->stagedAt[i]).data, s.mHost);
+      offload.stageIn(stagedV.at(u->stagedAt[i]).data, s.vHost);
+    }
+  });
+}
+
+void ParameterStore::optimizerStep(int group, bool stepUnderWay) {
+  GroupUpdate *u = updateOf(group);
+  if (!u || u->stepped)
+    return;
+  fetchOptimizerState(group); // when the schedule has no step of its own for it
+  u->stepped = true;
+  const AdamStep a = *pendingStep;
+  if (!u->members.empty())
+    streams.run(StreamKind::Compute, "optimizer step " + groupName(group), [&] {
+      // In place, the group's tensors go to one adamWMany (on GPUs a few
+      // multi-tensor launches) and their gradients are freed after it. With
+      // fresh weight tensors each member steps and frees its gradient before
+      // the next member's tensor is allocated, so the step's memory peak stays
+      // the one the memory model prices (a gradient freed early may hold the
+      // next tensor, which one launch for all could not allow).
+      const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step};
+      std::vector<ops::AdamWTensor> steps;
+      auto stepAndFree = [&](const std::vector<std::pair<size_t, size_t>> &done) {
+        ops::adamWMany(steps, hyper);
+        steps.clear();
+        for (auto [p, l] : done) { // read by the launches just enqueued: stream-ordered release
+          State &s = state[p][l];
+          s.grad.clear();
+          s.updateDue = false;
+        }
+      };
+      for (size_t i = 0; i < u->members.size(); ++i) {
+        auto [p, l] = u->members[i];
+        State &s = state[p][l];
+        DeviceTensor &master = masterOf(p, l);
+        Tensor updatedWeights = weights(p, int(l)).tensor();
+        if (!u->inPlace) {
+          u->next[i].assignZeros(s.chunk);
+          updatedWeights = u->next[i].tensor();
+        }
+        const float decay = spec.params[p].decay ? a.weightDecay : 0.f; // no_decay's kinds: 0
+        const ConstTensor grad = gradSum(p, l).tensor();
+        // The moments' device part and offloaded tail; the masters split the
+        // same way unless they are the weights (then whole, stepped in place).
+        const size_t head = s.m.size(), tail = s.mHost.size() / sizeof(float);
+        float *tailMasters =
+            s.masterIsWeights ? master.f32() + head : stagedMaster.f32() + u->stagedAt[i];
+        steps.push_back(
+            {master.f32(), s.m.f32(), s.v.f32(), updatedWeights, grad, int64_t(head), decay});
+        if (tail > 0)
+          steps.push_back({tailMasters, stagedM.f32() + u->stagedAt[i],
+                           stagedV.f32() + u->stagedAt[i], updatedWeights + int64_t(head),
+                           grad + int64_t(head), int64_t(tail), decay});
+        if (!u->inPlace)
+          stepAndFree({u->members[i]});
+      }
+      if (u->inPlace)
+        stepAndFree(u->members);
+    });
+  u->last = streams.record(StreamKind::Compute);
+  // ZeRO-3 without weight offload: the new slice is the weights until the
+  // next gather, nothing to move.
+  if (weightsSliced && spec.offloadWeights <= 0)
+    for (size_t i = 0; i < u->members.size(); ++i)
+      state[u->members[i].first][u->members[i].second].shard = std::move(u->next[i]);
   if (stepUnderWay) // what the step's beginStep left for now
-    for (auto [p, l] : membersOf(group))
+    for (auto [p, l] : u->members)
       zeroSums(p, l);
-  if (std::none_of(groupPending.begin(), groupPending.end(), [](char c) { return c; }))
+  finishIfDone(*u);
+}
+
+bool ParameterStore::needsGather(const GroupUpdate &u) const {
+  return !u.inPlace && sliced && !weightsSliced;
+}
+
+bool ParameterStore::needsWriteBack(const GroupUpdate &u) const {
+  return u.staged > 0 || (!u.inPlace && spec.offloadWeights > 0);
+}
+
+void ParameterStore::gatherUpdatedWeights(int group) {
+  auto under = updates.find(group);
+  if (under == updates.end() || !under->second->stepped || under->second->gathered)
+    return;
+  std::shared_ptr<GroupUpdate> u = under->second;
+  u->gathered = true;
+  if (!needsGather(*u))
+    return;
+  // The weights kept in host memory come in whole for the gather and go
+  // back out with the write-back.
+  for (size_t i = 0; i < u->members.size(); ++i)
+    u->resident[i] = state[u->members[i].first][u->members[i].second].resident;
+  streams.wait(StreamKind::G2G, u->last);
+  streams.run(StreamKind::G2G, "all-gather updated weights " + groupName(group), [this, u] {
+    for (size_t i = 0; i < u->members.size(); ++i) {
+      auto [p, l] = u->members[i];
+      State &s = state[p][l];
+      DeviceTensor &w = weights(p, int(l));
+      if (!s.resident) {
+        offload.swapIn(w, s.weightHost);
+        s.resident = true;
+      }
+      unsplit(w, u->next[i], s.local);
+      // Freed on the stream that last reads it, so the device layer
+      // reuses the memory only after that read.
+      u->next[i].clear();
+    }
+  });
+  u->last = streams.record(StreamKind::G2G);
+  finishIfDone(*u);
+}
+
+void ParameterStore::writeBackOptimizerState(int group) {
+  auto under = updates.find(group);
+  if (under == updates.end() || !under->second->stepped || under->second->written)
+    return;
+  std::shared_ptr<GroupUpdate> u = under->second;
+  gatherUpdatedWeights(group); // the gathered weights are what goes out
+  u->written = true;
+  if (!needsWriteBack(*u)) {
+    finishIfDone(*u);
+    return;
+  }
+  streams.wait(StreamKind::D2H, u->last);
+  streams.run(StreamKind::D2H, "swap out optimizer state " + groupName(group), [this, u] {
+    for (size_t i = 0; i < u->members.size(); ++i) {
+      auto [p, l] = u->members[i];
+      State &s = state[p][l];
+      if (u->staged > 0) {
+        if (!s.masterIsWeights)
+          offload.stageOut(stagedMaster.at(u->stagedAt[i]).data, s.masterHost);
+        offload.stageOut(stagedM.at(u->stagedAt[i]).data, s.mHost);
+        offload.stageOut(stagedV.at(u->stagedAt[i]).data, s.vHost);
+      }
+      if (u->inPlace || (weightsSliced && spec.offloadWeights <= 0))
+        continue;          // the weights are in place already (optimizerStep)
+      if (weightsSliced) { // the new slice, its tail to host memory
+        offload.swapIn(s.shard, s.shardHost);
+        s.shard = std::move(u->next[i]);
+        offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
+      } else if (sliced) { // gathered whole: the offloaded tail back out
+        if (!u->resident[i]) {
+          offload.swapOut(weights(p, int(l)), s.weightHost, spec.offloadWeights);
+          s.resident = false;
+        }
+      } else { // the new weights, their tail to host memory
+        DeviceTensor &w = weights(p, int(l));
+        const bool wasResident = s.resident;
+        if (!wasResident)
+          offload.swapIn(w, s.weightHost);
+        w = std::move(u->next[i]);
+        if (!wasResident)
+          offload.swapOut(w, s.weightHost, spec.offloadWeights);
+      }
+    }
+  });
+  u->last = streams.record(StreamKind::D2H);
+  finishIfDone(*u);
+}
+
+void ParameterStore::finishIfDone(GroupUpdate &u) {
+  if (!u.stepped || (needsGather(u) && !u.gathered) || (needsWriteBack(u) && !u.written))
+    return;
+  updated[size_t(u.group + 1)] = u.last;
+  const int group = u.group;
+  updates.erase(group); // `u` is gone after this
+  if (updates.empty() &&
+      std::none_of(groupPending.begin(), groupPending.end(), [](char c) { return c; }))
     finishDeferred();
+}
+
+bool ParameterStore::applyPendingStep(int group, bool stepUnderWay) {
+  if (!updateOf(group))
+    return false;
+  fetchOptimizerState(group);
+  optimizerStep(group, stepUnderWay);
+  gatherUpdatedWeights(group);
+  writeBackOptimizerState(group);
   return true;
+}
+
+void ParameterStore::completeUpdate(int group, bool stepUnderWay) {
+  if (updates.count(group))
+    applyPendingStep(group, stepUnderWay);
+}
+
+bool ParameterStore::updateDue(int group) const {
+  const size_t g = size_t(group + 1);
+  return updates.count(group) || (pendingStep && g < groupPending.size() && groupPending[g]);
 }
 
 void ParameterStore::finishDeferred() {
@@ -629,144 +976,6 @@ void ParameterStore::finishDeferred() {
         abortJob(std::string("the schedule's optimizer step left out ") + spec.params[p].name +
                  " (copy " + std::to_string(l) + ")");
   pendingStep.reset();
-}
-
-void ParameterStore::stepGroup(const AdamStep &a, int group) {
-  const std::vector<std::pair<size_t, size_t>> members = membersOf(group);
-  if (members.empty())
-    return;
-  const RegionKind region = group < 0              ? RegionKind::Pre
-                            : group == spec.layers ? RegionKind::Post
-                                                   : RegionKind::Layer;
-  const std::string name = regionName(region, group);
-  // Offloaded optimizer state: the tails of the group's masters and moments
-  // come into one staging buffer each (members one after the other), are
-  // stepped there, and go back; the device parts are stepped in place.
-  std::vector<size_t> stagedAt(members.size(), 0);
-  size_t staged = 0;
-  for (size_t i = 0; i < members.size(); ++i) {
-    stagedAt[i] = staged;
-    staged += state[members[i].first][members[i].second].mHost.size() / sizeof(float);
-  }
-  if (staged > 0) {
-    if (stagedM.size() < staged) {
-      stagedM.assignZeros(staged);
-      stagedV.assignZeros(staged);
-      if (!state[members[0].first][members[0].second].masterIsWeights)
-        stagedMaster.assignZeros(staged);
-    }
-    streams.runFenced(StreamKind::H2D, "swap in optimizer state " + name, [&] {
-      for (size_t i = 0; i < members.size(); ++i) {
-        State &s = state[members[i].first][members[i].second];
-        if (!s.masterIsWeights)
-          offload.stageIn(stagedMaster.at(stagedAt[i]).data, s.masterHost);
-        offload.stageIn(stagedM.at(stagedAt[i]).data, s.mHost);
-        offload.stageIn(stagedV.at(stagedAt[i]).data, s.vHost);
-      }
-    });
-  }
-  // Without ZeRO-1 or weight offload AdamW writes the new weights straight
-  // into them (in fp32 the weights are the masters, updated in place);
-  // otherwise into a fresh tensor that writeUpdatedWeights puts in place.
-  const bool inPlace = state[members[0].first][members[0].second].weightsInPlace;
-  // Shared with the writer's work, which may run after this returns.
-  auto next = std::make_shared<std::vector<DeviceTensor>>();
-  for (auto [p, l] : members)
-    next->emplace_back(weightType(p));
-  streams.run(StreamKind::Compute, "optimizer step " + name, [&] {
-    // In place, the group's tensors go to one adamWMany (on GPUs a few
-    // multi-tensor launches) and their gradients are freed after it. With
-    // fresh weight tensors each member steps and frees its gradient before
-    // the next member's tensor is allocated, so the step's memory peak stays
-    // the one the memory model prices (a gradient freed early may hold the
-    // next tensor, which one launch for all could not allow).
-    const ops::AdamWStep hyper{a.lr, a.beta1, a.beta2, a.eps, a.weightDecay, a.gradScale, a.step};
-    std::vector<ops::AdamWTensor> steps;
-    auto stepAndFree = [&](const std::vector<std::pair<size_t, size_t>> &done) {
-      ops::adamWMany(steps, hyper);
-      steps.clear();
-      for (auto [p, l] : done) { // read by the launches just enqueued: stream-ordered release
-        State &s = state[p][l];
-        s.grad.clear();
-        s.updateDue = false;
-      }
-    };
-    for (size_t i = 0; i < members.size(); ++i) {
-      auto [p, l] = members[i];
-      State &s = state[p][l];
-      DeviceTensor &master = masterOf(p, l);
-      Tensor updatedWeights = weights(p, int(l)).tensor();
-      if (!inPlace) {
-        (*next)[i].assignZeros(s.chunk);
-        updatedWeights = (*next)[i].tensor();
-      }
-      const float decay = spec.params[p].decay ? a.weightDecay : 0.f; // no_decay's kinds: 0
-      const ConstTensor grad = gradSum(p, l).tensor();
-      // The moments' device part and offloaded tail; the masters split the
-      // same way unless they are the weights (then whole, stepped in place).
-      const size_t head = s.m.size(), tail = s.mHost.size() / sizeof(float);
-      float *tailMasters =
-          s.masterIsWeights ? master.f32() + head : stagedMaster.f32() + stagedAt[i];
-      steps.push_back(
-          {master.f32(), s.m.f32(), s.v.f32(), updatedWeights, grad, int64_t(head), decay});
-      if (tail > 0)
-        steps.push_back({tailMasters, stagedM.f32() + stagedAt[i], stagedV.f32() + stagedAt[i],
-                         updatedWeights + int64_t(head), grad + int64_t(head), int64_t(tail),
-                         decay});
-      if (!inPlace)
-        stepAndFree({members[i]});
-    }
-    if (inPlace)
-      stepAndFree(members);
-  });
-  if (staged > 0)
-    streams.runFenced(StreamKind::D2H, "swap out optimizer state " + name, [&] {
-      for (size_t i = 0; i < members.size(); ++i) {
-        State &s = state[members[i].first][members[i].second];
-        if (!s.masterIsWeights)
-          offload.stageOut(stagedMaster.at(stagedAt[i]).data, s.masterHost);
-        offload.stageOut(stagedM.at(stagedAt[i]).data, s.mHost);
-        offload.stageOut(stagedV.at(stagedAt[i]).data, s.vHost);
-      }
-    });
-  const StreamKind writer = sliced ? StreamKind::G2G : StreamKind::Compute;
-  if (!inPlace) {
-    streams.wait(writer, streams.record(StreamKind::Compute));
-    streams.run(writer, (sliced ? "all-gather updated weights " : "write updated weights ") + name,
-                [this, members, next] {
-                  for (size_t i = 0; i < members.size(); ++i) {
-                    writeUpdatedWeights(members[i].first, members[i].second, (*next)[i]);
-                    // Freed on the stream that last reads it, so the device
-                    // layer reuses the memory only after that read.
-                    (*next)[i].clear();
-                  }
-                });
-  }
-  updated[size_t(group + 1)] = streams.record(writer);
-}
-
-void ParameterStore::writeUpdatedWeights(size_t p, size_t l, DeviceTensor &next) {
-  State &s = state[p][l];
-  if (weightsSliced) { // the new slice is the weights until the next gather
-    offload.swapIn(s.shard, s.shardHost);
-    s.shard = std::move(next);
-    offload.swapOut(s.shard, s.shardHost, spec.offloadWeights);
-    return;
-  }
-  DeviceTensor &w = weights(p, int(l));
-  const bool wasResident = s.resident;
-  if (!s.resident) {
-    offload.swapIn(w, s.weightHost);
-    s.resident = true;
-  }
-  if (sliced)
-    unsplit(w, next, s.local);
-  else
-    w = std::move(next);
-  if (!wasResident) {
-    offload.swapOut(w, s.weightHost, spec.offloadWeights);
-    s.resident = false;
-  }
 }
 
 std::vector<float> ParameterStore::full(size_t p, int layer, ParamTensor what) {

@@ -35,6 +35,9 @@
 #include "runtime/trainer/Streams.h"
 #include "runtime/trainer/Trainer.h"
 
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 
 namespace mist::rt {
@@ -74,12 +77,17 @@ public:
   void initialize(uint64_t seed, int hostThreads, bool draw = true);
   void settle();
 
-  /// Makes the weights of `region` (layer `layer`) present in the frames
-  /// (ZeRO-3 all-gather, swap-in of the offloaded tail), and drops them.
-  /// `prefetch` starts bringing them in on the g2g (h2d) stream while the
-  /// region before runs; the `acquire` that follows then only waits for it.
-  /// So at most two regions' weights are present: the double buffer the
-  /// performance model counts.
+  /// The schedule's weight steps (docs/schedule.md): `fetchWeights` brings
+  /// the offloaded tail of a region's weights (or of its ZeRO-3 slices) in
+  /// over h2d, `gatherWeights` all-gathers its ZeRO-3 slices over g2g, each
+  /// beside the compute issued before it; `prefetch` does what the region
+  /// needs of both (pre and post, which have no steps of their own).
+  /// `acquire` makes the region's compute wait for them (or brings them now
+  /// if no step did) and `release` drops them after it. So at most two
+  /// regions' weights are present: the double buffer the performance model
+  /// counts.
+  void fetchWeights(RegionKind region, int layer);
+  void gatherWeights(RegionKind region, int layer);
   void prefetch(RegionKind region, int layer);
   void acquire(RegionKind region, int layer);
   void release(RegionKind region, int layer);
@@ -90,11 +98,19 @@ public:
   /// them before a micro-batch's backward, fold them into the sums after.
   void clearGradBuffers();
   void foldGradBuffers();
-  /// Around one region's backward under ZeRO-2: its gradient buffers get
-  /// zeroed memory before, and the parameters it reads last are
-  /// reduce-scattered into their slices after and their buffers freed, so
-  /// full gradients exist for about one region at a time.
+  /// Around one region's backward, for gradients folded region by region
+  /// (ZeRO-2, offloaded sums): its gradient buffers get zeroed memory
+  /// before; after it the schedule's fold steps add them into the step's
+  /// sums and free them, so full gradients exist for about one region at a
+  /// time: `scatterRegionGradients` reduce-scatters them into this rank's
+  /// ZeRO-2 slice (g2g), `fetchGradientSums` brings the offloaded tails of
+  /// the sums in (h2d) and `writeBackGradientSums` adds this micro-batch's
+  /// part and sends the tails back out (d2h). `foldRegionGradients` runs
+  /// what applies of the three (pre and post, which have no steps of their own).
   void prepareGradBuffers(RegionKind region, int layer);
+  void scatterRegionGradients(RegionKind region, int layer);
+  void fetchGradientSums(RegionKind region, int layer);
+  void writeBackGradientSums(RegionKind region, int layer);
   void foldRegionGradients(RegionKind region, int layer);
   /// The last backward's reduction of a region, as the stage schedule
   /// places it (AllReduceGradients, or ZeRO-1's ReduceScatterGradients):
@@ -120,15 +136,29 @@ public:
   /// As the stage schedule places it, a step's update runs in the next
   /// step's first forward, each group just before its weights are first
   /// wanted: `deferStep` keeps the step's AdamW settings with every group
-  /// pending (its gradient sums kept: the next beginStep leaves them);
-  /// `applyPendingStep` runs one pending group, and with `stepUnderWay` (in
-  /// a forward) zeroes its sums for the step under way; `finishDeferred`
-  /// ends the deferral, and the job if a tensor was left out.
+  /// pending (its gradient sums kept: the next beginStep leaves them). A
+  /// group's update is the schedule's four steps: `fetchOptimizerState`
+  /// (h2d: its offloaded masters and moments into a staging buffer),
+  /// `optimizerStep` (AdamW; with `stepUnderWay`, in a forward, its sums are
+  /// then zeroed for the step under way), `gatherUpdatedWeights` (g2g:
+  /// ZeRO-1/2's all-gather of the new slices) and `writeBackOptimizerState`
+  /// (d2h: the state and the new weights kept in host memory); each does
+  /// nothing for a group with no pending update or nothing of its kind to
+  /// move. `applyPendingStep` runs all four (false: none pending);
+  /// `completeUpdate` runs what is left of one under way. The last ends the
+  /// deferral (finishDeferred), and the job if a tensor was left out.
   void deferStep(const AdamStep &adam);
   bool hasPendingStep() const { return pendingStep.has_value(); }
   const AdamStep &pendingAdam() const { return *pendingStep; }
-  /// True when it ran the group's update now (false: none pending for it).
+  void fetchOptimizerState(int group);
+  void optimizerStep(int group, bool stepUnderWay);
+  void gatherUpdatedWeights(int group);
+  void writeBackOptimizerState(int group);
   bool applyPendingStep(int group, bool stepUnderWay);
+  void completeUpdate(int group, bool stepUnderWay);
+  /// Whether the group's update is pending or under way (its weights are
+  /// not yet the ones the step computed).
+  bool updateDue(int group) const;
   void finishDeferred();
   /// The optimizer group of a region: -1 pre, a layer, or `layers` post.
   int groupOfRegion(RegionKind region, int layer) const;
@@ -156,6 +186,7 @@ private:
     /// master, m, v: fp32; grad: the gradients' type; shard (the ZeRO-3
     /// weight slice): the weights'.
     DeviceTensor master, m, v, grad, shard;
+    DeviceTensor incoming; ///< ZeRO-2: a micro-batch's slice, until added to an offloaded sum
     HostBytes masterHost, mHost, vHost, gradHost, shardHost, weightHost;
   };
   DeviceTensor &weights(size_t p, int layer);
@@ -169,6 +200,40 @@ private:
   /// (param, copy) of every parameter `region` (layer `layer`) reads.
   std::vector<std::pair<size_t, size_t>> paramsOf(RegionKind region, int layer) const;
   std::string regionName(RegionKind region, int layer) const;
+  /// A group's update between its schedule steps.
+  struct GroupUpdate {
+    int group = 0;
+    std::vector<std::pair<size_t, size_t>> members;
+    std::vector<size_t> stagedAt;   ///< each member's offset in the staging buffers
+    size_t staged = 0;              ///< elements of offloaded state staged
+    bool inPlace = true;            ///< AdamW writes the weights themselves
+    std::vector<DeviceTensor> next; ///< else the new weights (or slices), per member
+    std::vector<char> resident;     ///< per member: its weights were resident before the gather
+    bool fetched = false, stepped = false, gathered = false, written = false;
+    Event last; ///< the last of its steps so far
+  };
+  /// The group's update under way, begun now if pending; null if neither.
+  GroupUpdate *updateOf(int group);
+  bool needsGather(const GroupUpdate &u) const;
+  bool needsWriteBack(const GroupUpdate &u) const;
+  void finishIfDone(GroupUpdate &u);
+  std::string groupName(int group) const;
+  RegionKind regionOfGroup(int group) const;
+  /// How weights come in: the offloaded tail over h2d, the ZeRO-3 slices
+  /// all-gathered over g2g.
+  enum class WeightMove { Fetch, Gather };
+  void bring(RegionKind region, int layer, WeightMove move); ///< now, on the current stream
+  void startMove(RegionKind region, int layer, WeightMove move);
+  /// (param, copy) of what a region's fold steps take.
+  std::vector<std::pair<size_t, size_t>> foldedBy(RegionKind region, int layer) const;
+  void runFold(StreamKind stream, const std::string &what, RegionKind region, int layer,
+               std::function<void(size_t, size_t)> work);
+  void freeGradBuffers(size_t p, size_t copy);
+  /// One micro-batch's gradient of a parameter copy: its buffers summed,
+  /// under ZeRO-2 reduce-scattered into this rank's slice; empty for a
+  /// parameter's one buffer, which addToSum reads as it is.
+  DeviceTensor microBatchGradient(size_t p, size_t copy);
+  void addToSum(size_t p, size_t copy, const DeviceTensor &gradient);
   /// ZeRO-2 gradients that are reduce-scattered region by region, right
   /// after the backward of the last region reading the parameter (pre's for
   /// a weight pre and post share), their buffers freed until the next
@@ -191,14 +256,10 @@ private:
   int groupOf(size_t p, size_t copy) const;
   /// (param, copy) of every parameter copy in optimizer group `group`.
   std::vector<std::pair<size_t, size_t>> membersOf(int group) const;
-  void stepGroup(const AdamStep &adam, int group);
   /// A parameter copy's step sums to zero, where they live (beginStep).
   void zeroSums(size_t p, size_t copy);
   /// Whether weights move between uses (ZeRO-3 slices, weight offload).
   bool movesWeights() const;
-  void bring(RegionKind region, int layer); ///< gathers or swaps them in now
-  std::string bringName(RegionKind region, int layer) const;
-  void writeUpdatedWeights(size_t p, size_t copy, DeviceTensor &next);
   void sumTiedOverStages(size_t p, State &s);
   void swapOutOptimizer(State &s);
   void swapInOptimizer(State &s);
@@ -217,7 +278,8 @@ private:
   std::vector<Event> folded;             ///< per group (index group + 1): its gradients' last fold
   DeviceArray<double> normSum;           ///< normSquaredShare's accumulator
   std::optional<AdamStep> pendingStep;   ///< deferStep's, until finishDeferred
-  std::vector<char> groupPending;        ///< per group (index group + 1)
+  std::vector<char> groupPending;        ///< per group (index group + 1): not begun
+  std::map<int, std::shared_ptr<GroupUpdate>> updates; ///< begun, not finished
   /// The offloaded tails of one group's optimizer state (masters, m, v),
   /// stepped here: the device part is stepped in place.
   DeviceTensor stagedMaster, stagedM, stagedV;

@@ -32,8 +32,7 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
                          Streams &streams, const BatchSampler *sampler)
     : spec(spec), stage(spec.stages[size_t(groups.layout().stage)]), groups(groups), tp(tp),
       memory(memory), global(memory.global()), layers(memory.layers()), store(store), stash(stash),
-      streams(streams), sampler(sampler), stageIndex(groups.layout().stage),
-      check(scheduleOf(stage, stageIndex, int(spec.stages.size()), spec.gradAccum)) {
+      streams(streams), sampler(sampler), stageIndex(groups.layout().stage) {
   samplesPerMicroBatch = int64_t(stage.microBatch) * stage.dp;
   const RankLayout &layout = groups.layout();
   const int me = layout.myWorldRank, stages = int(spec.stages.size());
@@ -66,8 +65,6 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
 
 void StageRunner::finishStep(int step) {
   streams.synchronize();
-  if (std::string problem = check.finishStep(); !problem.empty())
-    abortJob("step " + std::to_string(step) + ": " + problem);
   losses = 0;
   if (stage.lossBuffer < 0)
     return;
@@ -183,118 +180,89 @@ void StageRunner::send(const DeviceTensor &from, int mb, bool gradients) {
       });
 }
 
-std::string StageRunner::layerName(int layer) const {
-  return "layer " + std::to_string(stage.firstLayer + layer);
+std::string StageRunner::layerName(int l) const {
+  return "layer " + std::to_string(stage.firstLayer + l);
 }
 
-void StageRunner::receiveActivations(int mb) {
-  check.record(StepKind::ReceiveActivations, -1, mb);
-  receive(x, mb, false);
+int StageRunner::local(int layer) const {
+  const int l = layer - stage.firstLayer;
+  if (l < 0 || l >= stage.layers)
+    abortJob("stage " + std::to_string(stageIndex) + "'s schedule names layer " +
+             std::to_string(layer) + ", which is not on the stage (layers " +
+             std::to_string(stage.firstLayer) + "-" +
+             std::to_string(stage.firstLayer + stage.layers - 1) + ")");
+  return l;
 }
 
-void StageRunner::beginStep() {
-  check.expectOptimizerSteps(store.hasPendingStep());
-  updatedThisStep.assign(size_t(stage.layers) + 2, 0);
-  recordedUpdate.assign(size_t(stage.layers) + 2, 0);
+void StageRunner::requireUpdated(RegionKind region, int l, const char *what) {
+  if (store.updateDue(store.groupOfRegion(region, l)))
+    abortJob("stage " + std::to_string(stageIndex) + "'s schedule runs the " + what + " of " +
+             (region == RegionKind::Layer ? layerName(l)
+              : region == RegionKind::Pre ? std::string("pre")
+                                          : std::string("post")) +
+             " before its optimizer step");
 }
 
-// The last step's update of a region runs just before its weights are first
-// wanted in this step's first forward: brought in early (prefetch) or used.
-bool StageRunner::updateBeforeUse(RegionKind region, int layer) {
-  const int group = store.groupOfRegion(region, layer);
-  if (!store.applyPendingStep(group, /*stepUnderWay=*/true))
-    return false;
-  updatedThisStep[size_t(group + 1)] = 1;
-  return true;
+// ---- A micro-batch's brackets.
+
+void StageRunner::beginForward(int step, int mb) {
+  stash.begin(mb);
+  loadData(step, mb);
 }
 
-void StageRunner::prefetchWeights(RegionKind region, int layer) {
-  updateBeforeUse(region, layer);
-  store.prefetch(region, layer);
+void StageRunner::endForward(int mb) { stash.save(mb); }
+
+void StageRunner::beginBackward(int mb) {
+  stash.restore(mb);
+  store.clearGradBuffers();
 }
 
-void StageRunner::acquireWeights(RegionKind region, int layer) {
-  updateBeforeUse(region, layer);
-  // Recorded where the forward waits for it: a layer's update is a step of
-  // the schedule's first forward before the layer's own forward.
-  const size_t g = size_t(store.groupOfRegion(region, layer) + 1);
-  if (region == RegionKind::Layer && updatedThisStep[g] && !recordedUpdate[g]) {
-    check.record(StepKind::OptimizerStep, layer, 0);
-    recordedUpdate[g] = 1;
-  }
-  store.acquire(region, layer);
+void StageRunner::endBackward(int) { store.foldGradBuffers(); }
+
+// ---- The stage's own steps. Each region run holds its scratch arena from
+// just after its input moves in to just after its output moves out
+// (StageMemory::enter/leave); pre's and post's weights, which have no steps
+// of their own, are brought beside the layer next to them.
+
+void StageRunner::preOptimizerStep() {
+  store.applyPendingStep(store.groupOfRegion(RegionKind::Pre, 0), /*stepUnderWay=*/true);
 }
 
-void StageRunner::releaseWeights(RegionKind region, int layer) { store.release(region, layer); }
+void StageRunner::postOptimizerStep() {
+  store.applyPendingStep(store.groupOfRegion(RegionKind::Post, 0), /*stepUnderWay=*/true);
+}
 
-// Each region run holds its scratch arena from just after its input moves in
-// to just after its output moves out (StageMemory::enter/leave).
-
-void StageRunner::forwardPre(int mb) {
-  check.record(StepKind::PreForward, -1, mb);
+void StageRunner::preForward(int mb) {
+  requireUpdated(RegionKind::Pre, 0, "forward");
+  store.acquire(RegionKind::Pre, 0);
   memory.enter(RegionKind::Pre, true);
   run(stage.preForward, layers[0], "pre F" + std::to_string(mb));
   handOut(global.vec(stage.preOut), x);
   memory.leave(RegionKind::Pre, true);
+  store.release(RegionKind::Pre, 0);
 }
 
-void StageRunner::forwardLayer(int layer, int mb) {
-  // Offloaded activations go out a layer behind: the one before last while
-  // this one computes (and drops what it recomputes), as the memory model
-  // counts one layer's tail in flight beside each forward.
-  if (layer >= 2)
-    stash.saveLayer(mb, layer - 2);
-  stash.prepareLayer(layer);
-  check.record(StepKind::Forward, layer, mb);
-  Frame &frame = layers[size_t(layer)];
-  handIn(frame.vec(stage.layerIn), x);
-  memory.enter(RegionKind::Layer, true);
-  frame.dropRecomputed = layer >= stage.layers - stage.ckptLayers;
-  run(stage.layerForward, frame, layerName(layer) + " F" + std::to_string(mb));
-  frame.dropRecomputed = false;
-  handOut(frame.vec(stage.layerOut), x);
-  memory.leave(RegionKind::Layer, true);
-}
+void StageRunner::receiveActivations(int mb) { receive(x, mb, false); }
 
-void StageRunner::dropRecomputable(int layer) {
-  for (int i : released)
-    layers[size_t(layer)].vec(i).clear(); // recomputed before the backward
-}
-
-void StageRunner::forwardPost(int step, int mb) {
-  check.record(StepKind::PostForward, -1, mb);
+void StageRunner::postForward(int mb) {
+  requireUpdated(RegionKind::Post, 0, "forward");
+  store.acquire(RegionKind::Post, 0);
   handIn(global.vec(stage.postIn), x);
   memory.enter(RegionKind::Post, true);
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
-  (void)step;
   // Kept on the device: reading it here would wait for the GPU every micro-batch.
   device::copy(mbLoss.data() + mb, global.at(stage.lossBuffer).f32(), sizeof(float));
   memory.leave(RegionKind::Post, true);
+  store.release(RegionKind::Post, 0);
 }
 
 void StageRunner::sendActivations(int mb) {
-  check.record(StepKind::SendActivations, -1, mb);
   send(x, mb, false);
   x.clear(); // sent (postSend copies): not kept until the next forward
 }
 
-void StageRunner::beginForward(int mb) {
-  // The schedule runs pre's and post's updates first of the first forward.
-  if (stageIndex == 0 && updateBeforeUse(RegionKind::Pre, 0))
-    check.record(StepKind::PreOptimizerStep, -1, mb);
-  if (stageIndex + 1 == int(spec.stages.size()) && updateBeforeUse(RegionKind::Post, 0))
-    check.record(StepKind::PostOptimizerStep, -1, mb);
-  stash.begin(mb);
-}
-
-void StageRunner::stashActivations(int mb) { stash.save(mb); }
-
-void StageRunner::unstashActivations(int mb) { stash.restore(mb); }
-
-void StageRunner::clearGradients() { store.clearGradBuffers(); }
-
-void StageRunner::backwardPost(int mb) {
-  check.record(StepKind::PostBackward, -1, mb);
+void StageRunner::postBackward(int mb) {
+  store.acquire(RegionKind::Post, 0);
   memory.enter(RegionKind::Post, false);
   store.prepareGradBuffers(RegionKind::Post, 0);
   global.vec(stage.postGradIn).assignZeros(1);
@@ -303,95 +271,146 @@ void StageRunner::backwardPost(int mb) {
   handOut(global.vec(stage.postGradOut), dx);
   memory.leave(RegionKind::Post, false);
   memory.freeGlobalSaved(stage.freedAfterPostBackward); // the logits, among others
-  store.foldRegionGradients(RegionKind::Post, 0);
+  store.release(RegionKind::Post, 0);
+  if (!foldedByReduction(mb))
+    store.foldRegionGradients(RegionKind::Post, 0);
 }
 
-void StageRunner::receiveGradients(int mb) {
-  check.record(StepKind::ReceiveGradients, -1, mb);
-  receive(dx, mb, true);
-}
+void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
 
-// A layer's offloaded activations come back for its recompute or backward,
-// and the next one's beside it (the one after it in the backward).
-void StageRunner::bringBackActivations(int layer) {
-  stash.restoreLayer(layer);
-  if (layer > 0)
-    stash.restoreLayer(layer - 1);
-}
-
-void StageRunner::recomputeLayer(int layer, int mb) {
-  bringBackActivations(layer);
-  check.record(StepKind::Recompute, layer, mb);
-  Frame &frame = layers[size_t(layer)];
-  memory.enter(RegionKind::Layer, true);
-  run(stage.layerForward, frame, layerName(layer) + " R" + std::to_string(mb));
-  if (!frame.vec(stage.layerOut).isView())
-    frame.vec(stage.layerOut).clear(); // the next layer has its input already
-  memory.leave(RegionKind::Layer, true);
-}
-
-void StageRunner::backwardLayer(int layer, int mb) {
-  bringBackActivations(layer);
-  check.record(StepKind::Backward, layer, mb);
-  Frame &frame = layers[size_t(layer)];
-  handIn(frame.vec(stage.layerGradIn), dx);
-  store.prepareGradBuffers(RegionKind::Layer, layer);
-  memory.enter(RegionKind::Layer, false);
-  run(stage.layerBackward, frame, layerName(layer) + " B" + std::to_string(mb));
-  handOut(frame.vec(stage.layerGradOut), dx);
-  memory.leave(RegionKind::Layer, false);
-  memory.freeLayerSaved(layer); // read by this backward only
-  store.foldRegionGradients(RegionKind::Layer, layer);
-}
-
-void StageRunner::backwardPre(int mb) {
-  check.record(StepKind::PreBackward, -1, mb);
+void StageRunner::preBackward(int mb) {
+  store.acquire(RegionKind::Pre, 0);
   handIn(global.vec(stage.preGradIn), dx);
   store.prepareGradBuffers(RegionKind::Pre, 0);
   memory.enter(RegionKind::Pre, false);
   run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
   memory.leave(RegionKind::Pre, false);
   memory.freeGlobalSaved(); // the last backward of the micro-batch
-  store.foldRegionGradients(RegionKind::Pre, 0);
+  store.release(RegionKind::Pre, 0);
+  if (!foldedByReduction(mb))
+    store.foldRegionGradients(RegionKind::Pre, 0);
 }
 
 void StageRunner::sendGradients(int mb) {
-  check.record(StepKind::SendGradients, -1, mb);
   send(dx, mb, true);
   dx.clear();
 }
 
-void StageRunner::foldGradients() { store.foldGradBuffers(); }
-
-void StageRunner::reduceGradients(RegionKind region, int layer, int mb) {
-  if (stage.dp <= 1)
-    return;
-  const bool last = mb == spec.gradAccum - 1;
-  if (region != RegionKind::Layer) {
-    if (!last)
-      return;
-    if (!stage.zeroGrads)
-      store.reduceRegionGradients(region, 0);
-    check.record(region == RegionKind::Pre ? StepKind::ReducePreGradients
-                                           : StepKind::ReducePostGradients,
-                 -1, mb);
-    return;
-  }
-  // The schedule's steps (schedule/Schedule.cpp, layerSteps): ZeRO-2 reduce-
-  // scatters every backward's gradients, the others sum them in the last.
-  if (stage.zeroGrads) {
-    check.record(StepKind::ReduceScatterGradients, layer, mb);
-  } else if (last) {
-    store.reduceRegionGradients(region, layer);
-    check.record(stage.zeroOptimizer ? StepKind::ReduceScatterGradients
-                                     : StepKind::AllReduceGradients,
-                 layer, mb);
-  }
+// Without ZeRO-2 the step's sums over dp; under it, the last micro-batch's
+// reduce-scatter into the slice (the earlier ones ran after their backward).
+bool StageRunner::foldedByReduction(int mb) const {
+  return stage.zeroGrads && stage.dp > 1 && mb == spec.gradAccum - 1;
 }
 
-// The store keeps the deferred step's settings, which the caller passes too.
-void StageRunner::optimizerStep(const AdamStep &, RegionKind region, int layer) {
-  store.applyPendingStep(store.groupOfRegion(region, layer), /*stepUnderWay=*/false);
+void StageRunner::reducePreGradients() {
+  if (stage.zeroGrads)
+    store.foldRegionGradients(RegionKind::Pre, 0);
+  else
+    store.reduceRegionGradients(RegionKind::Pre, 0);
+}
+
+void StageRunner::reducePostGradients() {
+  if (stage.zeroGrads)
+    store.foldRegionGradients(RegionKind::Post, 0);
+  else
+    store.reduceRegionGradients(RegionKind::Post, 0);
+}
+
+// ---- A layer's steps.
+
+void StageRunner::fetchOptimizerState(int layer) { store.fetchOptimizerState(local(layer)); }
+
+void StageRunner::optimizerStep(int layer) {
+  store.optimizerStep(local(layer), /*stepUnderWay=*/true);
+}
+
+void StageRunner::gatherUpdatedWeights(int layer) { store.gatherUpdatedWeights(local(layer)); }
+
+void StageRunner::writeBackOptimizerState(int layer) {
+  store.writeBackOptimizerState(local(layer));
+}
+
+void StageRunner::fetchWeights(int layer) { store.fetchWeights(RegionKind::Layer, local(layer)); }
+
+void StageRunner::gatherWeights(int layer) { store.gatherWeights(RegionKind::Layer, local(layer)); }
+
+void StageRunner::forward(int layer, int mb) {
+  const int l = local(layer);
+  requireUpdated(RegionKind::Layer, l, "forward");
+  if (lastStage() && l + 1 == stage.layers)
+    store.prefetch(RegionKind::Post, 0);
+  stash.prepareLayer(l);
+  store.acquire(RegionKind::Layer, l);
+  Frame &frame = layers[size_t(l)];
+  handIn(frame.vec(stage.layerIn), x);
+  memory.enter(RegionKind::Layer, true);
+  frame.dropRecomputed = checkpointed(l);
+  run(stage.layerForward, frame, layerName(l) + " F" + std::to_string(mb));
+  frame.dropRecomputed = false;
+  handOut(frame.vec(stage.layerOut), x);
+  memory.leave(RegionKind::Layer, true);
+  store.release(RegionKind::Layer, l);
+  if (checkpointed(l))
+    for (int i : released)
+      frame.vec(i).clear(); // recomputed before the backward
+}
+
+void StageRunner::swapOutActivations(int layer, int mb) { stash.saveLayer(mb, local(layer)); }
+
+void StageRunner::swapInActivations(int layer) { stash.restoreLayer(local(layer)); }
+
+void StageRunner::recompute(int layer, int mb) {
+  const int l = local(layer);
+  if (stageIndex == 0 && l == 0)
+    store.prefetch(RegionKind::Pre, 0); // beside layer 0's recompute and backward
+  store.acquire(RegionKind::Layer, l);
+  Frame &frame = layers[size_t(l)];
+  memory.enter(RegionKind::Layer, true);
+  run(stage.layerForward, frame, layerName(l) + " R" + std::to_string(mb));
+  if (!frame.vec(stage.layerOut).isView())
+    frame.vec(stage.layerOut).clear(); // the next layer has its input already
+  memory.leave(RegionKind::Layer, true);
+}
+
+void StageRunner::backward(int layer, int mb) {
+  const int l = local(layer);
+  if (stageIndex == 0 && l == 0 && !checkpointed(l)) // else with the recompute
+    store.prefetch(RegionKind::Pre, 0);
+  store.acquire(RegionKind::Layer, l);
+  Frame &frame = layers[size_t(l)];
+  handIn(frame.vec(stage.layerGradIn), dx);
+  store.prepareGradBuffers(RegionKind::Layer, l);
+  memory.enter(RegionKind::Layer, false);
+  run(stage.layerBackward, frame, layerName(l) + " B" + std::to_string(mb));
+  handOut(frame.vec(stage.layerGradOut), dx);
+  memory.leave(RegionKind::Layer, false);
+  memory.freeLayerSaved(l); // read by this backward only
+  store.release(RegionKind::Layer, l);
+}
+
+void StageRunner::reduceScatterGradients(int layer) {
+  const int l = local(layer);
+  if (stage.zeroGrads) // this micro-batch's, into the slice
+    store.scatterRegionGradients(RegionKind::Layer, l);
+  else // ZeRO-1: the step's sums, after the last backward
+    store.reduceRegionGradients(RegionKind::Layer, l);
+}
+
+void StageRunner::fetchGradientAccumulators(int layer) {
+  store.fetchGradientSums(RegionKind::Layer, local(layer));
+}
+
+void StageRunner::writeBackGradients(int layer) {
+  store.writeBackGradientSums(RegionKind::Layer, local(layer));
+}
+
+void StageRunner::allReduceGradients(int layer) {
+  store.reduceRegionGradients(RegionKind::Layer, local(layer));
+}
+
+void StageRunner::finishPendingUpdate() {
+  for (int group = -1; group <= stage.layers; ++group)
+    store.applyPendingStep(group, /*stepUnderWay=*/false);
 }
 
 } // namespace mist::rt

@@ -1,16 +1,16 @@
-//===- StageRunner.h - One stage's forward and backward of a micro-batch --===//
+//===- StageRunner.h - The stage schedule's steps, one call each -----------===//
 /// \file
-/// The steps the emitted schedule of this rank's stage calls, one
-/// micro-batch at a time, in the order of its 1F1B table: the data
-/// (tokens on the first stage, targets on the last), the activations
-/// received from the previous stage and sent to the next (re-sliced by
-/// runtime/comm/RankLayout's `reslice` when their dp or tp differ), and the
-/// gradients sent back the other way; activation checkpointing (a
-/// checkpointed layer keeps only its input and recomputes the rest before
-/// its backward); the parameter store's gathers and releases around every
-/// region; the activation stash between a forward and its backward. Regions
-/// run on the compute stream, messages on g2g, the compute stream waiting
-/// for a received message's event.
+/// What the emitted schedule of this rank's stage calls: one method per step
+/// of schedule/Schedule.h (StepKind), in the order mistc priced them
+/// (docs/schedule.md), between the brackets of each micro-batch's forward
+/// and backward. Layers are named by the model's numbering. The steps run
+/// the regions on the compute stream (their weights acquired, and dropped
+/// after, by the parameter store), the pipeline messages on g2g (activations
+/// re-sliced by runtime/comm/RankLayout's `reslice` when the stages' dp or
+/// tp differ, the compute stream waiting for a received message's event),
+/// gathers and reductions over dp on g2g, and offload copies on h2d and d2h.
+/// Activation checkpointing: a checkpointed layer keeps only its input and
+/// recomputes the rest before its backward.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -18,7 +18,6 @@
 #include "runtime/data/BatchSampler.h"
 #include "runtime/trainer/ActivationStash.h"
 #include "runtime/trainer/ParameterStore.h"
-#include "runtime/trainer/ScheduleCheck.h"
 #include "runtime/trainer/StageMemory.h"
 #include "runtime/trainer/TpContext.h"
 #include "runtime/trainer/TraceWriter.h"
@@ -31,56 +30,55 @@ public:
               ParameterStore &store, ActivationStash &stash, Streams &streams,
               const BatchSampler *sampler);
 
-  /// Step start: whether the last step's optimizer update is pending (then
-  /// the first forward runs it, group by group, and the schedule check
-  /// expects its steps).
-  void beginStep();
   /// After the step's work is enqueued: waits for it, and ends the job on a
-  /// non-finite micro-batch loss (naming the first) or when the stage did not
-  /// run its schedule's compute and pipeline steps in order (ScheduleCheck).
+  /// non-finite micro-batch loss (naming the first).
   void finishStep(int step);
 
-  // The steps of a micro-batch's forward, in the order the emitted
-  // `sN_forward` calls them (layer indices are the stage's, from 0).
-  void beginForward(int mb);       ///< the micro-batch's activations get a slot
-  void loadData(int step, int mb); ///< tokens on the first stage, targets on the last
-  void receiveActivations(int mb); ///< from the previous stage, re-sliced
-  /// Runs the region's pending optimizer update (the first forward of a
-  /// step), waits for it, then makes its weights present (ZeRO-3
-  /// all-gather, swap-in of the offloaded part).
-  void acquireWeights(RegionKind region, int layer);
-  void releaseWeights(RegionKind region, int layer);
-  /// Starts bringing in the next region's weights beside this one's compute
-  /// (ParameterStore::prefetch); its acquireWeights then waits for them.
-  void prefetchWeights(RegionKind region, int layer);
-  void forwardPre(int mb);
-  void forwardLayer(int layer, int mb);
-  void dropRecomputable(
-      int layer); ///< a checkpointed layer keeps only its input (also after its backward)
-  void forwardPost(int step, int mb); ///< the loss (checked by finishStep)
+  // A micro-batch's forward and backward, around their steps: the
+  // activations' slot and the data (tokens on the first stage, targets on
+  // the last), the gradient buffers the ops accumulate into and their fold
+  // into the step's sums (what no fold step took).
+  void beginForward(int step, int mb);
+  void endForward(int mb); ///< the slot keeps its activations (what is left of the tails to host)
+  void beginBackward(int mb);
+  void endBackward(int mb);
+
+  // The stage's own steps.
+  void preOptimizerStep();  ///< the pending update of pre's weights
+  void postOptimizerStep(); ///< and of post's
+  void preForward(int mb);  ///< embeddings
+  void receiveActivations(int mb);
+  void postForward(int mb); ///< final norm, LM head, loss (checked by finishStep)
   void sendActivations(int mb);
-  void stashActivations(int mb); ///< the slot keeps them (offloaded tail to host)
-
-  // The steps of its backward (`sN_backward`).
-  void unstashActivations(int mb);
-  void clearGradients(); ///< the parameter-gradient buffers the ops accumulate into
-  void backwardPost(int mb);
+  void postBackward(int mb);
   void receiveGradients(int mb);
-  void recomputeLayer(int layer, int mb);
-  void backwardLayer(int layer, int mb);
-  void backwardPre(int mb);
+  void preBackward(int mb);
   void sendGradients(int mb);
-  void foldGradients(); ///< into the step's sums (ZeRO-2: reduce-scattered)
-  /// A region's gradient reduction over dp where the stage schedule places
-  /// it (dp > 1): a layer's in every backward under ZeRO-2 (folded by its
-  /// backward), else in the last one (ParameterStore::reduceRegionGradients);
-  /// pre's and post's in the last backward. Nothing in other backwards.
-  void reduceGradients(RegionKind region, int layer, int mb);
+  /// Over dp, in the last backward: the step's sums, or ZeRO-2's last
+  /// micro-batch into the slice.
+  void reducePreGradients();
+  void reducePostGradients();
 
-  /// The optimizer on one region's parameters when its update is still
-  /// pending (`sN_optimizer`: the last step's update not yet run by a next
-  /// forward, before a checkpoint or at the end).
-  void optimizerStep(const AdamStep &adam, RegionKind region, int layer);
+  // A layer's steps (schedule/Schedule.h, layerSteps).
+  void fetchOptimizerState(int layer);     ///< h2d: offloaded masters and moments
+  void optimizerStep(int layer);           ///< AdamW on the layer (its ZeRO-1 slice), when pending
+  void gatherUpdatedWeights(int layer);    ///< g2g: ZeRO-1/2's new slices all-gathered
+  void writeBackOptimizerState(int layer); ///< d2h: offloaded state and weights
+  void fetchWeights(int layer);            ///< h2d: the offloaded tail of its weights
+  void gatherWeights(int layer);           ///< g2g: ZeRO-3's all-gather
+  void forward(int layer, int mb);
+  void swapOutActivations(int layer, int mb); ///< d2h: its saved activations' offloaded tail
+  void swapInActivations(int layer);          ///< h2d: and back, for the backward under way
+  void recompute(int layer, int mb);          ///< a checkpointed layer's forward again
+  void backward(int layer, int mb);
+  void reduceScatterGradients(int layer);    ///< g2g: ZeRO-2 every backward, ZeRO-1 the last
+  void fetchGradientAccumulators(int layer); ///< h2d: the offloaded gradient sums
+  void writeBackGradients(int layer);        ///< d2h: with this micro-batch's added
+  void allReduceGradients(int layer);        ///< g2g: the last backward's, without ZeRO
+
+  /// What is left of the last step's update, in the order the forward reads
+  /// the weights: before a checkpoint is written and after the last step.
+  void finishPendingUpdate();
 
   /// The sum of this rank's micro-batch losses this step (last stage only;
   /// after finishStep).
@@ -88,7 +86,7 @@ public:
 
 private:
   void run(RegionFn fn, Frame &layer, const std::string &name);
-  std::string layerName(int layer) const;
+  std::string layerName(int l) const;
   /// Moves `carried` into a run's input buffer, and a run's output into
   /// `carried` (StageRunner.cpp). The run allocates that output
   /// (Frame::allocate in train.cu).
@@ -109,15 +107,18 @@ private:
   Streams &streams;
   const BatchSampler *sampler;
   int stageIndex;
-  /// Runs the region's pending update, if any (true: it ran now).
-  bool updateBeforeUse(RegionKind region, int layer);
-  /// Brings a layer's offloaded activations back, and the next one's.
-  void bringBackActivations(int layer);
-  /// Groups (index group + 1) whose pending update this step's first forward
-  /// ran, and whether its OptimizerStep was recorded for the check.
-  std::vector<char> updatedThisStep, recordedUpdate;
-  /// The steps run this training step, against the schedule mistc priced.
-  ScheduleCheck check;
+  /// The stage's index of the model's layer `layer` (ends the job when
+  /// the stage does not hold it: a hand-edited train.cu).
+  int local(int layer) const;
+  bool checkpointed(int l) const { return l >= stage.layers - stage.ckptLayers; }
+  /// Ends the job when the region's weights are not yet the ones the last
+  /// step's update computed (a schedule that uses them before its update).
+  void requireUpdated(RegionKind region, int l, const char *what);
+  void loadData(int step, int mb);
+  bool lastStage() const { return stageIndex + 1 == int(spec.stages.size()); }
+  /// Whether pre's and post's fold of micro-batch `mb` is the last
+  /// backward's reduction step (ZeRO-2) rather than part of their backward.
+  bool foldedByReduction(int mb) const;
   int64_t samplesPerMicroBatch; ///< M = b dp, the same on every stage
   std::vector<Transfer> recvForward, sendForward, recvBackward, sendBackward;
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward

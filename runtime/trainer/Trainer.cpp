@@ -19,6 +19,7 @@
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/SbatchScript.h"
 #include "runtime/trainer/StageRunner.h"
+#include "schedule/Schedule.h"
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -31,25 +32,6 @@
 namespace mist::rt {
 
 namespace {
-
-/// Aborts unless every micro-batch runs its forward once and then its
-/// backward once (train.cu may have been edited by hand).
-void checkOrder(const StageSpec &stage, int gradAccum, int stageIndex) {
-  std::vector<int> state(size_t(gradAccum), 0);
-  bool ok = int(stage.order.size()) == 2 * gradAccum;
-  for (const ScheduleEntry &e : stage.order) {
-    if (!ok || e.microBatch < 0 || e.microBatch >= gradAccum) {
-      ok = false;
-      break;
-    }
-    int &s = state[size_t(e.microBatch)];
-    ok = e.forward ? s == 0 : s == 1;
-    s += 1;
-  }
-  if (!ok)
-    abortJob("stage " + std::to_string(stageIndex) + ": the schedule table must run each of the " +
-             std::to_string(gradAccum) + " micro-batches forward once, then backward once");
-}
 
 /// Places this rank on the plan's stages (stages on consecutive ranks, tp
 /// innermost); a job with the wrong number of ranks ends, naming the plan's.
@@ -333,10 +315,7 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
   auto start = std::chrono::steady_clock::now();
   t.streams.beginStep();
   t.store.beginStep();
-  t.runner.beginStep();
-  for (const ScheduleEntry &e : t.stage.order)
-    e.forward ? t.stage.forward(t.runner, step, e.microBatch)
-              : t.stage.backward(t.runner, e.microBatch);
+  t.stage.iteration(t.runner, step);
   t.streams.run(StreamKind::G2G, "wait for sends", [&t] { t.groups.pipeline().waitSends(); });
   t.runner.finishStep(step);
   t.store.reduceGradients();
@@ -365,9 +344,8 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
 void runPendingUpdate(const RankTraining &t) {
   if (!t.store.hasPendingStep())
     return;
-  const AdamStep adam = t.store.pendingAdam(); // the store drops its copy when done
-  t.stage.optimizer(t.runner, adam);
-  if (t.store.hasPendingStep()) // a train.cu whose optimizer left a region out
+  t.runner.finishPendingUpdate();
+  if (t.store.hasPendingStep()) // a tensor no group holds
     t.store.finishDeferred();
   t.streams.synchronize();
 }
@@ -413,7 +391,6 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   ProcessGroups groups(*deviceWorld, *layout);
   const int stages = int(spec.stages.size()), worldRank = layout->myWorldRank;
   const StageSpec &stage = spec.stages[size_t(layout->stage)];
-  checkOrder(stage, spec.gradAccum, layout->stage);
   const TiedGroups tied = makeTiedGroups(*deviceWorld, *layout, stages);
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
   // Every rank opens the checkpoint and the ranks compare what they found
@@ -430,7 +407,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
   Streams streams(o.overlap);
-  StageMemory memory(stage, ActivationStash::maxInFlight(stage.order));
+  StageMemory memory(stage, ActivationStash::maxInFlight(
+                                oneFOneB(layout->stage, int(spec.stages.size()), spec.gradAccum)));
   OffloadEngine offload;
   ParameterStore store(
       stage, memory.global(), memory.layers(),

@@ -117,18 +117,10 @@ class TpContext;
 using RegionFn = void (*)(Frame &global, Frame &layer, TpContext &tp);
 
 class StageRunner;
-struct AdamStep;
-/// A stage's schedule as emitted: the steps of one micro-batch's forward
-/// and backward, and of the optimizer, as calls to StageRunner.
-using ForwardFn = void (*)(StageRunner &r, int step, int mb);
-using BackwardFn = void (*)(StageRunner &r, int mb);
-using OptimizerFn = void (*)(StageRunner &r, const AdamStep &adam);
-
-/// One entry of a stage's schedule: the forward or backward of a micro-batch.
-struct ScheduleEntry {
-  int microBatch;
-  bool forward;
-};
+/// A stage's iteration as emitted from its schedule (schedule/Schedule.h):
+/// the 1F1B order of the step's micro-batches, each forward and backward a
+/// sequence of StageRunner calls, one per scheduled step.
+using IterationFn = void (*)(StageRunner &r, int step);
 
 /// One pipeline stage: its layers, mesh, knobs, the lowered code at its
 /// micro-batch and tp, and its schedule. Region functions a stage does not
@@ -157,10 +149,7 @@ struct StageSpec {
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
   RegionFn preForward = nullptr, layerForward = nullptr, postForward = nullptr;
   RegionFn postBackward = nullptr, layerBackward = nullptr, preBackward = nullptr;
-  std::vector<ScheduleEntry> order; ///< 1F1B: every micro-batch forward, later backward
-  ForwardFn forward = nullptr;      ///< runs entries {mb, true} of `order`
-  BackwardFn backward = nullptr;    ///< runs entries {mb, false}
-  OptimizerFn optimizer = nullptr;  ///< after the step's reduction and clipping
+  IterationFn iteration = nullptr; ///< the step's forwards and backwards
 };
 
 struct TrainerSpec {

@@ -106,26 +106,22 @@ edited_trainer() {
   grep -q "$present" "$work/$name.cu"
   sed -i "$edit" "$work/$name.cu"
   line=$(grep -m1 '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train\$|-o $name|")
+  line=${line/'$(mistc --print-build-flags)'/$("$mistc" --print-build-flags)}
   (cd "$work" && eval "$line")
 }
-# A trainer that does not run the schedule mistc priced stops at the end of the
-# step, naming the first step that differs: here train.cu is edited by hand so
-# that its table says no layer is checkpointed while its code recomputes one.
-sed 's/^    tp: 1$/    tp: 1\n    ckpt_layers: 1/' "$work/plan.yaml" >"$work/ckpt.yaml"
-edited_trainer edited "$work/ckpt.yaml" '^  spec.ckptLayers = 1;$' \
-  's/^  spec.ckptLayers = 1;$/  spec.ckptLayers = 0;/'
-TRAIN="$work/edited" expect off-schedule 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran recompute of layer 1 for micro-batch 0 where the schedule has backward of layer 1' --steps 2
-# The gradient reductions are steps of the schedule too: a train.cu that
-# leaves a layer's out (its gradients are then summed at the step's end, so
-# the numbers stay right) is stopped all the same.
-edited_trainer unreduced "$work/plan.yaml" '^  r.reduceGradients(RegionKind::Layer, 0, mb);' \
-  '/^  r.reduceGradients(RegionKind::Layer, 0, mb);/d'
-TRAIN="$work/unreduced" expect off-schedule-reduction 'mistrt: rank [01]: step 1: stage 0 did not run the schedule mistc priced: it ran pre-backward for micro-batch 0 where the schedule has all-reduce-gradients of layer 0 for micro-batch 0' --steps 2
-# So are the optimizer updates, each in the next step's first forward before
-# its region's weights are wanted: a forward that never asks for layer 0's
-# weights computes with stale ones, and step 2 (the first with an update
-# pending) stops on it.
-edited_trainer stale "$work/plan.yaml" '^  r.acquireWeights(RegionKind::Layer, 0);' \
-  '0,/^  r.acquireWeights(RegionKind::Layer, 0);/{/^  r.acquireWeights(RegionKind::Layer, 0);/d}'
-TRAIN="$work/stale" expect off-schedule-update 'mistrt: rank [01]: step 2: stage 0 did not run the schedule mistc priced: it ran forward of layer 0 for micro-batch 0 where the schedule has optimizer-step of layer 0 for micro-batch 0' --steps 3
+# train.cu runs the stage schedule mistc priced as one call per step; a
+# hand edit that breaks what the steps need is stopped, naming the step.
+# A forward that no longer runs layer 0's optimizer step would compute with
+# stale weights: step 2 (the first with an update pending) stops on it.
+edited_trainer stale "$work/plan.yaml" '^  r.optimizerStep(0); ' \
+  '0,/^  r.optimizerStep(0); /{/^  r.optimizerStep(0); /d}'
+TRAIN="$work/stale" expect stale-weights "mistrt: rank [01]: stage 0's schedule runs the forward of layer 0 before its optimizer step" --steps 3
+# A step naming a layer the stage does not hold.
+edited_trainer wrong-layer "$work/plan.yaml" '^  r.backward(1, mb);' \
+  '0,/^  r.backward(1, mb);/{s/^  r.backward(1, mb);/  r.backward(7, mb);/}'
+TRAIN="$work/wrong-layer" expect wrong-layer "mistrt: rank [01]: stage 0's schedule names layer 7, which is not on the stage \\(layers 0-1\\)" --steps 2
+# A 1F1B order that runs a micro-batch's backward before its forward.
+RANKS=2 edited_trainer early-backward "$work/pp.yaml" '^  s1_backward(r, 0);' \
+  's/^  s1_backward(r, 0);/  s1_backward(r, 1);/'
+RANKS=2 TRAIN="$work/early-backward" expect early-backward 'mistrt: rank 1: the schedule runs the backward of micro-batch 1 before its forward' --steps 2
 echo "failure checks passed"

@@ -121,7 +121,7 @@ TEST(PlanLoader, RoundTrip) {
   a.microBatch = 4;
   a.dp = 8;
   a.tp = 1;
-  a.zero = {true, false, true};
+  a.zero = ZeroFlags::ofLevel(3);
   a.ckptLayers = 7;
   a.offload = {0.1 + 0.2, 1.0 / 3.0, 0.375, 1.0};
   StagePlan b = a;
@@ -227,6 +227,17 @@ TEST(PlanLoader, RejectsBadPlans) {
               "unknown key 'ckpt_layer' in 'stage 0'; did you mean 'ckpt_layers'?");
   expectError(replaced(ok, "weights: false, grads", "weights: no, grads"), "12:21",
               "expected true or false for 'weights', found 'no'");
+  // ZeRO's levels nest: the weights only with the gradients, those only
+  // with the optimizer state.
+  expectError(replaced(ok, "weights: false, grads: false, optimizer: true",
+                       "weights: true, grads: false, optimizer: true"),
+              "12:11",
+              "'zero' shards the weights over dp but not the gradients: ZeRO's levels nest");
+  expectError(
+      replaced(ok, "weights: false, grads: false, optimizer: true",
+               "weights: false, grads: true, optimizer: false"),
+      "12:11",
+      "'zero' shards the gradients over dp but not the optimizer state: ZeRO's levels nest");
   expectError(replaced(ok, "    mesh: {nodes: 2, gpus_per_node: 2}\n", ""), "15:5",
               "missing key 'mesh' in 'stage 1'");
   expectError(replaced(ok, "peak_gib: [31.2, 28.9]", "peak_gib: [31.2]"), "20:64",

@@ -188,11 +188,11 @@ TEST(StageTime, GradientsFoldedRegionByRegionAreZeroedInEachBackward) {
   k.gradAccum = 8;
   auto backwardCompute = [&] { return estimateStage(k, handNumbers(), c, it).bwdStable.busy[0]; };
   EXPECT_NEAR(backwardCompute(), 3 * 2e-3, 1e-12);
-  k.zero.grads = true; // on one rank nothing is sliced: still in place
+  k.zero = ZeroFlags::ofLevel(2); // on one rank nothing is sliced: still in place
   EXPECT_NEAR(backwardCompute(), 3 * 2e-3, 1e-12);
   k.dp = 2;
   EXPECT_NEAR(backwardCompute(), 3 * (2e-3 + clearSeconds), 1e-12);
-  k.zero.grads = false;
+  k.zero = {};
   k.dp = 1;
   k.offload.grads = 0.5;
   EXPECT_NEAR(backwardCompute(), 3 * (2e-3 + clearSeconds), 1e-12);

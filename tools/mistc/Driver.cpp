@@ -99,6 +99,11 @@ cl::opt<bool> verifyEach("verify-each", cl::desc("run the verifier after every p
                          cl::cat(category));
 cl::opt<bool> timePasses("time-passes", cl::desc("report the time of each pass"),
                          cl::cat(category));
+cl::opt<bool> printBuildFlags(
+    "print-build-flags",
+    cl::desc("print the compiler flags that build an emitted train.cu for CPU ranks against this "
+             "mistc's runtime (its include folder and libraries), and exit"),
+    cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("list the available passes and exit"),
                          cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("add a folder to the import path"), cl::Prefix,
@@ -306,10 +311,27 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.projectedPlanOut = projectedPlan;
   pa.summaryToStdout = outputPath != "-";
   pa.trainer.modelFile = inputPath;
-  pa.trainer.sourceRoot = MIST_SOURCE_DIR;
-  pa.trainer.buildDir = MIST_BUILD_DIR;
-  pa.trainer.cpuKernelsLink = MIST_CPU_KERNELS_LINK;
   return pa;
+}
+
+/// What `mpicxx -std=c++20 -O2 -DMIST_CPU -x c++ train.cu -x none FLAGS`
+/// needs to build a trainer for CPU ranks: the runtime's headers and the
+/// libraries of the build this mistc belongs to, so train.cu names no path
+/// of the machine that wrote it.
+std::string cpuTrainerBuildFlags() {
+  const std::string build = MIST_BUILD_DIR;
+  std::string flags = std::string("-I") + MIST_SOURCE_DIR;
+  for (const char *lib :
+       {"runtime/trainer/libmistrtTrainer.a", "runtime/ops/libmistrtOps.a",
+        "runtime/device/libmistrtTensor.a", "runtime/device/libmistrtDeviceHost.a",
+        "runtime/comm/libmistrtComm.a", "runtime/data/libmistrtData.a",
+        "runtime/checkpoint/libmistrtCheckpoint.a", "stdlib/kernels/libmistKernelsCpu.a",
+        "stdlib/kernels/libmistKernelsRef.a", "schedule/libmistSchedule.a",
+        "format/libmistFormat.a"})
+    flags += " " + build + "/" + lib;
+  if (!std::string(MIST_CPU_KERNELS_LINK).empty())
+    flags += std::string(" ") + MIST_CPU_KERNELS_LINK;
+  return flags;
 }
 
 /// --emit=hf: a folder, not a file, so not through the output file.
@@ -400,7 +422,12 @@ int main(int argc, char **argv) {
                     "[--emit=WHAT]\n(mistc --help lists every option)\n";
     return 2;
   }
-  // --list-passes must work without an input file.
+  // --list-passes and --print-build-flags work without an input file.
+  for (int i = 1; i < argc; ++i)
+    if (llvm::StringRef(argv[i]) == "--print-build-flags") {
+      llvm::outs() << cpuTrainerBuildFlags() << "\n";
+      return 0;
+    }
   for (int i = 1; i < argc; ++i)
     if (llvm::StringRef(argv[i]) == "--list-passes") {
       for (const PassInfo &p : registeredPasses())

@@ -2,6 +2,7 @@
 #include "runtime/trainer/ActivationStash.h"
 #include "runtime/trainer/OffloadEngine.h"
 #include "runtime/trainer/StageMemory.h"
+#include "schedule/Schedule.h"
 
 #include <gtest/gtest.h>
 #include <numeric>
@@ -79,10 +80,11 @@ TEST(OffloadEngine, MovesTwoBytesPerBf16Element) {
 
 TEST(ActivationStash, MaxInFlightFollowsTheOneFOneBOrder) {
   // Stage 0 of 3 with G = 4: F0 F1 F2 B0 F3 B1 B2 B3 keeps three in flight.
-  std::vector<ScheduleEntry> first{{0, true}, {1, true},  {2, true},  {0, false},
-                                   {3, true}, {1, false}, {2, false}, {3, false}};
+  const std::vector<std::pair<int, bool>> first{{0, true}, {1, true},  {2, true},  {0, false},
+                                                {3, true}, {1, false}, {2, false}, {3, false}};
   EXPECT_EQ(ActivationStash::maxInFlight(first), 3);
-  std::vector<ScheduleEntry> last{{0, true}, {0, false}, {1, true}, {1, false}};
+  EXPECT_EQ(ActivationStash::maxInFlight(mist::oneFOneB(0, 3, 4)), 3);
+  const std::vector<std::pair<int, bool>> last{{0, true}, {0, false}, {1, true}, {1, false}};
   EXPECT_EQ(ActivationStash::maxInFlight(last), 1);
 }
 
@@ -106,7 +108,6 @@ StageSpec tinyStage(int ckptLayers, double offloadActivations) {
                {"t", 8, BufferKind::Float, true, true, false}};
   s.params = {{"w", 0, {1}, {4}, -1, {}, {RegionKind::Layer}, false}};
   s.layerIn = 2;
-  s.order = {{0, true}, {1, true}, {0, false}, {1, false}};
   return s;
 }
 
@@ -114,7 +115,7 @@ StageSpec tinyStage(int ckptLayers, double offloadActivations) {
 
 TEST(ActivationStash, KeepsEachMicroBatchsActivationsApartWithoutCopies) {
   StageSpec stage = tinyStage(0, 0.5);
-  StageMemory memory(stage, ActivationStash::maxInFlight(stage.order));
+  StageMemory memory(stage, /*slots=*/2); // two micro-batches in flight
   OffloadEngine engine;
   Streams streams;
   ActivationStash stash(stage, memory, engine, streams);
@@ -143,12 +144,19 @@ TEST(ActivationStash, KeepsEachMicroBatchsActivationsApartWithoutCopies) {
   forward(1, 2);
   EXPECT_EQ(layers[0].at(4).data, layers[1].at(4).data);
   EXPECT_NE(layers[0].at(3).data, layers[1].at(3).data);
+  // The backward's slot; the layers' tails come back by the schedule's
+  // swap-in steps.
   stash.restore(0);
+  EXPECT_EQ(layers[1].vec(3).size(), 4u); // half still in host memory
+  stash.restoreLayer(1);
+  stash.restoreLayer(0);
   EXPECT_EQ(layers[1].vec(3).download(), std::vector<float>(8, 1.f));
   EXPECT_EQ(layers[0].vec(2).download(), std::vector<float>(8, 1.f));
   EXPECT_EQ(global.idVec(5).download(), std::vector<int32_t>(2, 1));
   EXPECT_EQ(layers[0].vec(4).download(), std::vector<float>(8, 2.f)); // not kept per micro-batch
   stash.restore(1);
+  stash.restoreLayer(1);
+  stash.restoreLayer(0);
   EXPECT_EQ(layers[0].vec(3).download(), std::vector<float>(8, 2.f));
   EXPECT_EQ(engine.hostBytes(), 0u);
   EXPECT_EQ(stash.inFlight(), 0u);
