@@ -483,9 +483,9 @@ void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
       "  spec.offloadActivations = {};\n",
       sp.offload.weights, sp.offload.grads, sp.offload.optimizer, sp.offload.activations);
   const ScratchPlan arena = stageScratch(c);
-  os << fmt::format(
-      "  spec.scratchBytes = {{{}}}; // arenas: pre, layer, post; forward, backward\n",
-      fmt::join(arena.bytes, ", "));
+  os << fmt::format("  spec.scratchBytes = {{{}}}; // arena bytes: pre F, pre B, layer F, layer B, "
+                    "post F, post B\n",
+                    fmt::join(arena.bytes, ", "));
   emitBufferTable(c, arena, os);
   emitParamTable(c, os);
   const LoweredRegion &pre = c.pre(), &layer = c.layer(), &post = c.post();

@@ -11,10 +11,10 @@
 /// the table: it is whatever the model and tuner predict.
 /// Usage: mist-bench-ablation [out.json]
 //===----------------------------------------------------------------------===//
-#include "format/ClusterLoader.h"
 #include "frontend/Frontend.h"
 #include "passes/Pipeline.h"
 #include "tuner/Tuner.h"
+#include "yaml/ClusterLoader.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <chrono>
 #include <cmath>

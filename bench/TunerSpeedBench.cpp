@@ -5,10 +5,10 @@
 /// scored and MILPs solved, and the predicted iteration time of the plan.
 /// Usage: mist-bench-tuner [out.json]
 //===----------------------------------------------------------------------===//
-#include "format/ClusterLoader.h"
 #include "frontend/Frontend.h"
 #include "passes/Pipeline.h"
 #include "tuner/Tuner.h"
+#include "yaml/ClusterLoader.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include <chrono>
 #include <cstdio>

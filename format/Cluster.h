@@ -1,6 +1,6 @@
 //===- Cluster.h - A cluster description: nodes, device, links ------------===//
 /// \file
-/// A cluster as read from its YAML description (format/ClusterLoader,
+/// A cluster as read from its YAML description (yaml/ClusterLoader,
 /// schema in docs/cluster.md): nodes of identical GPUs, a device profile
 /// (roofline figures plus optional measured op times), collective bandwidth
 /// by how a group spans the machine, point-to-point and host<->device links,

@@ -6,7 +6,7 @@
 /// it measures nothing. It checks what it converts (types, known keys,
 /// stream names, `mist_cluster: 1`) and leaves the range checks to
 /// checkCluster (format/ClusterWriter.h); the compiler's located loader
-/// (format/ClusterLoader.h) remains the authority.
+/// (yaml/ClusterLoader.h) remains the authority.
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -1,6 +1,6 @@
 //===- ClusterWriter.h - Write a cluster file without yaml-cpp ------------===//
 /// \file
-/// Writes a Cluster (format/Cluster.h) in the schema format/ClusterLoader
+/// Writes a Cluster (format/Cluster.h) in the schema yaml/ClusterLoader
 /// reads (docs/cluster.md), in the presets' layout: top-level keys in
 /// schema order, `device` as a block mapping, table entries as one-line
 /// flow mappings, numbers in their shortest round-trip form (plain scalars,

@@ -1,8 +1,8 @@
 //===- Plan.h - A training plan: the tuner's output, the backend's input --===//
 /// \file
 /// The plan format of DESIGN.md section 9 (schema in docs/plan.md). A plan
-/// may come from the tuner or be written by hand; format/PlanLoader reads
-/// it with located errors, format/PlanWriter writes it.
+/// may come from the tuner or be written by hand; yaml/PlanLoader reads
+/// it with located errors, yaml/PlanWriter writes it.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace mist {
 
-/// The plan-file version format/PlanLoader reads (`mist_plan: 1`).
+/// The plan-file version yaml/PlanLoader reads (`mist_plan: 1`).
 constexpr int planFormatVersion = 1;
 
 /// What a stage shards over its dp ranks. The flags nest as ZeRO's levels

@@ -6,9 +6,9 @@
 /// fuzzer reports it like a crash. Diagnostics go to llvm::nulls(). Built
 /// only with -DMIST_FUZZ=ON (docs/fuzzing.md).
 //===----------------------------------------------------------------------===//
-#include "format/ClusterLoader.h"
-#include "format/PlanLoader.h"
-#include "format/PlanWriter.h"
+#include "yaml/ClusterLoader.h"
+#include "yaml/PlanLoader.h"
+#include "yaml/PlanWriter.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"

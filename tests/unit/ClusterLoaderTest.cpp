@@ -1,5 +1,5 @@
 //===- ClusterLoaderTest.cpp - Cluster files, presets, table lookup -------===//
-#include "format/ClusterLoader.h"
+#include "yaml/ClusterLoader.h"
 #include "SourceDiagnostics.h"
 #include "perfmodel/ClusterLinks.h"
 #include "perfmodel/Collectives.h"

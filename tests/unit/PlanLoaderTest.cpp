@@ -1,7 +1,7 @@
 //===- PlanLoaderTest.cpp - Plan files: loading, checks, round trip -------===//
-#include "format/PlanLoader.h"
+#include "yaml/PlanLoader.h"
 #include "SourceDiagnostics.h"
-#include "format/PlanWriter.h"
+#include "yaml/PlanWriter.h"
 #include <gtest/gtest.h>
 
 using namespace mist;

@@ -6,9 +6,9 @@
 //===----------------------------------------------------------------------===//
 #include "backend/ProfileShapes.h"
 #include "TestUtil.h"
-#include "format/ClusterLoader.h"
 #include "tools/profiler/ShapesFile.h"
 #include "tuner/Tuner.h"
+#include "yaml/ClusterLoader.h"
 
 using namespace mist;
 using namespace mist::test;

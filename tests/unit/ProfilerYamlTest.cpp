@@ -1,7 +1,7 @@
 //===- ProfilerYamlTest.cpp - The profiler's cluster files load -----------===//
 /// tools/profiler writes cluster files without yaml-cpp (format/ClusterWriter)
 /// and reads its --base the same way (format/ClusterReader); these tests
-/// load what it writes with the compiler's loader (format/ClusterLoader), so
+/// load what it writes with the compiler's loader (yaml/ClusterLoader), so
 /// a schema change on either side fails here even on machines without a
 /// GPU: every preset read by the std-only reader and written back loads to
 /// the same Cluster as the preset itself, and a cluster assembled from
@@ -9,13 +9,13 @@
 /// figures in place.
 //===----------------------------------------------------------------------===//
 #include "SourceDiagnostics.h"
-#include "format/ClusterLoader.h"
 #include "format/ClusterReader.h"
 #include "format/ClusterWriter.h"
 #include "format/YamlSubset.h"
 #include "tools/profiler/ClusterAssembly.h"
 #include "tools/profiler/ProfilerOptions.h"
 #include "tools/profiler/ShapesFile.h"
+#include "yaml/ClusterLoader.h"
 #include <fstream>
 #include <gtest/gtest.h>
 #include <sstream>

@@ -7,11 +7,11 @@
 /// round-trip reals; the output loads back to the same value) or the located
 /// errors, and exits with 1 on errors.
 //===----------------------------------------------------------------------===//
-#include "format/ClusterLoader.h"
 #include "format/ClusterWriter.h"
-#include "format/PlanLoader.h"
-#include "format/PlanWriter.h"
 #include "ir/Printer.h"
+#include "yaml/ClusterLoader.h"
+#include "yaml/PlanLoader.h"
+#include "yaml/PlanWriter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"

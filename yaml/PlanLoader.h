@@ -6,7 +6,7 @@
 /// offload ratios in [0, 1], dp * tp equal to the mesh's GPUs and
 /// micro_batch * dp * grad_accum equal to global_batch on every stage.
 /// Checks against a model (layer count, divisibility by tp, memory) are the
-/// evaluator's. format/PlanWriter writes the same format.
+/// evaluator's. yaml/PlanWriter writes the same format.
 //===----------------------------------------------------------------------===//
 #pragma once
 

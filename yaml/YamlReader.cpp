@@ -1,5 +1,5 @@
 //===- YamlReader.cpp - Checked, located reads of YAML documents ----------===//
-#include "format/YamlReader.h"
+#include "yaml/YamlReader.h"
 
 #include "format/Limits.h"
 

@@ -1,9 +1,9 @@
 //===- PlanLoader.cpp - Read a training plan ------------------------------===//
-#include "format/PlanLoader.h"
+#include "yaml/PlanLoader.h"
 
 #include "format/Limits.h"
 
-#include "format/YamlReader.h"
+#include "yaml/YamlReader.h"
 #include <cstdint>
 
 using namespace mist;

@@ -1,8 +1,8 @@
 //===- ClusterLoader.cpp - Read a cluster description ---------------------===//
-#include "format/ClusterLoader.h"
+#include "yaml/ClusterLoader.h"
 
-#include "format/YamlReader.h"
 #include "ir/IR.h"
+#include "yaml/YamlReader.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"

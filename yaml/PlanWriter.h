@@ -1,6 +1,6 @@
 //===- PlanWriter.h - Write a training plan as YAML -----------------------===//
 /// \file
-/// Writes a Plan in the format format/PlanLoader reads (docs/plan.md):
+/// Writes a Plan in the format yaml/PlanLoader reads (docs/plan.md):
 /// fixed key order, every stage key spelled out, reals in their shortest
 /// round-trip form, so the output is deterministic and
 /// loadPlan(writePlan(p)) == p for every valid plan.

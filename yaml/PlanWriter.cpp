@@ -1,5 +1,5 @@
 //===- PlanWriter.cpp - Write a training plan as YAML ---------------------===//
-#include "format/PlanWriter.h"
+#include "yaml/PlanWriter.h"
 
 #include "ir/Printer.h"
 #include "llvm/ADT/StringExtras.h"
