@@ -17,7 +17,8 @@ dir=$(dirname "$out") name=$(basename "$out")
 line=$(grep -m1 '^//   mpicxx' "$out.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train\$|-o $name|")
 [[ -n $line ]] || { echo "build-trainer.sh: no build line in $out.cu" >&2; exit 1; }
 # The line asks the mistc on PATH for the runtime's flags; this one's are meant.
-line=${line/'$(mistc --print-build-flags)'/$("$mistc" --print-build-flags)}
+[[ $line != *'$(mistc --print-build-flags)'* ]] ||
+  line=${line/'$(mistc --print-build-flags)'/$("$mistc" --print-build-flags)}
 # TRAINER_OPT=-O0 compiles train.cu itself unoptimized: it is straight-line
 # calls into the runtime libraries (built as they are), so only compile time
 # changes. The test suites that build dozens of trainers set it.

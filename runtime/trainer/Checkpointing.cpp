@@ -203,7 +203,7 @@ void saveCheckpoint(const std::string &dir, const TrainerSpec &spec, ProcessGrou
         for (ParamTensor what : allTensors) {
           std::vector<float> values;
           if (mine)
-            values = store.full(p, l, what); // collective over the stage
+            values = store.values.full(p, l, what); // collective over the stage
           if (me == 0 && !mine) {
             values.resize(size_t(elementsOf(ps)));
             world.recv(values.data(), values.size() * sizeof(float), leader, checkpointTag);
@@ -387,7 +387,7 @@ void loadCheckpoint(const OpenedCheckpoint &ckpt, const StageSpec &stage, Parame
         if (!values || int64_t(values->size()) != elementsOf(stage.params[p]))
           abortJob(path + ": tensor '" + name + "' is " + t->dtype +
                    " or has another size than the model's F32 " + shapeText(stage.params[p].shape));
-        store.load(p, l, what, *values);
+        store.values.load(p, l, what, *values);
       }
 }
 

@@ -194,12 +194,12 @@ int StageRunner::local(int layer) const {
   return l;
 }
 
-void StageRunner::requireUpdated(RegionKind region, int l, const char *what) {
-  if (store.updateDue(store.groupOfRegion(region, l)))
+void StageRunner::requireUpdated(StageRegion region, const char *what) {
+  if (store.optimizer.updateDue(region))
     abortJob("stage " + std::to_string(stageIndex) + "'s schedule runs the " + what + " of " +
-             (region == RegionKind::Layer ? layerName(l)
-              : region == RegionKind::Pre ? std::string("pre")
-                                          : std::string("post")) +
+             (region.kind == RegionKind::Layer ? layerName(region.layer)
+              : region.kind == RegionKind::Pre ? std::string("pre")
+                                               : std::string("post")) +
              " before its optimizer step");
 }
 
@@ -214,10 +214,10 @@ void StageRunner::endForward(int mb) { stash.save(mb); }
 
 void StageRunner::beginBackward(int mb) {
   stash.restore(mb);
-  store.clearGradBuffers();
+  store.gradients.clearGradBuffers();
 }
 
-void StageRunner::endBackward(int) { store.foldGradBuffers(); }
+void StageRunner::endBackward(int) { store.gradients.foldGradBuffers(); }
 
 // ---- The stage's own steps. Each region run holds its scratch arena from
 // just after its input moves in to just after its output moves out
@@ -225,35 +225,35 @@ void StageRunner::endBackward(int) { store.foldGradBuffers(); }
 // of their own, are brought beside the layer next to them.
 
 void StageRunner::preOptimizerStep() {
-  store.applyPendingStep(store.groupOfRegion(RegionKind::Pre, 0), /*stepUnderWay=*/true);
+  store.optimizer.applyPendingStep(StageRegion::pre(), /*stepUnderWay=*/true);
 }
 
 void StageRunner::postOptimizerStep() {
-  store.applyPendingStep(store.groupOfRegion(RegionKind::Post, 0), /*stepUnderWay=*/true);
+  store.optimizer.applyPendingStep(StageRegion::post(), /*stepUnderWay=*/true);
 }
 
 void StageRunner::preForward(int mb) {
-  requireUpdated(RegionKind::Pre, 0, "forward");
-  store.acquire(RegionKind::Pre, 0);
+  requireUpdated(StageRegion::pre(), "forward");
+  store.weights.acquire(StageRegion::pre());
   memory.enter(RegionKind::Pre, true);
   run(stage.preForward, layers[0], "pre F" + std::to_string(mb));
   handOut(global.vec(stage.preOut), x);
   memory.leave(RegionKind::Pre, true);
-  store.release(RegionKind::Pre, 0);
+  store.weights.release(StageRegion::pre());
 }
 
 void StageRunner::receiveActivations(int mb) { receive(x, mb, false); }
 
 void StageRunner::postForward(int mb) {
-  requireUpdated(RegionKind::Post, 0, "forward");
-  store.acquire(RegionKind::Post, 0);
+  requireUpdated(StageRegion::post(), "forward");
+  store.weights.acquire(StageRegion::post());
   handIn(global.vec(stage.postIn), x);
   memory.enter(RegionKind::Post, true);
   run(stage.postForward, layers[0], "post F" + std::to_string(mb));
   // Kept on the device: reading it here would wait for the GPU every micro-batch.
   device::copy(mbLoss.data() + mb, global.at(stage.lossBuffer).f32(), sizeof(float));
   memory.leave(RegionKind::Post, true);
-  store.release(RegionKind::Post, 0);
+  store.weights.release(StageRegion::post());
 }
 
 void StageRunner::sendActivations(int mb) {
@@ -262,33 +262,33 @@ void StageRunner::sendActivations(int mb) {
 }
 
 void StageRunner::postBackward(int mb) {
-  store.acquire(RegionKind::Post, 0);
+  store.weights.acquire(StageRegion::post());
   memory.enter(RegionKind::Post, false);
-  store.prepareGradBuffers(RegionKind::Post, 0);
+  store.gradients.prepareGradBuffers(StageRegion::post());
   global.vec(stage.postGradIn).assignZeros(1);
   device::fill(global.at(stage.postGradIn).f32(), 1, 1.f); // d loss / d loss
   run(stage.postBackward, layers[0], "post B" + std::to_string(mb));
   handOut(global.vec(stage.postGradOut), dx);
   memory.leave(RegionKind::Post, false);
   memory.freeGlobalSaved(stage.freedAfterPostBackward); // the logits, among others
-  store.release(RegionKind::Post, 0);
+  store.weights.release(StageRegion::post());
   if (!foldedByReduction(mb))
-    store.foldRegionGradients(RegionKind::Post, 0);
+    store.gradients.foldRegionGradients(StageRegion::post());
 }
 
 void StageRunner::receiveGradients(int mb) { receive(dx, mb, true); }
 
 void StageRunner::preBackward(int mb) {
-  store.acquire(RegionKind::Pre, 0);
+  store.weights.acquire(StageRegion::pre());
   handIn(global.vec(stage.preGradIn), dx);
-  store.prepareGradBuffers(RegionKind::Pre, 0);
+  store.gradients.prepareGradBuffers(StageRegion::pre());
   memory.enter(RegionKind::Pre, false);
   run(stage.preBackward, layers[0], "pre B" + std::to_string(mb));
   memory.leave(RegionKind::Pre, false);
   memory.freeGlobalSaved(); // the last backward of the micro-batch
-  store.release(RegionKind::Pre, 0);
+  store.weights.release(StageRegion::pre());
   if (!foldedByReduction(mb))
-    store.foldRegionGradients(RegionKind::Pre, 0);
+    store.gradients.foldRegionGradients(StageRegion::pre());
 }
 
 void StageRunner::sendGradients(int mb) {
@@ -304,43 +304,51 @@ bool StageRunner::foldedByReduction(int mb) const {
 
 void StageRunner::reducePreGradients() {
   if (stage.zeroGrads)
-    store.foldRegionGradients(RegionKind::Pre, 0);
+    store.gradients.foldRegionGradients(StageRegion::pre());
   else
-    store.reduceRegionGradients(RegionKind::Pre, 0);
+    store.gradients.reduceRegionGradients(StageRegion::pre());
 }
 
 void StageRunner::reducePostGradients() {
   if (stage.zeroGrads)
-    store.foldRegionGradients(RegionKind::Post, 0);
+    store.gradients.foldRegionGradients(StageRegion::post());
   else
-    store.reduceRegionGradients(RegionKind::Post, 0);
+    store.gradients.reduceRegionGradients(StageRegion::post());
 }
 
 // ---- A layer's steps.
 
-void StageRunner::fetchOptimizerState(int layer) { store.fetchOptimizerState(local(layer)); }
+void StageRunner::fetchOptimizerState(int layer) {
+  store.optimizer.fetchOptimizerState(StageRegion::ofLayer(local(layer)));
+}
 
 void StageRunner::optimizerStep(int layer) {
-  store.optimizerStep(local(layer), /*stepUnderWay=*/true);
+  store.optimizer.optimizerStep(StageRegion::ofLayer(local(layer)), /*stepUnderWay=*/true);
 }
 
-void StageRunner::gatherUpdatedWeights(int layer) { store.gatherUpdatedWeights(local(layer)); }
+void StageRunner::gatherUpdatedWeights(int layer) {
+  store.optimizer.gatherUpdatedWeights(StageRegion::ofLayer(local(layer)));
+}
 
 void StageRunner::writeBackOptimizerState(int layer) {
-  store.writeBackOptimizerState(local(layer));
+  store.optimizer.writeBackOptimizerState(StageRegion::ofLayer(local(layer)));
 }
 
-void StageRunner::fetchWeights(int layer) { store.fetchWeights(RegionKind::Layer, local(layer)); }
+void StageRunner::fetchWeights(int layer) {
+  store.weights.fetchWeights(StageRegion::ofLayer(local(layer)));
+}
 
-void StageRunner::gatherWeights(int layer) { store.gatherWeights(RegionKind::Layer, local(layer)); }
+void StageRunner::gatherWeights(int layer) {
+  store.weights.gatherWeights(StageRegion::ofLayer(local(layer)));
+}
 
 void StageRunner::forward(int layer, int mb) {
   const int l = local(layer);
-  requireUpdated(RegionKind::Layer, l, "forward");
+  requireUpdated(StageRegion::ofLayer(l), "forward");
   if (lastStage() && l + 1 == stage.layers)
-    store.prefetch(RegionKind::Post, 0);
+    store.weights.prefetch(StageRegion::post());
   stash.prepareLayer(l);
-  store.acquire(RegionKind::Layer, l);
+  store.weights.acquire(StageRegion::ofLayer(l));
   Frame &frame = layers[size_t(l)];
   handIn(frame.vec(stage.layerIn), x);
   memory.enter(RegionKind::Layer, true);
@@ -349,7 +357,7 @@ void StageRunner::forward(int layer, int mb) {
   frame.dropRecomputed = false;
   handOut(frame.vec(stage.layerOut), x);
   memory.leave(RegionKind::Layer, true);
-  store.release(RegionKind::Layer, l);
+  store.weights.release(StageRegion::ofLayer(l));
   if (checkpointed(l))
     for (int i : released)
       frame.vec(i).clear(); // recomputed before the backward
@@ -362,8 +370,8 @@ void StageRunner::swapInActivations(int layer) { stash.restoreLayer(local(layer)
 void StageRunner::recompute(int layer, int mb) {
   const int l = local(layer);
   if (stageIndex == 0 && l == 0)
-    store.prefetch(RegionKind::Pre, 0); // beside layer 0's recompute and backward
-  store.acquire(RegionKind::Layer, l);
+    store.weights.prefetch(StageRegion::pre()); // beside layer 0's recompute and backward
+  store.weights.acquire(StageRegion::ofLayer(l));
   Frame &frame = layers[size_t(l)];
   memory.enter(RegionKind::Layer, true);
   run(stage.layerForward, frame, layerName(l) + " R" + std::to_string(mb));
@@ -375,42 +383,45 @@ void StageRunner::recompute(int layer, int mb) {
 void StageRunner::backward(int layer, int mb) {
   const int l = local(layer);
   if (stageIndex == 0 && l == 0 && !checkpointed(l)) // else with the recompute
-    store.prefetch(RegionKind::Pre, 0);
-  store.acquire(RegionKind::Layer, l);
+    store.weights.prefetch(StageRegion::pre());
+  store.weights.acquire(StageRegion::ofLayer(l));
   Frame &frame = layers[size_t(l)];
   handIn(frame.vec(stage.layerGradIn), dx);
-  store.prepareGradBuffers(RegionKind::Layer, l);
+  store.gradients.prepareGradBuffers(StageRegion::ofLayer(l));
   memory.enter(RegionKind::Layer, false);
   run(stage.layerBackward, frame, layerName(l) + " B" + std::to_string(mb));
   handOut(frame.vec(stage.layerGradOut), dx);
   memory.leave(RegionKind::Layer, false);
   memory.freeLayerSaved(l); // read by this backward only
-  store.release(RegionKind::Layer, l);
+  store.weights.release(StageRegion::ofLayer(l));
 }
 
 void StageRunner::reduceScatterGradients(int layer) {
   const int l = local(layer);
   if (stage.zeroGrads) // this micro-batch's, into the slice
-    store.scatterRegionGradients(RegionKind::Layer, l);
+    store.gradients.scatterRegionGradients(StageRegion::ofLayer(l));
   else // ZeRO-1: the step's sums, after the last backward
-    store.reduceRegionGradients(RegionKind::Layer, l);
+    store.gradients.reduceRegionGradients(StageRegion::ofLayer(l));
 }
 
 void StageRunner::fetchGradientAccumulators(int layer) {
-  store.fetchGradientSums(RegionKind::Layer, local(layer));
+  store.gradients.fetchGradientSums(StageRegion::ofLayer(local(layer)));
 }
 
 void StageRunner::writeBackGradients(int layer) {
-  store.writeBackGradientSums(RegionKind::Layer, local(layer));
+  store.gradients.writeBackGradientSums(StageRegion::ofLayer(local(layer)));
 }
 
 void StageRunner::allReduceGradients(int layer) {
-  store.reduceRegionGradients(RegionKind::Layer, local(layer));
+  store.gradients.reduceRegionGradients(StageRegion::ofLayer(local(layer)));
 }
 
 void StageRunner::finishPendingUpdate() {
-  for (int group = -1; group <= stage.layers; ++group)
-    store.applyPendingStep(group, /*stepUnderWay=*/false);
+  // The order the forward reads the weights in.
+  store.optimizer.applyPendingStep(StageRegion::pre(), /*stepUnderWay=*/false);
+  for (int l = 0; l < stage.layers; ++l)
+    store.optimizer.applyPendingStep(StageRegion::ofLayer(l), /*stepUnderWay=*/false);
+  store.optimizer.applyPendingStep(StageRegion::post(), /*stepUnderWay=*/false);
 }
 
 } // namespace mist::rt

@@ -113,7 +113,7 @@ private:
   bool checkpointed(int l) const { return l >= stage.layers - stage.ckptLayers; }
   /// Ends the job when the region's weights are not yet the ones the last
   /// step's update computed (a schedule that uses them before its update).
-  void requireUpdated(RegionKind region, int l, const char *what);
+  void requireUpdated(StageRegion region, const char *what);
   void loadData(int step, int mb);
   bool lastStage() const { return stageIndex + 1 == int(spec.stages.size()); }
   /// Whether pre's and post's fold of micro-batch `mb` is the last

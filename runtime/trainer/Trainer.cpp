@@ -314,11 +314,11 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
   const TrainerSpec &spec = t.spec;
   auto start = std::chrono::steady_clock::now();
   t.streams.beginStep();
-  t.store.beginStep();
+  t.store.gradients.beginStep();
   t.stage.iteration(t.runner, step);
   t.streams.run(StreamKind::G2G, "wait for sends", [&t] { t.groups.pipeline().waitSends(); });
   t.runner.finishStep(step);
-  t.store.reduceGradients();
+  t.store.gradients.reduceGradients();
   // The mean loss over the step's sequences, and the global gradient norm:
   // one sum over the world each, every value counted by one rank.
   const bool reportsLoss = t.layout.isLastStage() && t.layout.tpRank == 0;
@@ -327,13 +327,15 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
   // Every gradient comes from the last stage's losses: the mean over its
   // G x dp micro-batch losses, whatever this stage's dp.
   const double scaleBack = 1.0 / (double(spec.gradAccum) * t.layout.stages.back().dp);
-  const double norm = std::sqrt(t.world.allReduceSumDouble(t.store.normSquaredShare())) * scaleBack;
+  const double norm =
+      std::sqrt(t.world.allReduceSumDouble(t.store.gradients.normSquaredShare())) * scaleBack;
   if (!std::isfinite(norm))
     abortJob("non-finite gradient norm at step " + std::to_string(step));
   const float scale = float(scaleBack) * (norm > spec.gradClip ? float(spec.gradClip / norm) : 1.f);
   // The update runs in the next step's first forward, region by region, as
   // the stage schedule places it (or before a checkpoint: runPendingUpdate).
-  t.store.deferStep({stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
+  t.store.optimizer.deferStep(
+      {stepLr, spec.beta1, spec.beta2, spec.eps, spec.weightDecay, scale, step});
   t.streams.synchronize(); // the step's time is the device's
   return {loss, norm,
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
@@ -342,11 +344,11 @@ StepFigures trainStep(const RankTraining &t, int step, float stepLr) {
 /// The last step's optimizer update, where no next forward has run it yet:
 /// before a checkpoint is written, and after the last step.
 void runPendingUpdate(const RankTraining &t) {
-  if (!t.store.hasPendingStep())
+  if (!t.store.optimizer.hasPendingStep())
     return;
   t.runner.finishPendingUpdate();
-  if (t.store.hasPendingStep()) // a tensor no group holds
-    t.store.finishDeferred();
+  if (t.store.optimizer.hasPendingStep()) // a tensor no group holds
+    t.store.optimizer.finishDeferred();
   t.streams.synchronize();
 }
 
@@ -423,7 +425,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
     const auto start = std::chrono::steady_clock::now();
     // A resumed run loads every tensor from its checkpoint (loadCheckpoint
     // refuses one that lacks any): nothing to draw.
-    store.initialize(o.seed, threads, /*draw=*/!resumed);
+    store.values.initialize(o.seed, threads, /*draw=*/!resumed);
     device::synchronizeStream(device::currentStream()); // a GPU draws them asynchronously
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -106,20 +106,22 @@ edited_trainer() {
   grep -q "$present" "$work/$name.cu"
   sed -i "$edit" "$work/$name.cu"
   line=$(grep -m1 '^//   mpicxx' "$work/$name.cu" | sed "s|^//   ||;s| train.cu | $name.cu |;s|-o train\$|-o $name|")
-  line=${line/'$(mistc --print-build-flags)'/$("$mistc" --print-build-flags)}
+  [[ $line != *'$(mistc --print-build-flags)'* ]] ||
+    line=${line/'$(mistc --print-build-flags)'/$("$mistc" --print-build-flags)}
   (cd "$work" && eval "$line")
 }
 # train.cu runs the stage schedule mistc priced as one call per step; a
 # hand edit that breaks what the steps need is stopped, naming the step.
 # A forward that no longer runs layer 0's optimizer step would compute with
 # stale weights: step 2 (the first with an update pending) stops on it.
-edited_trainer stale "$work/plan.yaml" '^  r.optimizerStep(0); ' \
-  '0,/^  r.optimizerStep(0); /{/^  r.optimizerStep(0); /d}'
+edited_trainer stale "$work/plan.yaml" '^    r.optimizerStep(l); ' \
+  '0,/^    r.optimizerStep(l); /{/^    r.optimizerStep(l); /d}'
 TRAIN="$work/stale" expect stale-weights "mistrt: rank [01]: stage 0's schedule runs the forward of layer 0 before its optimizer step" --steps 3
-# A step naming a layer the stage does not hold.
-edited_trainer wrong-layer "$work/plan.yaml" '^  r.backward(1, mb);' \
-  '0,/^  r.backward(1, mb);/{s/^  r.backward(1, mb);/  r.backward(7, mb);/}'
-TRAIN="$work/wrong-layer" expect wrong-layer "mistrt: rank [01]: stage 0's schedule names layer 7, which is not on the stage \\(layers 0-1\\)" --steps 2
+# A step naming a layer the stage does not hold: the loop over its layers
+# edited to run one layer more.
+edited_trainer wrong-layer "$work/plan.yaml" '^  for (int l = 0; l <= 1; ++l) {' \
+  's/^  for (int l = 0; l <= 1; ++l) {/  for (int l = 0; l <= 2; ++l) {/'
+TRAIN="$work/wrong-layer" expect wrong-layer "mistrt: rank [01]: stage 0's schedule names layer 2, which is not on the stage \\(layers 0-1\\)" --steps 2
 # A 1F1B order that runs a micro-batch's backward before its forward.
 RANKS=2 edited_trainer early-backward "$work/pp.yaml" '^  s1_backward(r, 0);' \
   's/^  s1_backward(r, 0);/  s1_backward(r, 1);/'
