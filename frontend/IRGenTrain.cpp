@@ -1,5 +1,6 @@
 //===- IRGenTrain.cpp - The instance, its parameters and train section ----===//
 #include "frontend/IRGenContext.h"
+#include "frontend/Vocabulary.h"
 
 #include "format/Cluster.h"
 #include "format/Limits.h"
@@ -8,6 +9,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
+#include <algorithm>
 #include <cmath>
 
 using namespace mist;
@@ -110,8 +112,8 @@ bool IRGen::evalOptimizerSetting(const CallArg &a) {
                                                               : nullptr;
   if (!slot)
     return error(a.nameRange.Start,
-                 "unknown optimizer setting '" + a.name +
-                     "' (expected lr, betas, weight_decay, eps, no_decay)",
+                 "unknown optimizer setting '" + a.name + "' (expected " +
+                     joinedNames(optimizerSettings) + ")",
                  a.nameRange);
   auto r = evalRealArg(*a.value, empty, a.name.c_str());
   if (!r)
@@ -162,7 +164,8 @@ bool IRGen::evalOptimizer(const ExprAST &v) {
     name = call->callee;
   else if (auto *id = llvm::dyn_cast<IdentExpr>(&v))
     name = id->name;
-  if (name != "adamw" && name != "sgd")
+  if (std::find(std::begin(optimizerNames), std::end(optimizerNames), name) ==
+      std::end(optimizerNames))
     return error(v.loc(), "unknown optimizer; expected adamw(...) or sgd(...)", v.range);
   m->train.optimizer = name;
   if (call)
@@ -231,10 +234,7 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
     return evalOptimizer(*e.value);
   } else {
     return error(e.keyRange.Start,
-                 "unknown train setting '" + k +
-                     "' (expected global_batch, seq_len, optimizer, lr, "
-                     "warmup_steps, lr_decay, min_lr, decay_fraction, grad_clip, dtype, "
-                     "master_dtype, grad_dtype, cluster)",
+                 "unknown train setting '" + k + "' (expected " + joinedNames(trainSettings) + ")",
                  e.keyRange);
   }
   return true;

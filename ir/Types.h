@@ -16,6 +16,8 @@
 namespace mist {
 
 enum class DType { BF16, F16, F32, I32, U8 };
+/// Every DType, for tables of them (keep beside the enum).
+constexpr DType allDTypes[] = {DType::BF16, DType::F16, DType::F32, DType::I32, DType::U8};
 enum class Role { Act, Param, Grad, Opt };
 
 llvm::StringRef dtypeName(DType t);

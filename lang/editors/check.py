@@ -3,15 +3,15 @@
 
 Python 3 standard library only. Run from anywhere:
 
-    python3 lang/editors/check.py [--no-vim] [--vim PATH] [--no-tests] [-v]
+    python3 lang/editors/check.py [--mistc PATH] [--no-vim] [--vim PATH] [--no-tests] [-v]
 
 What it checks (any failure makes the exit status 1):
 
-1. The word lists the highlighters use agree with the compiler sources:
-   keywords with support/Token.def and the keyword block of lang/SPEC.md,
-   built-in ops with frontend/Builtins.cpp and the table of SPEC 11.1, shard
-   words with Builtins.cpp, element types with ir/Types.cpp, train and
-   optimizer settings with frontend/IRGenTrain.cpp and SPEC section 8.
+1. The word lists the highlighters use agree with the compiler's own tables,
+   as `mistc --print-vocabulary` prints them (--mistc PATH; default
+   build/bin/mistc): keywords, built-in ops, shard words, element types, train
+   and optimizer settings and optimizers; and with lang/SPEC.md's keyword
+   block, op table (11.1) and train section (8).
 2. vscode/package.json, vscode/language-configuration.json and
    vscode/syntaxes/mist.tmLanguage.json parse as JSON and are consistent
    (language id, extension, paths, scopeName); every rule of the grammar is
@@ -53,7 +53,7 @@ VSCODE = os.path.join(HERE, "vscode")
 VIMDIR = os.path.join(HERE, "vim")
 
 # --------------------------------------------------------------------------
-# Word lists (checked against the compiler sources in check_word_lists).
+# Word lists (checked against mistc --print-vocabulary in check_word_lists).
 
 KEYWORDS = ["import", "block", "model", "input", "pre", "repeat", "post", "return",
             "train", "true", "false"]
@@ -166,7 +166,14 @@ def read(path):
 # --------------------------------------------------------------------------
 # 1. Word lists against the compiler sources.
 
-def check_word_lists(rep):
+def compiler_vocabulary(mistc):
+    """The language's words as mistc's own tables hold them (mistc --print-vocabulary)."""
+    out = subprocess.run([mistc, "--print-vocabulary"], check=True, capture_output=True,
+                         text=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def check_word_lists(rep, mistc):
     def compare(what, ours, theirs, source):
         if sorted(set(ours)) == sorted(set(theirs)):
             rep.ok("%s match %s (%d)" % (what, source, len(set(ours))))
@@ -176,47 +183,37 @@ def check_word_lists(rep):
 
     try:
         spec = read(os.path.join(ROOT, "lang", "SPEC.md"))
-        tokdef = read(os.path.join(ROOT, "support", "Token.def"))
-        builtins = read(os.path.join(ROOT, "frontend", "Builtins.cpp"))
-        types = read(os.path.join(ROOT, "ir", "Types.cpp"))
-        irgen = read(os.path.join(ROOT, "frontend", "IRGenTrain.cpp"))
     except OSError as e:
-        rep.fail("cannot read a compiler source: %s" % e)
+        rep.fail("cannot read lang/SPEC.md: %s" % e)
         return
+    try:
+        vocab = compiler_vocabulary(mistc)
+    except (OSError, subprocess.SubprocessError, ValueError) as e:
+        rep.fail("cannot read the compiler's vocabulary from %s --print-vocabulary: %s "
+                 "(build mistc, or pass --mistc PATH)" % (mistc, e))
+        return
+    source = "mistc --print-vocabulary"
 
-    compare("keywords", KEYWORDS, re.findall(r'MIST_KEYWORD\(\w+,\s*"(\w+)"\)', tokdef),
-            "support/Token.def")
+    compare("keywords", KEYWORDS, vocab["keywords"], source)
     m = re.search(r"\*\*Keywords\*\*.*?```\n(.*?)```", spec, re.S)
     compare("keywords", KEYWORDS, m.group(1).split() if m else [], "lang/SPEC.md section 2")
 
-    compare("built-in ops", BUILTINS, re.findall(r'\{"(\w+)",\s*OpKind::', builtins),
-            "frontend/Builtins.cpp")
+    compare("built-in ops", BUILTINS, vocab["builtins"], source)
     m = re.search(r"### 11\.1.*?\n(.*?)\n### ", spec, re.S)
     compare("built-in ops", BUILTINS,
             re.findall(r"^\| `(\w+)` \| \d+ \|", m.group(1) if m else "", re.M),
             "lang/SPEC.md section 11.1")
 
-    words = set()
-    for lst in re.findall(r'word\("shard",\s*"\w+",\s*"([\w,]+)"\)', builtins):
-        words.update(lst.split(","))
-    compare("shard words", SHARD_WORDS, words, "frontend/Builtins.cpp")
-    compare("element types", DTYPES, re.findall(r'case DType::\w+:\s*return "(\w+)";', types),
-            "ir/Types.cpp")
+    compare("shard words", SHARD_WORDS, vocab["shard_words"], source)
+    compare("element types", DTYPES, vocab["dtypes"], source)
 
-    # The train section is read by evalTrain and its helpers (evalTrainEntry,
-    # evalOptimizer, evalOptimizerSetting).
-    body = "".join(re.findall(r"bool IRGen::eval(?:Train|Optimizer)\w*\([^)]*\)(.*?)\n}\n",
-                              irgen, re.S))
-    compare("train settings", TRAIN_KEYS, re.findall(r'\bk == "(\w+)"', body),
-            "frontend/IRGenTrain.cpp")
+    compare("train settings", TRAIN_KEYS, vocab["train_settings"], source)
     m = re.search(r"## 8\. The train section(.*?)\n## 9\.", spec, re.S)
     compare("train settings", TRAIN_KEYS,
             re.findall(r"^\| `(\w+)` \|", m.group(1) if m else "", re.M),
             "lang/SPEC.md section 8")
-    compare("optimizer settings", OPTIMIZER_SETTINGS,
-            re.findall(r'\ba\.name [!=]= "(\w+)"', body), "frontend/IRGenTrain.cpp")
-    compare("optimizers", OPTIMIZERS, re.findall(r'(?<![.\w])name != "(\w+)"', body),
-            "frontend/IRGenTrain.cpp")
+    compare("optimizer settings", OPTIMIZER_SETTINGS, vocab["optimizer_settings"], source)
+    compare("optimizers", OPTIMIZERS, vocab["optimizers"], source)
 
 
 # --------------------------------------------------------------------------
@@ -998,11 +995,14 @@ def main():
     ap.add_argument("--no-tests", action="store_true",
                     help="only examples/ and stdlib/models/, not tests/")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
+    ap.add_argument("--mistc", default=os.path.join(ROOT, "build", "bin", "mistc"),
+                    help="the mistc whose --print-vocabulary the word lists are checked "
+                         "against (default: build/bin/mistc)")
     args = ap.parse_args()
     rep = Report(args.verbose)
 
     print("== word lists against the compiler sources")
-    check_word_lists(rep)
+    check_word_lists(rep, args.mistc)
     print("== VS Code extension")
     grammar = check_vscode(rep)
     print("== Vim files")

@@ -11,6 +11,7 @@
 #include "backend/Summary.h"
 #include "format/Limits.h"
 #include "frontend/Frontend.h"
+#include "frontend/Vocabulary.h"
 #include "ir/IRParser.h"
 #include "ir/OpSemantics.h"
 #include "ir/Printer.h"
@@ -103,6 +104,11 @@ cl::opt<bool> printBuildFlags(
     "print-build-flags",
     cl::desc("print the compiler flags that build an emitted train.cu for CPU ranks against this "
              "mistc's runtime (its include folder and libraries), and exit"),
+    cl::cat(category));
+cl::opt<bool> printVocabularyFlag(
+    "print-vocabulary",
+    cl::desc("print the language's keywords, built-in ops, shard words, element types and "
+             "train and optimizer settings as JSON (from the compiler's own tables), and exit"),
     cl::cat(category));
 cl::opt<bool> listPasses("list-passes", cl::desc("list the available passes and exit"),
                          cl::cat(category));
@@ -422,12 +428,17 @@ int main(int argc, char **argv) {
                     "[--emit=WHAT]\n(mistc --help lists every option)\n";
     return 2;
   }
-  // --list-passes and --print-build-flags work without an input file.
-  for (int i = 1; i < argc; ++i)
+  // --list-passes, --print-build-flags and --print-vocabulary work without an input file.
+  for (int i = 1; i < argc; ++i) {
     if (llvm::StringRef(argv[i]) == "--print-build-flags") {
       llvm::outs() << cpuTrainerBuildFlags() << "\n";
       return 0;
     }
+    if (llvm::StringRef(argv[i]) == "--print-vocabulary") {
+      printVocabulary(languageVocabulary(), llvm::outs());
+      return 0;
+    }
+  }
   for (int i = 1; i < argc; ++i)
     if (llvm::StringRef(argv[i]) == "--list-passes") {
       for (const PassInfo &p : registeredPasses())
