@@ -356,7 +356,7 @@ LogicalResult inferRope(RuleContext &c) {
 /// slice(x, start, size): columns [start, start + size) of the last axis.
 /// On an axis split over tp, each rank takes its part of the slice: the
 /// column-parallel linear that computes x lays its parameters out per slice
-/// (backend/Lowering.cpp, parameter groups), so the slice must read it
+/// (backend/trainer/Lowering.cpp, parameter groups), so the slice must read it
 /// directly, and start and size must divide by tp.
 LogicalResult inferSlice(RuleContext &c) {
   if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)) || failed(c.expectActivation(0)))

@@ -366,6 +366,51 @@ void writeTraceIfAsked(const Options &o, const TrainerSpec &spec, const RankLayo
     std::printf("measured timeline of the last step written to %s\n", o.trace.c_str());
 }
 
+/// The canonical initial values, drawn on the host's cores shared among its
+/// ranks (a GPU draws them itself), and said when it is long (billions of
+/// weights): nothing else shows before the first step. A resumed run loads
+/// every tensor from its checkpoint (loadCheckpoint refuses one that lacks
+/// any): nothing to draw.
+void drawInitialValues(ParameterStore &store, const Options &o,
+                       const std::vector<std::string> &hostOfRank, int worldRank, bool resumed) {
+  const int ranksOnHost =
+      int(std::count(hostOfRank.begin(), hostOfRank.end(), hostOfRank[size_t(worldRank)]));
+  const int threads = initialValueThreads(ranksOnHost);
+  const auto start = std::chrono::steady_clock::now();
+  store.values.initialize(o.seed, threads, /*draw=*/!resumed);
+  device::synchronizeStream(device::currentStream()); // a GPU draws them asynchronously
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (worldRank != 0 || seconds <= 2 || resumed)
+    return;
+  if (std::strcmp(device::backendName(), "cpu") == 0)
+    std::printf("mistrt: initial values drawn in %.1f s on %d thread%s\n", seconds, threads,
+                threads == 1 ? "" : "s");
+  else
+    std::printf("mistrt: initial values drawn in %.1f s on the device\n", seconds);
+}
+
+/// What rank 0 says before the first step: the model, plan and data, the
+/// precision, the ops and what utilization is measured against.
+void printRunHeader(const TrainerSpec &spec, const Options &o, const std::string &deviceName,
+                    int ranks, float lr, int64_t samplesPerStep, const TokenFile *tokenFile) {
+  std::printf("mistrt: training %s (%s) for %d steps on %d rank%s (%s): %d micro-batches of "
+              "%lld sequences of %d tokens, lr %g\n",
+              spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
+              deviceName.c_str(), spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum),
+              spec.seqLen, lr);
+  if (tokenFile)
+    std::printf("mistrt: data %s (%s, %lld tokens), %s\n", o.data.c_str(),
+                tokenFormatInfo(tokenFile->format()).name, (long long)tokenFile->size(),
+                o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
+                          : "read in file order");
+  std::printf("mistrt: precision: %s weights and activations, fp32 master weights and Adam "
+              "moments, %s gradients\n",
+              nameOf(spec.weightDtype), nameOf(spec.gradDtype));
+  std::printf("mistrt: ops: %s\n", ops::describe().c_str());
+  describeUtilization(spec, deviceName);
+}
+
 } // namespace
 
 int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
@@ -416,27 +461,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       stage, memory.global(), memory.layers(),
       {groups.tp(), groups.dp(), tied.whole.get(), tied.shards.get(), layout->isFirstStage()},
       offload, streams);
-  {
-    // On the host's cores shared among its ranks, and said when it is long
-    // (billions of weights): nothing else shows before the first step.
-    const int ranksOnHost =
-        int(std::count(hostOfRank.begin(), hostOfRank.end(), hostOfRank[size_t(worldRank)]));
-    const int threads = initialValueThreads(ranksOnHost);
-    const auto start = std::chrono::steady_clock::now();
-    // A resumed run loads every tensor from its checkpoint (loadCheckpoint
-    // refuses one that lacks any): nothing to draw.
-    store.values.initialize(o.seed, threads, /*draw=*/!resumed);
-    device::synchronizeStream(device::currentStream()); // a GPU draws them asynchronously
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (worldRank == 0 && seconds > 2 && !resumed) {
-      if (std::strcmp(device::backendName(), "cpu") == 0)
-        std::printf("mistrt: initial values drawn in %.1f s on %d thread%s\n", seconds, threads,
-                    threads == 1 ? "" : "s");
-      else
-        std::printf("mistrt: initial values drawn in %.1f s on the device\n", seconds);
-    }
-  }
+  drawInitialValues(store, o, hostOfRank, worldRank, /*resumed=*/resumed.has_value());
   LrSchedule schedule = runSchedule(spec, o, lr);
   const int firstStep = resumed ? resumeFromCheckpoint(std::move(*resumed), spec, stage, store,
                                                        worldRank, o, schedule)
@@ -450,23 +475,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
                      sampler ? &*sampler : nullptr);
   const int64_t samplesPerStep =
       int64_t(spec.stages[0].microBatch) * spec.stages[0].dp * spec.gradAccum;
-  if (worldRank == 0) {
-    std::printf("mistrt: training %s (%s) for %d steps on %d rank%s (%s): %d micro-batches of "
-                "%lld sequences of %d tokens, lr %g\n",
-                spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
-                deviceName.c_str(), spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum),
-                spec.seqLen, lr);
-    if (tokenFile)
-      std::printf("mistrt: data %s (%s, %lld tokens), %s\n", o.data.c_str(),
-                  tokenFormatInfo(tokenFile->format()).name, (long long)tokenFile->size(),
-                  o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
-                            : "read in file order");
-    std::printf("mistrt: precision: %s weights and activations, fp32 master weights and Adam "
-                "moments, %s gradients\n",
-                nameOf(spec.weightDtype), nameOf(spec.gradDtype));
-    std::printf("mistrt: ops: %s\n", ops::describe().c_str());
-    describeUtilization(spec, deviceName);
-  }
+  if (worldRank == 0)
+    printRunHeader(spec, o, deviceName, ranks, lr, samplesPerStep,
+                   tokenFile ? &*tokenFile : nullptr);
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};
   // --steps 0 --ckpt-dir D: the initial weights, e.g. to load into another framework.
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)

@@ -1,6 +1,6 @@
 //===- Trainer.h - What an emitted train.cu hands to the runtime ----------===//
 /// \file
-/// The emitted trainer (backend/TrainerEmitter.cpp) describes every pipeline
+/// The emitted trainer (backend/trainer/TrainerEmitter.cpp) describes every pipeline
 /// stage of its plan as tables (buffers, parameters) and straight-line
 /// functions, one per region and direction, that call the runtime's ops on
 /// Frames; `runTrainer` does the rest: rank placement, parameter

@@ -1,6 +1,6 @@
 //===- TrainerHeaders.h - Everything an emitted train.cu includes ---------===//
 /// \file
-/// The headers an emitted train.cu includes (backend/TrainerEmitter.cpp),
+/// The headers an emitted train.cu includes (backend/trainer/TrainerEmitter.cpp),
 /// in one file so that the build tree can precompile them:
 /// scripts/compile-trainer.sh and build-trainer.sh force-include this file
 /// from BUILD/trainer-pch/ON/, where runtime/trainer/CMakeLists.txt puts a

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 #include "runtime/ops/Ops.h"
 #include "runtime/trainer/TpContext.h"
 #include <cmath>

@@ -3,9 +3,9 @@
 /// cover its full tensor exactly once; a fused q/k/v projection's shards
 /// hold matching q, k and v heads; sizes that tp does not divide are errors.
 //===----------------------------------------------------------------------===//
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 #include "TestUtil.h"
-#include "backend/ScratchPlanner.h"
+#include "backend/trainer/ScratchPlanner.h"
 #include <map>
 
 using namespace mist;

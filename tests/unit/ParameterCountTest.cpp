@@ -4,7 +4,7 @@
 /// head; per layer 4h^2+4h attention, 8h^2+5h MLP, 4h LayerNorms).
 //===----------------------------------------------------------------------===//
 #include "TestUtil.h"
-#include "backend/Summary.h"
+#include "backend/reports/Summary.h"
 #include <cctype>
 
 using namespace mist;

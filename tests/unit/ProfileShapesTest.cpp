@@ -4,7 +4,7 @@
 /// profiler's reader reads it back, and the tuner's stage shapes are the
 /// ones tune() evaluates.
 //===----------------------------------------------------------------------===//
-#include "backend/ProfileShapes.h"
+#include "backend/reports/ProfileShapes.h"
 #include "TestUtil.h"
 #include "tools/profiler/ShapesFile.h"
 #include "tuner/Tuner.h"

@@ -3,7 +3,7 @@
 /// micro-batches in flight on stage i (what the memory model charges), and
 /// every knob of the plan shows up as the steps it implies, and only then.
 //===----------------------------------------------------------------------===//
-#include "backend/ScheduleListing.h"
+#include "backend/reports/ScheduleListing.h"
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,7 +83,7 @@ Plan twoStages() {
   return p;
 }
 
-/// A step with its listing's words (backend/ScheduleListing.h) and its
+/// A step with its listing's words (backend/reports/ScheduleListing.h) and its
 /// layer in the model's numbering.
 struct Described {
   Stream stream;

@@ -1,5 +1,5 @@
 //===- TrainerSizesTest.cpp - Sizes in train.cu, in the model's symbols ---===//
-#include "backend/TrainerSizes.h"
+#include "backend/trainer/TrainerSizes.h"
 
 #include <fstream>
 #include <gtest/gtest.h>

@@ -7,8 +7,8 @@
 /// command line without an input.
 //===----------------------------------------------------------------------===//
 #include "MistVersion.h"
-#include "backend/HuggingFaceExport.h"
-#include "backend/Summary.h"
+#include "backend/exports/HuggingFaceExport.h"
+#include "backend/reports/Summary.h"
 #include "format/Limits.h"
 #include "frontend/Frontend.h"
 #include "frontend/Vocabulary.h"

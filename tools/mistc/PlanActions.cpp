@@ -1,12 +1,12 @@
 //===- PlanActions.cpp - Tune, report and trace plans for a cluster -------===//
 #include "tools/mistc/PlanActions.h"
 
-#include "backend/ExportProjection.h"
-#include "backend/Lowering.h"
-#include "backend/ProfileShapes.h"
-#include "backend/Report.h"
-#include "backend/ScheduleListing.h"
-#include "backend/Timeline.h"
+#include "backend/exports/ExportProjection.h"
+#include "backend/reports/ProfileShapes.h"
+#include "backend/reports/Report.h"
+#include "backend/reports/ScheduleListing.h"
+#include "backend/reports/Timeline.h"
+#include "backend/trainer/Lowering.h"
 #include "yaml/ClusterLoader.h"
 #include "yaml/PlanLoader.h"
 #include "yaml/PlanWriter.h"

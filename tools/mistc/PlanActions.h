@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/TrainerEmitter.h"
+#include "backend/trainer/TrainerEmitter.h"
 #include "ir/IR.h"
 #include "support/Diagnostics.h"
 #include "tools/mistc/Emit.h"

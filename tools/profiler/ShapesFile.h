@@ -1,6 +1,6 @@
 //===- ShapesFile.h - The ops and shapes a profiler run measures ----------===//
 /// \file
-/// Reads the file `mistc --emit=profile-shapes` writes (backend/ProfileShapes.h):
+/// Reads the file `mistc --emit=profile-shapes` writes (backend/reports/ProfileShapes.h):
 /// a `# mist-profile-shapes 1` first line, `#` comment lines, then one
 /// `op TAB shape TAB attributes` line per measured-table entry the
 /// performance model looks up (attributes `k=v,k=v` or `-`; the column may

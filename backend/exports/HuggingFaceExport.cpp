@@ -1,7 +1,7 @@
 //===- HuggingFaceExport.cpp - A trainer checkpoint as a transformers model ===//
-#include "backend/HuggingFaceExport.h"
+#include "backend/exports/HuggingFaceExport.h"
 
-#include "backend/ExportProjection.h"
+#include "backend/exports/ExportProjection.h"
 #include "ir/OpSemantics.h"
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/device/DType.h"

@@ -1,5 +1,5 @@
 //===- TrainerSizes.cpp - Sizes in train.cu, written in the model's symbols ===//
-#include "backend/TrainerSizes.h"
+#include "backend/trainer/TrainerSizes.h"
 
 #include <cctype>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 //===- TrainerStageUse.cpp - What one stage of a plan runs ----------------===//
-#include "backend/TrainerStageUse.h"
+#include "backend/trainer/TrainerStageUse.h"
 
 #include <algorithm>
 

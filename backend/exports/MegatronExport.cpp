@@ -3,7 +3,7 @@
 /// Targets Megatron-LM's main branch (2026-08, megatron-core 0.16): checked
 /// with its own parse_args and validate_args (bench/exports/check-exports.py).
 //===----------------------------------------------------------------------===//
-#include "backend/ExportProjection.h"
+#include "backend/exports/ExportProjection.h"
 
 #include <algorithm>
 #include <fmt/format.h>

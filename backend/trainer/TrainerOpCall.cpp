@@ -1,5 +1,5 @@
 //===- TrainerOpCall.cpp - One lowered op as a call to runtime/ops --------===//
-#include "backend/TrainerOpCall.h"
+#include "backend/trainer/TrainerOpCall.h"
 
 #include <fmt/format.h>
 #include <optional>

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 #include "format/Plan.h"
 #include "support/Diagnostics.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,12 +1,12 @@
 //===- TrainerEmitter.cpp - Writes train.cu for a plan --------------------===//
-#include "backend/TrainerEmitter.h"
+#include "backend/trainer/TrainerEmitter.h"
 
-#include "backend/FusedOps.h"
-#include "backend/ScratchPlanner.h"
-#include "backend/TrainerOpCall.h"
-#include "backend/TrainerSizes.h"
-#include "backend/TrainerStageUse.h"
-#include "backend/TrainerSteps.h"
+#include "backend/trainer/FusedOps.h"
+#include "backend/trainer/ScratchPlanner.h"
+#include "backend/trainer/TrainerOpCall.h"
+#include "backend/trainer/TrainerSizes.h"
+#include "backend/trainer/TrainerStageUse.h"
+#include "backend/trainer/TrainerSteps.h"
 
 #include <algorithm>
 #include <cctype>

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 #include <array>
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 //===- Timeline.cpp - Predicted stream timeline as Chrome trace JSON ------===//
-#include "backend/Timeline.h"
+#include "backend/reports/Timeline.h"
 
 #include "format/ChromeTrace.h"
 #include "schedule/Schedule.h"

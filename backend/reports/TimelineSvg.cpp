@@ -5,7 +5,7 @@
 /// grey; the part of a compute block spent waiting on transfers is red.
 /// Blocks wide enough carry their micro-batch (F3, B3).
 //===----------------------------------------------------------------------===//
-#include "backend/Timeline.h"
+#include "backend/reports/Timeline.h"
 
 #include <algorithm>
 #include <cmath>

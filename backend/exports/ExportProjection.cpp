@@ -1,5 +1,5 @@
 //===- ExportProjection.cpp - The closest plan another framework can run --===//
-#include "backend/ExportProjection.h"
+#include "backend/exports/ExportProjection.h"
 
 #include "ir/OpSemantics.h"
 #include <algorithm>

@@ -18,7 +18,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 
 #include <vector>
 

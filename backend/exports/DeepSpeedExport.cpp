@@ -6,7 +6,7 @@
 /// from model code (the pipeline, which layers recompute) go to stderr and
 /// to a "mistc" object, which DeepSpeed's parser ignores.
 //===----------------------------------------------------------------------===//
-#include "backend/ExportProjection.h"
+#include "backend/exports/ExportProjection.h"
 
 #include <fmt/format.h>
 

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/Lowering.h"
-#include "backend/TrainerSizes.h"
+#include "backend/trainer/Lowering.h"
+#include "backend/trainer/TrainerSizes.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 //===- Report.cpp - Predicted figures of a plan ---------------------------===//
-#include "backend/Report.h"
+#include "backend/reports/Report.h"
 
-#include "backend/Timeline.h"
+#include "backend/reports/Timeline.h"
 
 #include <cmath>
 #include <fmt/format.h>

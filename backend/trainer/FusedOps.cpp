@@ -1,5 +1,5 @@
 //===- FusedOps.cpp - Which consecutive ops the trainer runs as one -------===//
-#include "backend/FusedOps.h"
+#include "backend/trainer/FusedOps.h"
 
 #include <algorithm>
 #include <map>

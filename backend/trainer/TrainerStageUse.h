@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 
 #include <set>
 #include <vector>

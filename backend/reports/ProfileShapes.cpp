@@ -1,7 +1,7 @@
 //===- ProfileShapes.cpp - What a profiler must measure for a model -------===//
-#include "backend/ProfileShapes.h"
+#include "backend/reports/ProfileShapes.h"
 
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 #include <cmath>
 #include <fmt/format.h>
 #include <map>

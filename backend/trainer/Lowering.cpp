@@ -1,5 +1,5 @@
 //===- Lowering.cpp - The IR at one stage shape, with concrete sizes ------===//
-#include "backend/Lowering.h"
+#include "backend/trainer/Lowering.h"
 
 #include "ir/OpSemantics.h"
 #include "ir/Printer.h"

@@ -1,5 +1,5 @@
 //===- Summary.cpp - Human-readable model summary -------------------------===//
-#include "backend/Summary.h"
+#include "backend/reports/Summary.h"
 
 #include "ir/OpSemantics.h"
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 //===- TrainerSteps.cpp - A stage's schedule as calls to the runtime ------===//
-#include "backend/TrainerSteps.h"
+#include "backend/trainer/TrainerSteps.h"
 
 #include "schedule/Schedule.h"
 

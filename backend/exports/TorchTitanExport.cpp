@@ -10,7 +10,7 @@
 /// the llama3 package's own layer builder (a private helper of 0.3.0, which
 /// the module names).
 //===----------------------------------------------------------------------===//
-#include "backend/ExportProjection.h"
+#include "backend/exports/ExportProjection.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

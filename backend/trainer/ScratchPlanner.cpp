@@ -1,7 +1,7 @@
 //===- ScratchPlanner.cpp - One arena for a stage's transient buffers -----===//
-#include "backend/ScratchPlanner.h"
+#include "backend/trainer/ScratchPlanner.h"
 
-#include "backend/FusedOps.h"
+#include "backend/trainer/FusedOps.h"
 
 #include <algorithm>
 #include <map>

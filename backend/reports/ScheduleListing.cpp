@@ -1,5 +1,5 @@
 //===- ScheduleListing.cpp - `mistc --emit=schedule` ----------------------===//
-#include "backend/ScheduleListing.h"
+#include "backend/reports/ScheduleListing.h"
 
 #include "schedule/Schedule.h"
 
