@@ -35,7 +35,6 @@ public:
 
   void deferStep(const AdamStep &adam);
   bool hasPendingStep() const { return pendingStep.has_value(); }
-  const AdamStep &pendingAdam() const { return *pendingStep; }
   void fetchOptimizerState(StageRegion region);
   void optimizerStep(StageRegion region, bool stepUnderWay);
   void gatherUpdatedWeights(StageRegion region);

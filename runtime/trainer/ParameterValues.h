@@ -26,8 +26,6 @@ public:
   void initialize(uint64_t seed, int hostThreads, bool draw = true);
   void settle();
 
-  size_t paramCount() const { return state.size(); }
-  int copies(size_t p) const { return int(state[p].size()); }
   /// The full tensor (gathered over the stage's dp and tp ranks), on every
   /// rank of the stage. Collective over the stage.
   std::vector<float> full(size_t p, int layer, ParamTensor what);
