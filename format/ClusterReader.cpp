@@ -1,232 +1,399 @@
-//===- ClusterReader.cpp - Read a cluster file without yaml-cpp -----------===//
+//===- ClusterReader.cpp - The one reader of cluster files ----------------===//
 #include "format/ClusterReader.h"
 
+#include "format/ClosestMatch.h"
 #include "format/TextFile.h"
-#include "format/YamlSubset.h"
+#include "format/YamlFields.h"
 
-#include <cerrno>
-#include <cmath>
-#include <cstdlib>
+#include <algorithm>
 #include <set>
 
 namespace mist {
 
 namespace {
 
-struct Bad {
-  int line;
-  std::string what;
-};
+/// Bounds that keep products such as nodes * gpus_per_node in an int.
+constexpr int maxNodes = 1 << 16;
+constexpr int maxGpusPerNode = 1 << 10;
 
-[[noreturn]] void fail(const YamlNode &n, const std::string &what) { throw Bad{n.line, what}; }
-
-void expectKeys(const YamlNode &n, const char *where, const std::set<std::string> &known) {
-  if (n.kind != YamlNode::Kind::Map)
-    fail(n, std::string("expected a mapping for '") + where + "'");
-  for (const auto &[k, v] : n.map)
-    if (!known.count(k))
-      fail(v, "unknown key '" + k + "' in '" + where + "'");
-}
-
-const YamlNode &required(const YamlNode &map, const std::string &key, const char *where) {
-  const YamlNode *v = map.get(key);
-  if (!v)
-    fail(map, "missing key '" + key + "' in '" + where + "'");
-  return *v;
-}
-
-/// The sequence at `n`, or a failure naming `what`.
-const std::vector<YamlNode> &sequence(const YamlNode &n, const std::string &what) {
-  if (n.kind != YamlNode::Kind::Seq)
-    fail(n, "expected a sequence for '" + what + "'");
-  return n.seq;
-}
-
-double real(const YamlNode &n, const std::string &what) {
-  if (n.kind != YamlNode::Kind::Scalar || n.quoted || n.text.empty())
-    fail(n, "expected a number for '" + what + "'");
-  errno = 0;
-  char *end = nullptr;
-  double v = std::strtod(n.text.c_str(), &end);
-  if (*end || errno || !std::isfinite(v))
-    fail(n, "expected a number for '" + what + "', found '" + n.text + "'");
-  return v;
-}
-
-int integer(const YamlNode &n, const std::string &what) {
-  if (n.kind != YamlNode::Kind::Scalar || n.quoted || n.text.empty())
-    fail(n, "expected an integer for '" + what + "'");
-  errno = 0;
-  char *end = nullptr;
-  long v = std::strtol(n.text.c_str(), &end, 10);
-  if (*end || errno || v < -(1L << 30) || v > (1L << 30))
-    fail(n, "expected an integer for '" + what + "', found '" + n.text + "'");
-  return static_cast<int>(v);
-}
-
-bool boolean(const YamlNode &n, const std::string &what) {
-  if (n.kind == YamlNode::Kind::Scalar && !n.quoted && (n.text == "true" || n.text == "false"))
-    return n.text == "true";
-  fail(n, "expected true or false for '" + what + "'");
-}
-
-std::string string(const YamlNode &n, const std::string &what) {
-  if (n.kind != YamlNode::Kind::Scalar)
-    fail(n, "expected a string for '" + what + "'");
-  return n.text;
-}
-
-Stream stream(const YamlNode &n) {
-  std::string text = string(n, "streams");
-  std::optional<Stream> s = parseStreamName(text);
-  if (!s)
-    fail(n, "unknown stream '" + text + "' (expected compute, g2g, h2d or d2h)");
-  return *s;
-}
-
-void optionalReal(const YamlNode &map, const char *key, double &out) {
-  if (const YamlNode *v = map.get(key))
-    out = real(*v, key);
-}
-
-void readDevice(const YamlNode &d, DeviceProfile &p) {
-  expectKeys(d, "device",
-             {"name", "memory_gib", "usable_fraction", "peak_tflops", "tf32_peak_tflops",
-              "matmul_efficiency", "mem_bandwidth_gbs", "mem_efficiency", "sms", "gemm_tile",
-              "attention", "measured"});
-  p.name = string(required(d, "name", "device"), "device.name");
-  p.memoryGiB = real(required(d, "memory_gib", "device"), "memory_gib");
-  optionalReal(d, "usable_fraction", p.usableFraction);
-  p.peakTflops = real(required(d, "peak_tflops", "device"), "peak_tflops");
-  optionalReal(d, "tf32_peak_tflops", p.tf32PeakTflops);
-  optionalReal(d, "matmul_efficiency", p.matmulEfficiency);
-  p.memBandwidthGBs = real(required(d, "mem_bandwidth_gbs", "device"), "mem_bandwidth_gbs");
-  optionalReal(d, "mem_efficiency", p.memEfficiency);
-  if (const YamlNode *sms = d.get("sms"))
-    p.sms = integer(*sms, "sms");
-  if (const YamlNode *tile = d.get("gemm_tile")) {
-    const std::vector<YamlNode> &dims = sequence(*tile, "gemm_tile");
-    if (dims.size() != 2)
-      fail(*tile, "expected [rows, columns] for 'gemm_tile'");
-    p.gemmTile = {integer(dims[0], "gemm_tile"), integer(dims[1], "gemm_tile")};
-  }
-  if (const YamlNode *a = d.get("attention")) {
-    expectKeys(*a, "attention",
-               {"fwd_efficiency", "fwd_half_keys", "bwd_efficiency", "bwd_half_keys"});
-    p.attentionFwdEfficiency = real(required(*a, "fwd_efficiency", "attention"), "fwd_efficiency");
-    p.attentionFwdHalfKeys = real(required(*a, "fwd_half_keys", "attention"), "fwd_half_keys");
-    p.attentionBwdEfficiency = real(required(*a, "bwd_efficiency", "attention"), "bwd_efficiency");
-    p.attentionBwdHalfKeys = real(required(*a, "bwd_half_keys", "attention"), "bwd_half_keys");
-  }
-  if (const YamlNode *m = d.get("measured"))
-    for (const YamlNode &e : sequence(*m, "measured")) {
-      expectKeys(e, "measured", {"op", "shape", "seconds"});
-      p.measured.push_back({string(required(e, "op", "measured"), "op"),
-                            string(required(e, "shape", "measured"), "shape"),
-                            real(required(e, "seconds", "measured"), "seconds")});
+/// A shape key: comma-separated operands, each empty (a scalar) or
+/// positive dims joined by 'x', e.g. "8192x2048,2048x6144".
+bool validShapeKey(const std::string &s) {
+  if (s.empty())
+    return false;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = std::min(s.find(',', start), s.size());
+    std::string operand = s.substr(start, comma - start);
+    if (!operand.empty()) {
+      size_t d = 0;
+      while (d <= operand.size()) {
+        size_t x = std::min(operand.find('x', d), operand.size());
+        std::string dim = operand.substr(d, x - d);
+        if (dim.empty() || dim.size() > 18 ||
+            dim.find_first_not_of("0123456789") != std::string::npos ||
+            dim.find_first_not_of('0') == std::string::npos)
+          return false;
+        d = x + 1;
+      }
     }
-}
-
-void readCollectives(const YamlNode &coll, std::vector<CollectiveLink> &out) {
-  for (const YamlNode &e : sequence(coll, "collectives")) {
-    expectKeys(e, "collectives", {"nodes", "gpus_per_node", "bus_gbs", "latency_us"});
-    CollectiveLink f;
-    f.nodes = integer(required(e, "nodes", "collectives"), "nodes");
-    f.gpusPerNode = integer(required(e, "gpus_per_node", "collectives"), "gpus_per_node");
-    f.busGBs = real(required(e, "bus_gbs", "collectives"), "bus_gbs");
-    optionalReal(e, "latency_us", f.latencyUs);
-    out.push_back(f);
+    start = comma + 1;
   }
-}
-
-/// `network`: the links of the alpha-beta collective model.
-void readNetwork(const YamlNode &n, NetworkLinks &net) {
-  expectKeys(n, "network",
-             {"nvlink_gbs", "nvlink_efficiency", "nics_per_node", "nic_gbs", "nic_efficiency"});
-  net.nvlinkGBs = real(required(n, "nvlink_gbs", "network"), "nvlink_gbs");
-  optionalReal(n, "nvlink_efficiency", net.nvlinkEfficiency);
-  if (const YamlNode *nics = n.get("nics_per_node"))
-    net.nicsPerNode = integer(*nics, "nics_per_node");
-  optionalReal(n, "nic_gbs", net.nicGBs);
-  optionalReal(n, "nic_efficiency", net.nicEfficiency);
-}
-
-/// `p2p` and `host`: the links between GPUs and to host memory.
-void readLinks(const YamlNode &root, Cluster &c) {
-  const YamlNode &p = required(root, "p2p", "cluster");
-  expectKeys(p, "p2p", {"intra_gbs", "inter_gbs", "latency_us"});
-  c.p2pIntraGBs = real(required(p, "intra_gbs", "p2p"), "intra_gbs");
-  c.p2pInterGBs = real(required(p, "inter_gbs", "p2p"), "inter_gbs");
-  optionalReal(p, "latency_us", c.p2pLatencyUs);
-
-  const YamlNode &h = required(root, "host", "cluster");
-  expectKeys(h, "host", {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib", "gpus_per_link"});
-  c.h2dGBs = real(required(h, "h2d_gbs", "host"), "h2d_gbs");
-  c.d2hGBs = real(required(h, "d2h_gbs", "host"), "d2h_gbs");
-  optionalReal(h, "latency_us", c.hostLatencyUs);
-  optionalReal(h, "memory_gib", c.hostMemoryGiB);
-  if (const YamlNode *link = h.get("gpus_per_link"))
-    c.gpusPerHostLink = integer(*link, "gpus_per_link");
-}
-
-void readInterference(const YamlNode &intf, std::vector<InterferenceEntry> &out) {
-  for (const YamlNode &e : sequence(intf, "interference")) {
-    expectKeys(e, "interference", {"streams", "factors"});
-    InterferenceEntry f;
-    const YamlNode &s = required(e, "streams", "interference");
-    const YamlNode &x = required(e, "factors", "interference");
-    if (s.kind != YamlNode::Kind::Seq || x.kind != YamlNode::Kind::Seq)
-      fail(e, "expected sequences for 'streams' and 'factors'");
-    for (const YamlNode &n : s.seq)
-      f.streams.push_back(stream(n));
-    for (const YamlNode &n : x.seq)
-      f.factors.push_back(real(n, "factors"));
-    out.push_back(std::move(f));
-  }
-}
-
-void read(const YamlNode &root, Cluster &c) {
-  expectKeys(root, "cluster",
-             {"mist_cluster", "name", "nodes", "gpus_per_node", "tp_across_nodes", "device",
-              "collectives", "network", "p2p", "host", "interference"});
-  const YamlNode &version = required(root, "mist_cluster", "cluster");
-  if (integer(version, "mist_cluster") != 1)
-    fail(version, "unsupported cluster format version " + version.text);
-  c.name = string(required(root, "name", "cluster"), "name");
-  c.nodes = integer(required(root, "nodes", "cluster"), "nodes");
-  c.gpusPerNode = integer(required(root, "gpus_per_node", "cluster"), "gpus_per_node");
-  if (const YamlNode *t = root.get("tp_across_nodes"))
-    c.tpAcrossNodes = boolean(*t, "tp_across_nodes");
-  readDevice(required(root, "device", "cluster"), c.device);
-  if (const YamlNode *coll = root.get("collectives"))
-    readCollectives(*coll, c.collectives);
-  if (const YamlNode *net = root.get("network"))
-    readNetwork(*net, c.network);
-  readLinks(root, c);
-  if (const YamlNode *intf = root.get("interference"))
-    readInterference(*intf, c.interference);
-}
-
-} // namespace
-
-bool readClusterYaml(const std::string &text, Cluster &out, std::string &error) {
-  YamlNode root;
-  if (!parseYamlSubset(text, root, error))
-    return false;
-  Cluster c;
-  try {
-    read(root, c);
-  } catch (const Bad &b) {
-    error = "line " + std::to_string(b.line) + ": " + b.what;
-    return false;
-  }
-  out = std::move(c);
   return true;
 }
 
-bool readClusterYamlFile(const std::string &path, Cluster &out, std::string &error) {
+class ClusterFileReader {
+public:
+  ClusterFileReader(const ClusterReadOptions &options, YamlProblems &p) : options(options), p(p) {}
+
+  std::optional<Cluster> read(const YamlNode &root) {
+    if (root.kind != YamlNode::Kind::Map) {
+      p.at(root, "expected a cluster description (a YAML mapping), found " + describeYaml(root));
+      return std::nullopt;
+    }
+    YamlFields m(p, root, "cluster",
+                 {"mist_cluster", "name", "nodes", "gpus_per_node", "tp_across_nodes", "device",
+                  "collectives", "network", "p2p", "host", "interference"});
+    int version = 0;
+    if (m.getInt("mist_cluster", version, Need::Required) && version != clusterFormatVersion)
+      p.at(m.valuePlace("mist_cluster"), "unsupported cluster format version " +
+                                             std::to_string(version) + " (this mistc reads " +
+                                             std::to_string(clusterFormatVersion) + ")");
+    if (m.getString("name", c.name, Need::Required) && m.has("name") && c.name.empty())
+      p.at(m.valuePlace("name"), "'name' must not be empty");
+    bool shapeOk = m.getInt("nodes", c.nodes, Need::Required, Range::AtLeastOne);
+    shapeOk &= m.getInt("gpus_per_node", c.gpusPerNode, Need::Required, Range::AtLeastOne);
+    if (shapeOk && c.nodes > maxNodes) {
+      p.at(m.valuePlace("nodes"), "'nodes' must be at most " + std::to_string(maxNodes));
+      shapeOk = false;
+    }
+    if (shapeOk && c.gpusPerNode > maxGpusPerNode) {
+      p.at(m.valuePlace("gpus_per_node"),
+           "'gpus_per_node' must be at most " + std::to_string(maxGpusPerNode));
+      shapeOk = false;
+    }
+    if (options.nodesOverride > 0) {
+      if (options.nodesOverride > maxNodes) {
+        p.at(0, 0, "--nodes must be at most " + std::to_string(maxNodes));
+        shapeOk = false;
+      }
+      c.nodes = options.nodesOverride;
+    }
+    m.getBool("tp_across_nodes", c.tpAcrossNodes, Need::Optional);
+
+    if (const YamlNode *dev = m.get("device", Need::Required))
+      readDevice(*dev);
+    if (const YamlNode *coll = m.get("collectives", Need::Optional))
+      readCollectives(*coll, shapeOk);
+    if (const YamlNode *net = m.get("network", Need::Optional))
+      readNetwork(*net);
+    if (shapeOk)
+      checkCollectiveCoverage(m);
+    readLinks(m);
+    if (const YamlNode *intf = m.get("interference", Need::Optional))
+      readInterference(*intf);
+    if (p.count() != 0)
+      return std::nullopt;
+    return c;
+  }
+
+private:
+  void readDevice(const YamlNode &n) {
+    DeviceProfile &d = c.device;
+    YamlFields m(p, n, "device",
+                 {"name", "memory_gib", "usable_fraction", "peak_tflops", "tf32_peak_tflops",
+                  "matmul_efficiency", "mem_bandwidth_gbs", "mem_efficiency", "sms", "gemm_tile",
+                  "attention", "measured"});
+    m.getString("name", d.name, Need::Required);
+    m.getReal("memory_gib", d.memoryGiB, Need::Required, Range::Figure);
+    m.getReal("usable_fraction", d.usableFraction, Need::Optional, Range::Fraction);
+    m.getReal("peak_tflops", d.peakTflops, Need::Required, Range::Figure);
+    m.getReal("tf32_peak_tflops", d.tf32PeakTflops, Need::Optional, Range::Figure);
+    m.getReal("matmul_efficiency", d.matmulEfficiency, Need::Optional, Range::Fraction);
+    m.getReal("mem_bandwidth_gbs", d.memBandwidthGBs, Need::Required, Range::Figure);
+    m.getReal("mem_efficiency", d.memEfficiency, Need::Optional, Range::Fraction);
+    m.getInt("sms", d.sms, Need::Optional, Range::Count);
+    if (const YamlNode *tile = m.get("gemm_tile", Need::Optional)) {
+      if (tile->kind != YamlNode::Kind::Seq || tile->seq.size() != 2)
+        p.at(m.valuePlace("gemm_tile"), "expected [rows, columns] for 'gemm_tile'");
+      else
+        for (size_t i = 0; i < 2; ++i)
+          yamlInt(p, tile->seq[i], "a GEMM tile size", d.gemmTile[i], Range::Count);
+    }
+    if (const YamlNode *att = m.get("attention", Need::Optional)) {
+      YamlFields a(p, *att, "attention",
+                   {"fwd_efficiency", "fwd_half_keys", "bwd_efficiency", "bwd_half_keys"});
+      a.getReal("fwd_efficiency", d.attentionFwdEfficiency, Need::Required, Range::Fraction);
+      a.getReal("fwd_half_keys", d.attentionFwdHalfKeys, Need::Required, Range::NonNegative);
+      a.getReal("bwd_efficiency", d.attentionBwdEfficiency, Need::Required, Range::Fraction);
+      a.getReal("bwd_half_keys", d.attentionBwdHalfKeys, Need::Required, Range::NonNegative);
+    }
+    if (const YamlNode *meas = m.get("measured", Need::Optional))
+      readMeasured(*meas, m.valuePlace("measured"));
+  }
+
+  void readMeasured(const YamlNode &n, const YamlNode &place) {
+    if (n.kind != YamlNode::Kind::Seq) {
+      p.at(place, "expected a sequence of {op, shape, seconds} for 'measured'");
+      return;
+    }
+    std::set<std::pair<std::string, std::string>> seen;
+    for (const YamlNode &e : n.seq) {
+      YamlFields m(p, e, "measured", {"op", "shape", "seconds"});
+      if (!m.valid())
+        continue;
+      MeasuredOp op;
+      bool ok = m.getString("op", op.op, Need::Required);
+      if (ok && options.knownOp && !options.knownOp(op.op)) {
+        p.at(m.valuePlace("op"), "unknown op '" + op.op + "' in 'measured'");
+        ok = false;
+      }
+      if (m.getString("shape", op.shape, Need::Required) && !validShapeKey(op.shape)) {
+        p.at(m.valuePlace("shape"), "bad shape key '" + op.shape +
+                                        "' (expected operand shapes such as 8192x2048,2048x6144)");
+        ok = false;
+      }
+      ok &= m.getReal("seconds", op.seconds, Need::Required, Range::Positive);
+      if (ok && !seen.insert({op.op, op.shape}).second) {
+        p.at(m.place(), "duplicate measured entry for '" + op.op + "' at shape " + op.shape);
+        ok = false;
+      }
+      if (ok)
+        c.device.measured.push_back(std::move(op));
+    }
+  }
+
+  /// The links of the alpha-beta collective model (perfmodel/Collectives.h).
+  void readNetwork(const YamlNode &n) {
+    YamlFields m(p, n, "network",
+                 {"nvlink_gbs", "nvlink_efficiency", "nics_per_node", "nic_gbs", "nic_efficiency"});
+    NetworkLinks &net = c.network;
+    m.getReal("nvlink_gbs", net.nvlinkGBs, Need::Required, Range::Figure);
+    m.getReal("nvlink_efficiency", net.nvlinkEfficiency, Need::Optional, Range::Fraction);
+    m.getInt("nics_per_node", net.nicsPerNode, Need::Optional, Range::Count);
+    m.getReal("nic_gbs", net.nicGBs, Need::Optional, Range::Figure);
+    m.getReal("nic_efficiency", net.nicEfficiency, Need::Optional, Range::Fraction);
+    if (m.valid() && m.has("nics_per_node") != m.has("nic_gbs"))
+      p.at(m.place(), "'network' needs both 'nics_per_node' and 'nic_gbs', or neither");
+  }
+
+  void readCollectives(const YamlNode &n, bool shapeOk) {
+    const size_t before = p.count();
+    readCollectiveEntries(n, shapeOk);
+    collectiveProblems = p.count() != before;
+  }
+
+  void readCollectiveEntries(const YamlNode &n, bool shapeOk) {
+    if (n.kind != YamlNode::Kind::Seq) {
+      p.at(n, "expected a sequence of {nodes, gpus_per_node, bus_gbs, latency_us} for "
+              "'collectives'");
+      return;
+    }
+    for (const YamlNode &e : n.seq) {
+      YamlFields m(p, e, "collectives", {"nodes", "gpus_per_node", "bus_gbs", "latency_us"});
+      if (!m.valid())
+        continue;
+      CollectiveLink l;
+      bool ok = m.getInt("nodes", l.nodes, Need::Required, Range::AtLeastOne);
+      ok &= m.getInt("gpus_per_node", l.gpusPerNode, Need::Required, Range::AtLeastOne);
+      ok &= m.getReal("bus_gbs", l.busGBs, Need::Required, Range::Figure);
+      ok &= m.getReal("latency_us", l.latencyUs, Need::Optional, Range::NonNegative);
+      if (!ok)
+        continue;
+      if (l.nodes > maxNodes) {
+        p.at(m.valuePlace("nodes"), "'nodes' must be at most " + std::to_string(maxNodes));
+        continue;
+      }
+      if (l.nodes == 1 && l.gpusPerNode == 1) {
+        p.at(m.place(), "a collective entry needs a group of at least 2 GPUs");
+        continue;
+      }
+      if (shapeOk && l.gpusPerNode > c.gpusPerNode) {
+        p.at(m.valuePlace("gpus_per_node"),
+             "collective entry has " + std::to_string(l.gpusPerNode) +
+                 " GPUs per node but a node has " + std::to_string(c.gpusPerNode));
+        continue;
+      }
+      bool duplicate = std::any_of(c.collectives.begin(), c.collectives.end(), [&](const auto &o) {
+        return o.nodes == l.nodes && o.gpusPerNode == l.gpusPerNode;
+      });
+      if (duplicate) {
+        p.at(m.place(), "duplicate collective entry for " + std::to_string(l.nodes) +
+                            " node(s) x " + std::to_string(l.gpusPerNode) + " GPU(s)");
+        continue;
+      }
+      c.collectives.push_back(l);
+    }
+  }
+
+  /// The table must describe groups inside a node and, on several nodes,
+  /// groups that span nodes: lookups only extrapolate between entries.
+  void checkCollectiveCoverage(const YamlFields &m) {
+    if (collectiveProblems)
+      return; // some entries were bad; already reported
+    if (c.network.present()) {
+      // The network model covers every group; it needs NICs to span nodes.
+      if (c.nodes > 1 && c.network.nicsPerNode == 0)
+        p.at(m.keyPlace("network"), "'network' needs 'nics_per_node' and 'nic_gbs' for a "
+                                    "cluster of " +
+                                        std::to_string(c.nodes) + " nodes");
+      return;
+    }
+    const YamlNode at = m.has("collectives") ? m.keyPlace("collectives") : m.place();
+    auto any = [&](auto pred) {
+      return std::any_of(c.collectives.begin(), c.collectives.end(), pred);
+    };
+    if (c.gpusPerNode > 1 && !any([](const CollectiveLink &l) { return l.nodes == 1; }))
+      p.at(at, "'collectives' needs an entry inside one node (nodes: 1) for a node of " +
+                   std::to_string(c.gpusPerNode) + " GPUs");
+    if (c.nodes > 1 && !any([](const CollectiveLink &l) { return l.nodes > 1; })) {
+      std::string msg = "'collectives' needs an entry spanning several nodes for a cluster of " +
+                        std::to_string(c.nodes) + " nodes";
+      if (options.nodesOverride > 0)
+        msg += " (--nodes " + std::to_string(options.nodesOverride) + ")";
+      p.at(at, msg);
+    }
+  }
+
+  /// `p2p` and `host`: the links between GPUs and to host memory.
+  void readLinks(YamlFields &m) {
+    if (const YamlNode *p2p = m.get("p2p", Need::Required)) {
+      YamlFields l(p, *p2p, "p2p", {"intra_gbs", "inter_gbs", "latency_us"});
+      l.getReal("intra_gbs", c.p2pIntraGBs, Need::Required, Range::Figure);
+      l.getReal("inter_gbs", c.p2pInterGBs, Need::Required, Range::Figure);
+      l.getReal("latency_us", c.p2pLatencyUs, Need::Optional, Range::NonNegative);
+    }
+    if (const YamlNode *host = m.get("host", Need::Required)) {
+      YamlFields h(p, *host, "host",
+                   {"h2d_gbs", "d2h_gbs", "latency_us", "memory_gib", "gpus_per_link"});
+      h.getReal("h2d_gbs", c.h2dGBs, Need::Required, Range::Figure);
+      h.getReal("d2h_gbs", c.d2hGBs, Need::Required, Range::Figure);
+      h.getReal("latency_us", c.hostLatencyUs, Need::Optional, Range::NonNegative);
+      h.getReal("memory_gib", c.hostMemoryGiB, Need::Optional, Range::Figure);
+      h.getInt("gpus_per_link", c.gpusPerHostLink, Need::Optional, Range::Count);
+    }
+  }
+
+  /// The streams of one interference entry, as a bit mask; false after a problem.
+  bool readStreams(const YamlNode &s, InterferenceEntry &entry, unsigned &mask) {
+    if (s.kind != YamlNode::Kind::Seq || s.seq.size() < 2 || s.seq.size() > numStreams) {
+      p.at(s, "'streams' must list 2 to 4 of compute, g2g, h2d, d2h");
+      return false;
+    }
+    bool ok = true;
+    for (const YamlNode &name : s.seq) {
+      std::string text;
+      if (!yamlString(p, name, "a stream", text)) {
+        ok = false;
+        continue;
+      }
+      std::optional<Stream> stream = parseStreamName(text);
+      if (!stream) {
+        std::string msg = "unknown stream '" + text + "' (expected compute, g2g, h2d or d2h)";
+        if (auto close = closestMatch(text, {"compute", "g2g", "h2d", "d2h"}))
+          msg += "; did you mean '" + *close + "'?";
+        p.at(name, msg);
+        ok = false;
+        continue;
+      }
+      unsigned bit = 1u << static_cast<unsigned>(*stream);
+      if (mask & bit) {
+        p.at(name, "stream '" + text + "' is listed twice");
+        ok = false;
+        continue;
+      }
+      mask |= bit;
+      entry.streams.push_back(*stream);
+    }
+    return ok;
+  }
+
+  void readInterference(const YamlNode &n) {
+    if (n.kind != YamlNode::Kind::Seq) {
+      p.at(n, "expected a sequence of {streams, factors} for 'interference'");
+      return;
+    }
+    std::set<unsigned> seenMasks;
+    for (const YamlNode &e : n.seq) {
+      YamlFields m(p, e, "interference", {"streams", "factors"});
+      if (!m.valid())
+        continue;
+      InterferenceEntry entry;
+      unsigned mask = 0;
+      const YamlNode *s = m.get("streams", Need::Required);
+      bool ok = s && readStreams(*s, entry, mask);
+      const YamlNode *f = m.get("factors", Need::Required);
+      if (!f) {
+        ok = false;
+      } else if (f->kind != YamlNode::Kind::Seq) {
+        p.at(*f, "expected a sequence of numbers for 'factors'");
+        ok = false;
+      } else {
+        for (const YamlNode &x : f->seq) {
+          double v = 0;
+          if (yamlReal(p, x, "an interference factor", v, Range::AtLeastOne))
+            entry.factors.push_back(v);
+          else
+            ok = false;
+        }
+        if (ok && entry.factors.size() != entry.streams.size()) {
+          p.at(*f, "expected " + std::to_string(entry.streams.size()) +
+                       " factors (one per stream), found " + std::to_string(entry.factors.size()));
+          ok = false;
+        }
+      }
+      if (ok && !seenMasks.insert(mask).second) {
+        p.at(m.place(), "duplicate interference entry for this set of streams");
+        ok = false;
+      }
+      if (ok)
+        c.interference.push_back(std::move(entry));
+    }
+  }
+
+  const ClusterReadOptions &options;
+  YamlProblems &p;
+  Cluster c;
+  bool collectiveProblems = false;
+};
+
+} // namespace
+
+std::optional<Cluster> readCluster(const std::string &text, const ClusterReadOptions &options,
+                                   std::vector<TextProblem> &problems) {
+  problems.clear();
+  if (options.nodesOverride < 0) {
+    problems.push_back({0, 0, "--nodes must be positive"});
+    return std::nullopt;
+  }
+  YamlNode root;
+  TextProblem syntax;
+  if (!parseYamlSubset(text, root, syntax)) {
+    problems.push_back(syntax);
+    return std::nullopt;
+  }
+  YamlProblems p;
+  std::optional<Cluster> c = ClusterFileReader(options, p).read(root);
+  problems = p.all();
+  return c;
+}
+
+bool readClusterFile(const std::string &path, const ClusterReadOptions &options, Cluster &out,
+                     std::string &error) {
   return parseTextFile(path, error, [&](const std::string &text, std::string &why) {
-    return readClusterYaml(text, out, why);
+    std::vector<TextProblem> problems;
+    std::optional<Cluster> c = readCluster(text, options, problems);
+    if (c) {
+      out = std::move(*c);
+      return true;
+    }
+    const TextProblem &first = problems.at(0);
+    why = (first.line > 0 ? std::to_string(first.line) + ":" + std::to_string(first.column) + ": "
+                          : std::string()) +
+          first.message;
+    if (problems.size() > 1)
+      why += " (and " + std::to_string(problems.size() - 1) + " more)";
+    return false;
   });
 }
 

@@ -1,25 +1,47 @@
-//===- ClusterReader.h - Read a cluster file without yaml-cpp -------------===//
+//===- ClusterReader.h - The one reader of cluster files ------------------===//
 /// \file
-/// Reads a cluster file (docs/cluster.md) into a Cluster with the
-/// YamlSubset reader, in standard C++ only: the profiler's `--base` on
-/// hosts without yaml-cpp (MIST_RUNTIME_ONLY), whose figures it keeps where
-/// it measures nothing. It checks what it converts (types, known keys,
-/// stream names, `mist_cluster: 1`) and leaves the range checks to
-/// checkCluster (format/ClusterWriter.h); the compiler's located loader
-/// (yaml/ClusterLoader.h) remains the authority.
+/// Reads a cluster file (schema in docs/cluster.md) into a Cluster, checking
+/// every key: required keys, types, ranges, stream names, measured entries,
+/// interference entries, the collective table against the node shape. Each
+/// problem is reported at its line and column, all of them in one pass.
+/// Standard C++ only (format/YamlSubset underneath), so the compiler
+/// (yaml/ClusterLoader.h, which turns problems into located diagnostics and
+/// finds presets by name) and the profiler's `--base` on hosts without
+/// yaml-cpp read cluster files with the same code.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "format/Cluster.h"
+#include "format/YamlSubset.h"
 
+#include <functional>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace mist {
 
-/// Parses `text`; on failure returns false with `error` = "line N: what".
-bool readClusterYaml(const std::string &text, Cluster &out, std::string &error);
+/// The cluster-file version this reader reads (`mist_cluster: 1`).
+constexpr int clusterFormatVersion = 1;
 
-/// The same for a file; the error names the file.
-bool readClusterYamlFile(const std::string &path, Cluster &out, std::string &error);
+struct ClusterReadOptions {
+  /// `--nodes N`: replaces the file's node count before the checks that
+  /// depend on it (0 keeps the file's). The collective table keeps its
+  /// meaning: entries describe groups by their own node span.
+  int nodesOverride = 0;
+  /// Whether a `measured` entry's op names an op of the IR; the reader
+  /// lives below the IR, so the caller says (ir/Ops.def).
+  std::function<bool(std::string_view)> knownOp;
+};
+
+/// Parses `text`; nullopt with every problem in `problems` otherwise.
+std::optional<Cluster> readCluster(const std::string &text, const ClusterReadOptions &options,
+                                   std::vector<TextProblem> &problems);
+
+/// The same for a file; `error` is "path:line:column: message" for the
+/// first problem (and a count of the others).
+bool readClusterFile(const std::string &path, const ClusterReadOptions &options, Cluster &out,
+                     std::string &error);
 
 } // namespace mist

@@ -1,30 +1,46 @@
-//===- YamlSubset.cpp - The YAML the cluster presets use, without yaml-cpp ===//
+//===- YamlSubset.cpp - The YAML that cluster files are written in ---------===//
 #include "format/YamlSubset.h"
-
-#include <cctype>
-#include <cstdio>
 
 namespace mist {
 
 const YamlNode *YamlNode::get(const std::string &key) const {
-  for (const auto &[k, v] : map)
-    if (k == key)
-      return &v;
+  for (const YamlEntry &e : map)
+    if (e.key == key)
+      return &e.value;
   return nullptr;
+}
+
+std::string describeYaml(const YamlNode &n) {
+  if (n.kind == YamlNode::Kind::Map)
+    return "a mapping";
+  if (n.kind == YamlNode::Kind::Seq)
+    return "a sequence";
+  if (n.null)
+    return "nothing";
+  std::string s = n.text;
+  if (s.size() > 40) {
+    s.resize(37);
+    s += "...";
+  }
+  return "'" + s + "'";
 }
 
 namespace {
 
 struct Line {
   int number;          ///< 1-based
-  int indent;          ///< leading spaces
+  int indent;          ///< leading spaces; the content starts at column indent + 1
   std::string content; ///< without indentation and comment, right-trimmed
 };
 
+/// Thrown inside the parser, caught once at its entry.
 struct Failure {
-  int line;
-  std::string what;
+  TextProblem problem;
 };
+
+[[noreturn]] void fail(int line, int column, const std::string &what) {
+  throw Failure{{line, column, what}};
+}
 
 std::string trimRight(std::string s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
@@ -51,23 +67,41 @@ std::string stripComment(const std::string &s) {
   return s;
 }
 
-/// One-line flow values: scalars, {...}, [...].
+int hexDigit(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/// "key: rest" split at its colon: the key's text and where `rest` starts.
+struct KeySplit {
+  std::string key;
+  bool quotedKey = false;
+  size_t restAt = 0; ///< offset of the value in the line's content
+};
+
+/// One-line flow values: scalars, {...}, [...]; `column` is where `s` starts.
 class FlowParser {
 public:
-  FlowParser(const std::string &s, int line) : s(s), line(line) {}
+  FlowParser(const std::string &s, int line, int column) : s(s), line(line), column(column) {}
 
-  YamlNode parseWhole() {
-    YamlNode n = value(/*inFlow=*/false);
+  /// The whole of `s` as one value at nesting `depth`.
+  YamlNode parseWhole(int depth) {
+    YamlNode n = value(/*inFlow=*/false, depth);
     skipSpace();
     if (pos != s.size())
-      fail("unexpected text after a value: '" + s.substr(pos) + "'");
+      failHere("unexpected text after a value: '" + s.substr(pos) + "'");
     return n;
   }
 
-  /// The key of a block mapping line ("key: ..." or "key:"), or false.
-  static bool splitKey(const std::string &s, std::string &key, std::string &rest, bool &quotedKey) {
+  /// The key of a block mapping line ("key: ..." or "key:"), if it is one.
+  static bool splitKey(const std::string &s, int line, int column, KeySplit &out) {
     size_t i = 0;
-    quotedKey = false;
+    out.quotedKey = false;
     if (!s.empty() && (s[0] == '"' || s[0] == '\'')) {
       char q = s[0];
       size_t end = 1;
@@ -76,9 +110,11 @@ public:
       if (end >= s.size())
         return false;
       i = end + 1;
-      quotedKey = true;
-      if (i >= s.size() || s[i] != ':')
+      out.quotedKey = true;
+      if (i >= s.size() || s[i] != ':' || (i + 1 < s.size() && s[i + 1] != ' '))
         return false;
+      const std::string quotedKey = s.substr(0, i);
+      out.key = FlowParser(quotedKey, line, column).value(false, 0).text;
     } else {
       if (!s.empty() && (s[0] == '{' || s[0] == '['))
         return false;
@@ -86,47 +122,60 @@ public:
         ++i;
       if (i >= s.size())
         return false;
+      out.key = trimRight(s.substr(0, i));
     }
-    key = s.substr(0, i);
-    if (quotedKey) {
-      FlowParser p(key, 0);
-      key = p.value(false).text;
-    } else {
-      key = trimRight(key);
-    }
-    rest = s.substr(i + 1);
-    size_t b = rest.find_first_not_of(' ');
-    rest = b == std::string::npos ? "" : rest.substr(b);
+    size_t b = s.find_first_not_of(' ', i + 1);
+    out.restAt = b == std::string::npos ? s.size() : b;
     return true;
   }
 
 private:
-  [[noreturn]] void fail(const std::string &what) { throw Failure{line, what}; }
+  [[noreturn]] void failAt(size_t at, const std::string &what) const {
+    fail(line, column + static_cast<int>(at), what);
+  }
+  [[noreturn]] void failHere(const std::string &what) const { failAt(pos, what); }
 
   void skipSpace() {
     while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t'))
       ++pos;
   }
 
-  YamlNode value(bool inFlow) {
-    skipSpace();
+  YamlNode node() const {
     YamlNode n;
     n.line = line;
+    n.column = column + static_cast<int>(pos);
+    return n;
+  }
+
+  YamlNode value(bool inFlow, int depth) {
+    skipSpace();
+    YamlNode n = node();
     if (pos >= s.size()) {
       if (inFlow)
-        fail("missing value");
-      return n; // empty plain scalar
+        failHere("missing value at the end of the line (flow collections must fit on one line)");
+      n.null = true;
+      return n;
     }
     char c = s[pos];
-    if (c == '{')
-      return mapping();
-    if (c == '[')
-      return sequence();
+    if (c == '{' || c == '[') {
+      if (depth > maxYamlNesting)
+        failHere("the YAML nests more than " + std::to_string(maxYamlNesting) +
+                 " levels deep here");
+      return c == '{' ? mapping(depth) : sequence(depth);
+    }
     if (c == '"' || c == '\'')
       return quoted();
-    if (c == '&' || c == '*' || c == '!' || c == '|' || c == '>' || c == '%' || c == '@' ||
-        c == '`')
-      fail(std::string("unsupported YAML ('") + c + "': anchors, aliases, tags, block scalars)");
+    if (c == '&' || c == '*')
+      failHere("YAML anchors and aliases ('&name', '*name') are not allowed: an alias repeats "
+               "a whole subtree, so a few lines can stand for billions of values");
+    if (c == '!')
+      failHere("YAML tags ('!') are not read here: write the value alone");
+    if (c == '|' || c == '>')
+      failHere("block scalars ('|', '>') are not read here: write the value on one line");
+    if (c == '%' || c == '@' || c == '`')
+      failHere(std::string("'") + c + "' cannot start a plain value: quote it");
+    if (inFlow && (c == ',' || c == '}' || c == ']'))
+      failHere("missing value");
     size_t start = pos;
     while (pos < s.size()) {
       char d = s[pos];
@@ -141,13 +190,14 @@ private:
   }
 
   YamlNode quoted() {
-    YamlNode n;
-    n.line = line;
+    YamlNode n = node();
     n.quoted = true;
+    const size_t open = pos;
     char q = s[pos++];
     while (true) {
       if (pos >= s.size())
-        fail("unterminated quoted string");
+        failAt(open, "this quoted value is not closed on its line: a closing quote is probably "
+                     "missing");
       char c = s[pos++];
       if (q == '\'' && c == '\'') {
         if (pos < s.size() && s[pos] == '\'') {
@@ -160,38 +210,7 @@ private:
       if (q == '"' && c == '"')
         break;
       if (q == '"' && c == '\\') {
-        if (pos >= s.size())
-          fail("unterminated escape");
-        char e = s[pos++];
-        switch (e) {
-        case 'n':
-          n.text += '\n';
-          break;
-        case 't':
-          n.text += '\t';
-          break;
-        case '\\':
-          n.text += '\\';
-          break;
-        case '"':
-          n.text += '"';
-          break;
-        case '/':
-          n.text += '/';
-          break;
-        case '0':
-          n.text += '\0';
-          break;
-        case 'x': {
-          if (pos + 2 > s.size())
-            fail("bad \\x escape");
-          n.text += static_cast<char>(std::stoi(s.substr(pos, 2), nullptr, 16));
-          pos += 2;
-          break;
-        }
-        default:
-          fail(std::string("unsupported escape \\") + e);
-        }
+        n.text += escape();
         continue;
       }
       n.text += c;
@@ -199,9 +218,37 @@ private:
     return n;
   }
 
-  YamlNode mapping() {
-    YamlNode n;
-    n.line = line;
+  /// The character a backslash escape stands for (`pos` after the backslash).
+  char escape() {
+    if (pos >= s.size())
+      failHere("unterminated escape");
+    char e = s[pos++];
+    switch (e) {
+    case 'n':
+      return '\n';
+    case 't':
+      return '\t';
+    case '\\':
+    case '"':
+    case '/':
+      return e;
+    case '0':
+      return '\0';
+    case 'x': {
+      int hi = pos + 2 <= s.size() ? hexDigit(s[pos]) : -1;
+      int lo = pos + 2 <= s.size() ? hexDigit(s[pos + 1]) : -1;
+      if (hi < 0 || lo < 0)
+        failAt(pos - 2, "a \\x escape needs two hexadecimal digits");
+      pos += 2;
+      return static_cast<char>(hi * 16 + lo);
+    }
+    default:
+      failAt(pos - 2, std::string("unsupported escape \\") + e);
+    }
+  }
+
+  YamlNode mapping(int depth) {
+    YamlNode n = node();
     n.kind = YamlNode::Kind::Map;
     ++pos; // '{'
     skipSpace();
@@ -210,31 +257,27 @@ private:
       return n;
     }
     while (true) {
-      YamlNode key = value(true);
+      skipSpace();
+      const size_t keyAt = pos;
+      YamlNode key = value(true, depth + 1);
       if (key.kind != YamlNode::Kind::Scalar)
-        fail("a mapping key must be a scalar");
+        failAt(keyAt, "a mapping key must be a scalar");
+      for (const YamlEntry &e : n.map)
+        if (e.key == key.text)
+          failAt(keyAt, "duplicate key '" + key.text + "'");
       skipSpace();
       if (pos >= s.size() || s[pos] != ':')
-        fail("expected ':' after key '" + key.text + "'");
+        failHere("expected ':' after key '" + key.text + "'");
       ++pos;
-      YamlNode v = value(true);
-      n.map.emplace_back(key.text, std::move(v));
-      skipSpace();
-      if (pos < s.size() && s[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      if (pos < s.size() && s[pos] == '}') {
-        ++pos;
+      YamlNode v = value(true, depth + 1);
+      n.map.push_back({key.text, key.line, key.column, std::move(v)});
+      if (closes('}', "a flow mapping"))
         return n;
-      }
-      fail("expected ',' or '}' in a flow mapping (flow collections must fit on one line)");
     }
   }
 
-  YamlNode sequence() {
-    YamlNode n;
-    n.line = line;
+  YamlNode sequence(int depth) {
+    YamlNode n = node();
     n.kind = YamlNode::Kind::Seq;
     ++pos; // '['
     skipSpace();
@@ -243,22 +286,29 @@ private:
       return n;
     }
     while (true) {
-      n.seq.push_back(value(true));
-      skipSpace();
-      if (pos < s.size() && s[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      if (pos < s.size() && s[pos] == ']') {
-        ++pos;
+      n.seq.push_back(value(true, depth + 1));
+      if (closes(']', "a flow sequence"))
         return n;
-      }
-      fail("expected ',' or ']' in a flow sequence (flow collections must fit on one line)");
     }
   }
 
+  /// After an item: true at the closing bracket, false at a comma.
+  bool closes(char close, const char *what) {
+    skipSpace();
+    if (pos < s.size() && s[pos] == ',') {
+      ++pos;
+      return false;
+    }
+    if (pos < s.size() && s[pos] == close) {
+      ++pos;
+      return true;
+    }
+    failHere(std::string("expected ',' or '") + close + "' in " + what +
+             (pos >= s.size() ? " (flow collections must fit on one line)" : ""));
+  }
+
   const std::string &s;
-  int line;
+  int line, column;
   size_t pos = 0;
 };
 
@@ -269,12 +319,14 @@ public:
   YamlNode document() {
     if (lines.empty()) {
       YamlNode n;
-      n.kind = YamlNode::Kind::Map;
+      n.null = true;
+      n.line = n.column = 1;
       return n;
     }
-    YamlNode n = block(lines[0].indent);
+    YamlNode n = block(lines[0].indent, 0);
     if (i < lines.size())
-      throw Failure{lines[i].number, "unexpected indentation or a second top-level value"};
+      fail(lines[i].number, lines[i].indent + 1,
+           "unexpected indentation or a second top-level value");
     return n;
   }
 
@@ -282,83 +334,91 @@ private:
   static bool isSeqItem(const std::string &c) {
     return c == "-" || (c.size() >= 2 && c[0] == '-' && c[1] == ' ');
   }
+  static int columnOf(const Line &l) { return l.indent + 1; }
 
-  YamlNode block(int indent) {
-    if (isSeqItem(lines[i].content))
-      return seq(indent);
-    std::string key, rest;
-    bool quotedKey;
-    if (FlowParser::splitKey(lines[i].content, key, rest, quotedKey))
-      return map(indent);
-    YamlNode n = FlowParser(lines[i].content, lines[i].number).parseWhole();
+  YamlNode block(int indent, int depth) {
+    const Line &l = lines[i];
+    KeySplit split;
+    if (isSeqItem(l.content) || FlowParser::splitKey(l.content, l.number, columnOf(l), split)) {
+      if (depth > maxYamlNesting)
+        fail(l.number, columnOf(l),
+             "the YAML nests more than " + std::to_string(maxYamlNesting) + " levels deep here");
+      return isSeqItem(l.content) ? seq(indent, depth) : map(indent, depth);
+    }
+    YamlNode n = FlowParser(l.content, l.number, columnOf(l)).parseWhole(depth);
     ++i;
     return n;
   }
 
   /// The value after "key:" or "-" when it is on the next lines.
-  YamlNode nested(int parentIndent, int line, bool allowSameIndentSeq) {
+  YamlNode nested(int parentIndent, const Line &at, int depth, bool allowSameIndentSeq) {
     if (i < lines.size() &&
         (lines[i].indent > parentIndent ||
          (allowSameIndentSeq && lines[i].indent == parentIndent && isSeqItem(lines[i].content))))
-      return block(lines[i].indent);
-    YamlNode empty; // "key:" with nothing: an empty (null) scalar
-    empty.line = line;
+      return block(lines[i].indent, depth);
+    YamlNode empty; // "key:" with nothing: a null value, placed at the line's end
+    empty.null = true;
+    empty.line = at.number;
+    empty.column = columnOf(at) + static_cast<int>(at.content.size());
     return empty;
   }
 
-  YamlNode map(int indent) {
+  YamlNode map(int indent, int depth) {
     YamlNode n;
     n.kind = YamlNode::Kind::Map;
     n.line = lines[i].number;
+    n.column = columnOf(lines[i]);
     while (i < lines.size() && lines[i].indent == indent && !isSeqItem(lines[i].content)) {
-      const Line &l = lines[i];
-      std::string key, rest;
-      bool quotedKey;
-      if (!FlowParser::splitKey(l.content, key, rest, quotedKey))
-        throw Failure{l.number, "expected 'key: value'"};
-      for (const auto &kv : n.map)
-        if (kv.first == key)
-          throw Failure{l.number, "duplicate key '" + key + "'"};
+      const Line l = lines[i];
+      KeySplit split;
+      if (!FlowParser::splitKey(l.content, l.number, columnOf(l), split))
+        fail(l.number, columnOf(l), "expected 'key: value'");
+      for (const YamlEntry &e : n.map)
+        if (e.key == split.key)
+          fail(l.number, columnOf(l), "duplicate key '" + split.key + "'");
       ++i;
+      std::string rest = l.content.substr(split.restAt);
       YamlNode v =
-          rest.empty() ? nested(indent, l.number, true) : FlowParser(rest, l.number).parseWhole();
-      n.map.emplace_back(key, std::move(v));
+          rest.empty()
+              ? nested(indent, l, depth + 1, true)
+              : FlowParser(rest, l.number, columnOf(l) + int(split.restAt)).parseWhole(depth + 1);
+      n.map.push_back({split.key, l.number, columnOf(l), std::move(v)});
     }
     if (i < lines.size() && lines[i].indent > indent)
-      throw Failure{lines[i].number, "unexpected indentation"};
+      fail(lines[i].number, columnOf(lines[i]), "unexpected indentation");
     return n;
   }
 
-  YamlNode seq(int indent) {
+  YamlNode seq(int indent, int depth) {
     YamlNode n;
     n.kind = YamlNode::Kind::Seq;
     n.line = lines[i].number;
+    n.column = columnOf(lines[i]);
     while (i < lines.size() && lines[i].indent == indent && isSeqItem(lines[i].content)) {
-      Line l = lines[i];
+      const Line l = lines[i];
       std::string rest = l.content.size() > 1 ? l.content.substr(2) : "";
       size_t b = rest.find_first_not_of(' ');
       int offset = 2 + static_cast<int>(b == std::string::npos ? 0 : b);
       rest = b == std::string::npos ? "" : rest.substr(b);
       if (rest.empty()) {
         ++i;
-        n.seq.push_back(nested(indent, l.number, false));
+        n.seq.push_back(nested(indent, l, depth + 1, false));
         continue;
       }
-      std::string key, value;
-      bool quotedKey;
-      if (isSeqItem(rest) || FlowParser::splitKey(rest, key, value, quotedKey)) {
+      KeySplit split;
+      if (isSeqItem(rest) || FlowParser::splitKey(rest, l.number, columnOf(l) + offset, split)) {
         // "- key: value" (a block mapping) or "- - x": the item continues
         // at the column after the dash.
         lines[i].indent = indent + offset;
         lines[i].content = rest;
-        n.seq.push_back(block(indent + offset));
+        n.seq.push_back(block(indent + offset, depth + 1));
         continue;
       }
       ++i;
-      n.seq.push_back(FlowParser(rest, l.number).parseWhole());
+      n.seq.push_back(FlowParser(rest, l.number, columnOf(l) + offset).parseWhole(depth + 1));
     }
     if (i < lines.size() && lines[i].indent > indent)
-      throw Failure{lines[i].number, "unexpected indentation"};
+      fail(lines[i].number, columnOf(lines[i]), "unexpected indentation");
     return n;
   }
 
@@ -368,11 +428,12 @@ private:
 
 } // namespace
 
-bool parseYamlSubset(const std::string &text, YamlNode &root, std::string &error) {
+bool parseYamlSubset(const std::string &text, YamlNode &root, TextProblem &problem) {
   std::vector<Line> lines;
   size_t start = 0;
   int number = 0;
   bool sawContent = false;
+  int secondDocumentAt = 0; ///< the line of a `---` after content
   try {
     while (start <= text.size()) {
       size_t end = text.find('\n', start);
@@ -381,20 +442,27 @@ bool parseYamlSubset(const std::string &text, YamlNode &root, std::string &error
       std::string raw = text.substr(start, end - start);
       start = end + 1;
       ++number;
+      if (raw.find('\0') != std::string::npos)
+        fail(number, int(raw.find('\0')) + 1, "a NUL byte: this is not a text file");
       std::string s = trimRight(stripComment(raw));
       size_t indent = s.find_first_not_of(' ');
       if (indent == std::string::npos)
         continue;
       if (s[indent] == '\t')
-        throw Failure{number, "tabs are not allowed for indentation"};
+        fail(number, int(indent) + 1, "tabs are not allowed for indentation");
       std::string content = s.substr(indent);
       if (indent == 0 && (content == "---" || content.rfind("--- ", 0) == 0)) {
-        if (sawContent)
-          throw Failure{number, "several documents are not supported"};
+        if (content != "---")
+          fail(number, 5, "write the document's content on the lines after '---'");
+        if (sawContent && !secondDocumentAt)
+          secondDocumentAt = number;
         continue;
       }
       if (indent == 0 && content == "...")
         break;
+      // An empty second document is harmless; one with content is not read.
+      if (secondDocumentAt)
+        fail(secondDocumentAt, 1, "a file holds one YAML document, found a second");
       sawContent = true;
       lines.push_back({number, static_cast<int>(indent), content});
       if (end == text.size())
@@ -402,7 +470,7 @@ bool parseYamlSubset(const std::string &text, YamlNode &root, std::string &error
     }
     root = BlockParser(std::move(lines)).document();
   } catch (const Failure &f) {
-    error = "line " + std::to_string(f.line) + ": " + f.what;
+    problem = f.problem;
     return false;
   }
   return true;

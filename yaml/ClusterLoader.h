@@ -1,14 +1,14 @@
 //===- ClusterLoader.h - Read a cluster description -----------------------===//
 /// \file
-/// Reads the YAML description of a cluster (schema in docs/cluster.md) into
-/// a Cluster, checking every key: required keys, types, ranges, stream
-/// names, interference entries, the collective table against the node
-/// shape. Every error is located at the offending YAML node. Presets live in
-/// stdlib/clusters/<name>.yaml.
+/// The compiler's door to cluster files: finds a preset by name
+/// (stdlib/clusters/<name>.yaml) or a file by path, reads it with the one
+/// cluster-file reader (format/ClusterReader.h), whose problems become
+/// located diagnostics, and checks `measured` op names against the IR's.
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "format/Cluster.h"
+#include "format/ClusterReader.h"
 #include "support/Diagnostics.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -16,9 +16,6 @@
 #include <string>
 
 namespace mist {
-
-/// The cluster-file version this loader reads (`mist_cluster: 1`).
-constexpr int clusterFormatVersion = 1;
 
 /// Parses buffer `bufferId` of diag.sourceMgr(). `nodesOverride` > 0
 /// replaces the file's node count before the checks that depend on it; the

@@ -1,8 +1,6 @@
 //===- YamlReader.cpp - Checked, located reads of YAML documents ----------===//
 #include "yaml/YamlReader.h"
 
-#include "format/Limits.h"
-
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -37,21 +35,6 @@ std::string describe(const YAML::Node &n) {
 bool isPlainScalar(const YAML::Node &n) { return n.IsScalar() && n.Tag() == "?"; }
 
 } // namespace
-
-std::optional<std::string> mist::closestMatch(llvm::StringRef word,
-                                              llvm::ArrayRef<llvm::StringRef> candidates) {
-  std::optional<std::string> best;
-  unsigned bestDist = 0;
-  unsigned limit = std::max<unsigned>(1, static_cast<unsigned>(word.size()) / 3);
-  for (llvm::StringRef c : candidates) {
-    unsigned d = word.edit_distance(c, /*AllowReplacements=*/true, limit + 1);
-    if (d <= limit && (!best || d < bestDist)) {
-      best = c.str();
-      bestDist = d;
-    }
-  }
-  return best;
-}
 
 //===----------------------------------------------------------------------===//
 // YamlReader
@@ -241,44 +224,11 @@ std::optional<YAML::Node> YamlReader::parseTopMapping(llvm::StringRef what) {
 }
 
 bool YamlReader::checkRange(double v, llvm::SMLoc at, const llvm::Twine &what, Range range) {
-  const char *need = nullptr;
-  switch (range) {
-  case Range::Any:
-    break;
-  case Range::NonNegative:
-    need = v >= 0 ? nullptr : "must not be negative";
-    break;
-  case Range::Positive:
-    need = v > 0 ? nullptr : "must be positive";
-    break;
-  case Range::Figure:
-    need = v >= 1e-6 && v <= 1e9 ? nullptr : "must be between 1e-06 and 1e+09";
-    break;
-  case Range::Fraction:
-    need = v > 0 && v <= 1 ? nullptr : "must be in (0, 1]";
-    break;
-  case Range::Ratio:
-    need = v >= 0 && v <= 1 ? nullptr : "must be in [0, 1]";
-    break;
-  case Range::AtLeastOne:
-    need = v >= 1 ? nullptr : "must be at least 1";
-    break;
-  case Range::Count:
-    need = v < 1                          ? "must be at least 1"
-           : v > double(limits::maxCount) ? "must be at most 16,777,216 (mistc's limit)"
-                                          : nullptr;
-    break;
-  case Range::LayerIndex:
-    need = v < 0 ? "must not be negative"
-           : v >= double(limits::maxLayers)
-               ? "must be at most 999,999 (mistc accepts 1,000,000 layers)"
-               : nullptr;
-    break;
+  if (const char *problem = rangeProblem(v, range)) {
+    diag.error(at, what + " " + problem);
+    return false;
   }
-  if (!need)
-    return true;
-  diag.error(at, what + " " + need);
-  return false;
+  return true;
 }
 
 bool YamlReader::toInt(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, int &out,

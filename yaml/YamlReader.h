@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "format/ClosestMatch.h"
+#include "format/ValueRange.h"
 #include "support/Diagnostics.h"
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -18,23 +20,6 @@
 #include <yaml-cpp/yaml.h>
 
 namespace mist {
-
-/// Ranges a number may be required to lie in.
-enum class Range {
-  Any,
-  NonNegative, ///< >= 0
-  Positive,    ///< > 0
-  /// [1e-6, 1e9]: a hardware figure (GB/s, TFLOP/s, GiB); a denormal or
-  /// astronomic value is a typo that would make every time inf or 0.
-  Figure,
-  Fraction,   ///< (0, 1]
-  Ratio,      ///< [0, 1]
-  AtLeastOne, ///< >= 1
-  Count,      ///< [1, limits::maxCount]: GPUs, nodes, dp, tp, batches
-  LayerIndex, ///< [0, limits::maxLayers)
-};
-
-enum class Need { Required, Optional };
 
 class YamlReader {
 public:
@@ -111,8 +96,13 @@ private:
   std::vector<Entry> entries;
 };
 
-/// The closest of `candidates` to `word` when it is a plausible typo.
-std::optional<std::string> closestMatch(llvm::StringRef word,
-                                        llvm::ArrayRef<llvm::StringRef> candidates);
+/// format/ClosestMatch's "did you mean" for LLVM strings.
+inline std::optional<std::string> closestMatch(llvm::StringRef word,
+                                               llvm::ArrayRef<llvm::StringRef> candidates) {
+  std::vector<std::string_view> names;
+  for (llvm::StringRef c : candidates)
+    names.emplace_back(c.data(), c.size());
+  return closestMatch(std::string_view(word.data(), word.size()), names);
+}
 
 } // namespace mist

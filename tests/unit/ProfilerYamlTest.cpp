@@ -1,10 +1,10 @@
 //===- ProfilerYamlTest.cpp - The profiler's cluster files load -----------===//
 /// tools/profiler writes cluster files without yaml-cpp (format/ClusterWriter)
-/// and reads its --base the same way (format/ClusterReader); these tests
-/// load what it writes with the compiler's loader (yaml/ClusterLoader), so
-/// a schema change on either side fails here even on machines without a
-/// GPU: every preset read by the std-only reader and written back loads to
-/// the same Cluster as the preset itself, and a cluster assembled from
+/// and reads its --base with the one cluster reader (format/ClusterReader),
+/// which the compiler's loader (yaml/ClusterLoader) wraps; these tests load
+/// what it writes with the compiler's loader, so a schema change on either
+/// side fails here even on machines without a GPU: every preset read and
+/// written back loads to the same Cluster as the preset itself, and a cluster assembled from
 /// (made-up) measurements, a base preset and flags loads with the measured
 /// figures in place.
 //===----------------------------------------------------------------------===//
@@ -106,7 +106,7 @@ TEST(ProfilerYaml, PresetsRoundTripThroughTheProfilersReaderAndWriter) {
   for (const std::string &name : presets) {
     Cluster figures;
     std::string error;
-    ASSERT_TRUE(readClusterYamlFile(presetPath(name), figures, error)) << error;
+    ASSERT_TRUE(readClusterFile(presetPath(name), {}, figures, error)) << error;
     auto direct = loadText([&] {
       std::ifstream in(presetPath(name));
       std::stringstream s;
@@ -164,7 +164,7 @@ Measurements oneGpuRun() {
 TEST(ProfilerYaml, AssembledFromABasePresetLoadsWithTheMeasuredFigures) {
   Cluster base;
   std::string error;
-  ASSERT_TRUE(readClusterYamlFile(presetPath("h100-80g"), base, error)) << error;
+  ASSERT_TRUE(readClusterFile(presetPath("h100-80g"), {}, base, error)) << error;
   ProfilerOptions opts;
   opts.basePath = "stdlib/clusters/h100-80g.yaml";
   opts.shapesPath = "gpt3-shapes.tsv";
@@ -250,7 +250,7 @@ TEST(ProfilerYaml, RefusesANodeShapeWithoutCollectiveFigures) {
   EXPECT_FALSE(checkAssemblyInputs(std::nullopt, opts, 8, 1, 8, true, error));
   EXPECT_NE(error.find("across nodes"), std::string::npos) << error;
   Cluster base;
-  ASSERT_TRUE(readClusterYamlFile(presetPath("a100-40g"), base, error)) << error;
+  ASSERT_TRUE(readClusterFile(presetPath("a100-40g"), {}, base, error)) << error;
   EXPECT_TRUE(checkAssemblyInputs(base, opts, 1, 1, 1, false, error)) << error;
 }
 
@@ -263,7 +263,7 @@ TEST(ProfilerYaml, StringsAndNumbersReadBackAsWritten) {
   EXPECT_EQ(yamlNumber(989), "989");
   Cluster c;
   std::string error;
-  ASSERT_TRUE(readClusterYamlFile(presetPath("l4-24g"), c, error)) << error;
+  ASSERT_TRUE(readClusterFile(presetPath("l4-24g"), {}, c, error)) << error;
   c.name = "odd: \"name\" # 1";
   c.device.name = "yes";
   c.p2pLatencyUs = 1.0 / 3;
@@ -277,7 +277,7 @@ TEST(ProfilerYaml, StringsAndNumbersReadBackAsWritten) {
 TEST(ProfilerYaml, CheckNamesWhatTheLoaderWouldReject) {
   Cluster c;
   std::string error;
-  ASSERT_TRUE(readClusterYamlFile(presetPath("a100-40g"), c, error)) << error;
+  ASSERT_TRUE(readClusterFile(presetPath("a100-40g"), {}, c, error)) << error;
   EXPECT_TRUE(checkCluster(c).empty());
   c.interference[0].factors[0] = 0.9;
   c.device.measured = {{"linear", "2x3", 1e-3}, {"linear", "2x3", 2e-3}};
@@ -289,7 +289,7 @@ TEST(ProfilerYaml, CheckNamesWhatTheLoaderWouldReject) {
 
 TEST(YamlSubset, ReadsBlockAndFlowForms) {
   YamlNode root;
-  std::string error;
+  TextProblem error;
   ASSERT_TRUE(parseYamlSubset("---\n"
                               "a: 1 # comment\n"
                               "b:\n"
@@ -300,7 +300,7 @@ TEST(YamlSubset, ReadsBlockAndFlowForms) {
                               "- 4\n"
                               "d: {}\n",
                               root, error))
-      << error;
+      << error.message;
   ASSERT_EQ(root.kind, YamlNode::Kind::Map);
   EXPECT_EQ(root.get("a")->text, "1");
   const YamlNode *b = root.get("b");
@@ -311,27 +311,74 @@ TEST(YamlSubset, ReadsBlockAndFlowForms) {
   EXPECT_EQ(b->seq[1].get("y")->text, "text with spaces");
   EXPECT_EQ(root.get("c")->seq[0].text, "4");
   EXPECT_EQ(root.get("d")->kind, YamlNode::Kind::Map);
+  // Places: the value 1 of a, the second item's y, the sequence under c.
+  EXPECT_EQ(root.get("a")->line, 2);
+  EXPECT_EQ(root.get("a")->column, 4);
+  EXPECT_EQ(b->seq[1].get("y")->line, 6);
+  EXPECT_EQ(b->seq[1].get("y")->column, 8);
+  EXPECT_EQ(b->seq[0].get("x")->seq[1].column, 13);
+  EXPECT_EQ(root.get("c")->line, 8);
 }
 
-TEST(YamlSubset, RefusesWhatItDoesNotRead) {
-  for (auto [text, where] :
-       std::vector<std::pair<std::string, std::string>>{{"a: &x 1\n", "line 1"},
-                                                        {"a: {b: 1,\n  c: 2}\n", "line 1"},
-                                                        {"a: 1\n\tb: 2\n", "line 2"},
-                                                        {"a: 1\na: 2\n", "line 2"},
-                                                        {"a: 1\n---\nb: 2\n", "line 2"},
-                                                        {"a:\n  b: 1\n    c: 2\n", "line 3"}}) {
+TEST(YamlSubset, RefusesWhatItDoesNotReadAtItsPlace) {
+  struct Case {
+    std::string text;
+    int line, column;
+    std::string says;
+  };
+  for (const Case &k : std::vector<Case>{
+           {"a: &x 1\n", 1, 4, "anchors and aliases"},
+           {"a: {b: 1,\n  c: 2}\n", 1, 10, "must fit on one line"},
+           {"--- a: 1\n", 1, 5, "on the lines after"},
+           {"a: 1\n\tb: 2\n", 2, 1, "tabs"},
+           {"a: 1\na: 2\n", 2, 1, "duplicate key 'a'"},
+           {"a: {b: 1, b: 2}\n", 1, 11, "duplicate key 'b'"},
+           {"a: 1\n---\nb: 2\n", 2, 1, "one YAML document"},
+           {"a:\n  b: 1\n    c: 2\n", 3, 5, "unexpected indentation"},
+           {"a: \"open\nb: 1\n", 1, 4, "not closed on its line"},
+           {"a: \"\\xZZ\"\n", 1, 5, "two hexadecimal digits"},
+           {"a: " + std::string(70, '[') + std::string(70, ']') + "\n", 1, 68, "64 levels"},
+       }) {
     YamlNode root;
-    std::string error;
-    EXPECT_FALSE(parseYamlSubset(text, root, error)) << text;
-    EXPECT_EQ(error.rfind(where, 0), 0u) << text << " -> " << error;
+    TextProblem problem;
+    EXPECT_FALSE(parseYamlSubset(k.text, root, problem)) << k.text;
+    EXPECT_EQ(problem.line, k.line) << k.text << " -> " << problem.message;
+    EXPECT_EQ(problem.column, k.column) << k.text << " -> " << problem.message;
+    EXPECT_NE(problem.message.find(k.says), std::string::npos) << problem.message;
   }
-  Cluster c;
-  std::string error;
-  EXPECT_FALSE(readClusterYaml("mist_cluster: 1\nname: x\nnodes: \"1\"\n", c, error));
-  EXPECT_EQ(error, "line 3: expected an integer for 'nodes'");
-  EXPECT_FALSE(readClusterYaml("mist_cluster: 2\n", c, error));
-  EXPECT_EQ(error, "line 1: unsupported cluster format version 2");
+}
+
+TEST(ClusterReader, ReportsEveryProblemAtItsPlace) {
+  std::vector<TextProblem> problems;
+  EXPECT_FALSE(readCluster("mist_cluster: 2\nname: x\nnodes: \"1\"\ncolor: red\n", {}, problems));
+  ASSERT_GE(problems.size(), 3u);
+  EXPECT_EQ(problems[0].line, 4);
+  EXPECT_EQ(problems[0].message, "unknown key 'color' in 'cluster'");
+  EXPECT_EQ(problems[1].line, 1);
+  EXPECT_EQ(problems[1].column, 15);
+  EXPECT_EQ(problems[1].message, "unsupported cluster format version 2 (this mistc reads 1)");
+  EXPECT_EQ(problems[2].line, 3);
+  EXPECT_EQ(problems[2].column, 8);
+  EXPECT_EQ(problems[2].message, "expected an integer for 'nodes', found '1'");
+}
+
+TEST(ClusterReader, AsksTheCallerWhichOpsExist) {
+  std::ifstream in(presetPath("h100-80g"));
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string text = s.str() + "";
+  size_t at = text.find("device:");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(text.find('\n', at) + 1,
+              "  measured:\n    - {op: lineer, shape: \"2x3,3x4\", seconds: 1e-3}\n");
+  std::vector<TextProblem> problems;
+  EXPECT_TRUE(readCluster(text, {}, problems)) << (problems.empty() ? "" : problems[0].message);
+  ClusterReadOptions options;
+  options.knownOp = [](std::string_view name) { return name == "linear"; };
+  EXPECT_FALSE(readCluster(text, options, problems));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message, "unknown op 'lineer' in 'measured'");
+  EXPECT_EQ(problems[0].column, 12);
 }
 
 TEST(ClusterReader, RefusesAnUnknownStream) {
@@ -342,12 +389,15 @@ TEST(ClusterReader, RefusesAnUnknownStream) {
   size_t at = text.find("[compute, g2g]");
   ASSERT_NE(at, std::string::npos);
   text.replace(at, 14, "[compute, gpu]");
-  Cluster c;
-  std::string error;
-  EXPECT_FALSE(readClusterYaml(text, c, error));
-  EXPECT_NE(error.find(": unknown stream 'gpu' (expected compute, g2g, h2d or d2h)"),
-            std::string::npos)
-      << error;
+  std::vector<TextProblem> problems;
+  EXPECT_FALSE(readCluster(text, {}, problems));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message, "unknown stream 'gpu' (expected compute, g2g, h2d or d2h)");
+  text.replace(at, 14, "[compute, h2g]");
+  EXPECT_FALSE(readCluster(text, {}, problems));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message,
+            "unknown stream 'h2g' (expected compute, g2g, h2d or d2h); did you mean 'g2g'?");
 }
 
 TEST(ProfilerOptions, ParsesFlagsAndRefusesBadOnes) {

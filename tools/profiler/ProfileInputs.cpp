@@ -3,15 +3,34 @@
 
 #include "format/ClusterReader.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <string_view>
 
 namespace mist::profiler {
+
+namespace {
+
+/// Whether `name` is an op of the IR (ir/Ops.def, read as data: the
+/// profiler links nothing of the compiler).
+bool isIrOpName(std::string_view name) {
+  static const std::string_view names[] = {
+#define MIST_FWD_OP(Kind, Name) Name, Name "_grad",
+#define MIST_OP(Kind, Name) Name,
+#include "ir/Ops.def"
+  };
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+} // namespace
 
 bool readProfileInputs(const ProfilerOptions &opts, std::optional<Cluster> &base,
                        std::vector<ShapeEntry> &shapes, std::string &error) {
   if (!opts.basePath.empty()) {
     Cluster b;
-    if (!readClusterYamlFile(opts.basePath, b, error)) {
+    ClusterReadOptions options;
+    options.knownOp = isIrOpName;
+    if (!readClusterFile(opts.basePath, options, b, error)) {
       error = "--base: " + error;
       return false;
     }
