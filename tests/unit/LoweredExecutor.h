@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <stdexcept>
@@ -146,195 +147,93 @@ private:
       exec(op, f);
   }
 
+  /// Runs `op` with the CPU ops: ir/OpCalls.def's vocabulary as values.
   void exec(const LoweredOp &op, Frame &f) {
-    using namespace rt::ops;
-    auto buf = [&](int i) { return f[i].data(); };
-    auto in = [&](size_t k) { return f[op.operands.at(k)].data(); };
-    auto outp = [&](size_t k) { return f[op.results.at(k)].data(); };
+    using rt::ops::AttentionShape;
     auto shape = [&](int i) { return st.buffers[i].shape; };
-    auto n = [&](int i) { return st.buffers[i].elements(); };
-    auto num = [&](const char *k) { return op.numbers.at(k); };
-    auto flag = [&](const char *k) {
-      auto it = op.words.find(k);
-      return it != op.words.end() && it->second == "true";
+    auto in = [&](size_t k) { return f[op.operands.at(k)].data(); };
+    auto res = [&](size_t k) { return f[op.results.at(k)].data(); };
+    auto flag = [&](const char *key, bool dflt) {
+      auto it = op.words.find(key);
+      return it == op.words.end() ? dflt : it->second == "true";
     };
-    const int o0 = op.operands.empty() ? -1 : op.operands[0],
-              r0 = op.results.empty() ? -1 : op.results[0];
-    (void)buf;
-    switch (op.kind) {
-    case OpKind::Embedding: {
-      auto t = shape(op.operands[1]);
-      embedding(outp(0), ids(o0), in(1), n(o0), t[1], t[0], 0);
-      break;
-    }
-    case OpKind::EmbeddingGrad: {
-      auto t = shape(r0);
-      embeddingGrad(outp(0), in(0), ids(op.operands[1]), n(op.operands[1]), t[1], t[0], 0);
-      break;
-    }
-    case OpKind::PositionEmbedding: {
-      auto s = shape(r0);
-      positionEmbedding(outp(0), in(0), s[0], s[1], s[2]);
-      break;
-    }
-    case OpKind::PositionEmbeddingGrad: {
-      auto s = shape(o0);
-      positionEmbeddingGrad(outp(0), in(0), s[0], s[1], s[2]);
-      break;
-    }
-    case OpKind::Add:
-    case OpKind::GradAdd:
-      add(outp(0), in(0), in(1), n(r0));
-      break;
-    case OpKind::TpCopy:
-    case OpKind::AllReduce:
-    case OpKind::Dropout:
-    case OpKind::DropoutGrad:
-      copy(outp(0), in(0), n(r0));
-      break;
-    case OpKind::LayerNorm: {
-      int64_t c = shape(o0).back();
-      layerNorm(outp(0), outp(1), in(0), in(1), flag("bias") ? in(2) : nullptr, n(o0) / c, c,
-                float(num("eps")));
-      break;
-    }
-    case OpKind::LayerNormGrad: {
-      int64_t c = shape(o0).back();
-      bool b = flag("bias");
-      layerNormGrad(outp(0), outp(1), b ? outp(2) : nullptr, in(0), in(1), in(2), in(b ? 4 : 3),
-                    n(o0) / c, c);
-      break;
-    }
-    case OpKind::RMSNorm: {
-      int64_t c = shape(o0).back();
-      rmsNorm(outp(0), outp(1), in(0), in(1), n(o0) / c, c, float(num("eps")));
-      break;
-    }
-    case OpKind::RMSNormGrad: {
-      int64_t c = shape(o0).back();
-      rmsNormGrad(outp(0), outp(1), in(0), in(1), in(2), in(3), n(o0) / c, c);
-      break;
-    }
-    case OpKind::Linear: {
-      auto w = shape(op.operands[1]);
-      linear(outp(0), in(0), in(1), flag("bias") ? in(2) : nullptr, n(o0) / w[0], w[0], w[1]);
-      break;
-    }
-    case OpKind::LinearGrad: {
-      auto w = shape(op.operands[2]);
-      linearGrad(outp(0), outp(1), flag("bias") ? outp(2) : nullptr, in(0), in(1), in(2),
-                 n(op.operands[1]) / w[0], w[0], w[1]);
-      break;
-    }
-    case OpKind::LMHead: {
-      auto t = shape(op.operands[1]);
-      lmHead(outp(0), in(0), in(1), n(o0) / t[1], t[1], t[0]);
-      break;
-    }
-    case OpKind::LMHeadGrad: {
-      auto t = shape(op.operands[2]);
-      lmHeadGrad(outp(0), outp(1), in(0), in(1), in(2), n(op.operands[1]) / t[1], t[1], t[0]);
-      break;
-    }
-    case OpKind::Attention:
-    case OpKind::AttentionGrad: {
-      AttentionGeometry g = attentionGeometry(st, op);
-      const float *q = in(g.firstInput);
-      const float *k = g.fused ? q + g.kOffset : in(g.firstInput + 1);
-      const float *v = g.fused ? q + g.vOffset : in(g.firstInput + 2);
-      AttentionShape s{g.batch, g.seq, g.heads, g.kvHeads, g.headDim, flag("causal")};
-      if (op.kind == OpKind::Attention) {
-        attention(outp(0), outp(1), q, k, v, g.qStride, g.kvStride, s);
-      } else {
-        float *dq = outp(0), *dk = g.fused ? dq + g.kOffset : outp(1),
-              *dv = g.fused ? dq + g.vOffset : outp(2);
-        attentionGrad(dq, dk, dv, in(0), q, k, v, in(g.outOperand), in(g.outOperand + 1), g.qStride,
-                      g.kvStride, s);
-      }
-      break;
-    }
-    case OpKind::Rope:
-    case OpKind::RopeGrad: {
-      auto s = shape(o0);
-      int64_t hd = static_cast<int64_t>(num("head_dim"));
-      auto theta = op.numbers.count("theta") ? float(num("theta")) : 10000.f;
-      int64_t rotary = op.numbers.count("rotary_dim") ? int64_t(num("rotary_dim")) : hd;
-      if (op.kind == OpKind::Rope)
-        rope(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta, rotary);
-      else
-        ropeGrad(outp(0), in(0), s[0], s[1], s[2] / hd, hd, theta, rotary);
-      break;
-    }
-    case OpKind::Gelu:
-    case OpKind::GeluGrad: {
-      const bool exact = op.words.count("approximate") && op.words.at("approximate") == "false";
-      if (op.kind == OpKind::Gelu)
-        (exact ? geluExact : gelu)(outp(0), in(0), n(r0));
-      else
-        (exact ? geluExactGrad : geluGrad)(outp(0), in(0), in(1), n(r0));
-      break;
-    }
-    case OpKind::Silu:
-      silu(outp(0), in(0), n(r0));
-      break;
-    case OpKind::SiluGrad:
-      siluGrad(outp(0), in(0), in(1), n(r0));
-      break;
-    case OpKind::Mul:
-      mul(outp(0), in(0), in(1), n(r0));
-      break;
-    // slice and concat as plain loops (this executor checks the runtime's
-    // copies rather than calling them); tp = 1, so no rank's part to take.
-    case OpKind::Slice:
-    case OpKind::SliceGrad: {
-      const bool grad = op.kind == OpKind::SliceGrad;
-      const int x = grad ? r0 : o0, part = grad ? o0 : r0;
-      const int64_t width = shape(x).back(), size = shape(part).back(), rows = n(x) / width,
-                    start = int64_t(num("start"));
-      float *dst = outp(0);
-      const float *src = in(0);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < (grad ? width : size); ++j)
-          if (grad)
-            dst[r * width + j] = j >= start && j < start + size ? src[r * size + j - start] : 0.f;
-          else
-            dst[r * size + j] = src[r * width + start + j];
-      break;
-    }
-    case OpKind::Concat:
-    case OpKind::ConcatGrad: {
-      const bool grad = op.kind == OpKind::ConcatGrad;
-      const std::vector<int> &parts = grad ? op.results : op.operands;
-      const int64_t wa = shape(parts[0]).back(), wb = shape(parts[1]).back(),
-                    rows = n(parts[0]) / wa;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < wa + wb; ++j) {
-          float *whole = grad ? nullptr : outp(0);
-          if (grad)
-            (j < wa ? outp(0)[r * wa + j] : outp(1)[r * wb + j - wa]) = in(0)[r * (wa + wb) + j];
-          else
-            whole[r * (wa + wb) + j] = j < wa ? in(0)[r * wa + j] : in(1)[r * wb + j - wa];
-        }
-      break;
-    }
-    case OpKind::MulGrad:
-      mulGrad(outp(0), outp(1), in(0), in(1), in(2), n(r0));
-      break;
-    case OpKind::CrossEntropy: {
-      int64_t vocab = shape(o0).back();
-      rt::TpContext(nullptr).crossEntropy(outp(0), outp(1), in(0), ids(op.operands[1]),
-                                          n(o0) / vocab, vocab, false);
-      break;
-    }
-    case OpKind::CrossEntropyGrad: {
-      int64_t vocab = shape(op.operands[1]).back();
-      rt::TpContext(nullptr).crossEntropyGrad(outp(0), in(0), in(1), ids(op.operands[2]), in(3),
-                                              n(op.operands[1]) / vocab, vocab, false);
-      break;
-    }
-    default:
-      throw std::runtime_error(std::string("no CPU op for ") + opName(op.kind).str());
-    }
+    auto number = [&](const char *key, double dflt) {
+      auto it = op.numbers.find(key);
+      return it == op.numbers.end() ? dflt : it->second;
+    };
+    auto rowParallel = [&] {
+      auto it = op.words.find("shard");
+      return it != op.words.end() && it->second == "row";
+    };
+    std::optional<AttentionGeometry> geometry;
+    auto g = [&]() -> const AttentionGeometry & {
+      if (!geometry)
+        geometry = attentionGeometry(st, op);
+      return *geometry;
+    };
+    auto attIn = [&](int which) {
+      float *q = in(g().firstInput);
+      return which == 0  ? q
+             : g().fused ? q + (which == 1 ? g().kOffset : g().vOffset)
+                         : in(g().firstInput + size_t(which));
+    };
+    auto attGrad = [&](int which) {
+      float *dq = res(0);
+      return which == 0  ? dq
+             : g().fused ? dq + (which == 1 ? g().kOffset : g().vOffset)
+                         : res(size_t(which));
+    };
+#define O(k) op.operands.at(k)
+#define R(k) op.results.at(k)
+#define IN(k) in(k)
+#define RES(k) res(k)
+#define IDS(k) ids(op.operands.at(k))
+#define OPT_IN(key, k) (flag(key, false) ? in(k) : nullptr)
+#define OPT_RES(key, k) (flag(key, false) ? res(k) : nullptr)
+#define IN_PICK(key, k, j) in(flag(key, false) ? k : j)
+#define ROW_PARALLEL_BIAS(k)                                                                       \
+  (flag("bias", false) && (!rowParallel() || tp.rank() == 0) ? in(k) : nullptr)
+#define DIM(b, i) shape(b).at(i)
+#define LAST(b) shape(b).back()
+#define ELEMS(b) st.buffers[b].elements()
+#define ROWS(b) (ELEMS(b) / LAST(b))
+#define SIZE_ATTR(key, dflt) int64_t(number(key, double(dflt)))
+#define N(size) int64_t(size)
+#define TP_OFFSET(size) (tp.rank() * int64_t(size))
+#define F32(key, dflt) float(number(key, dflt))
+#define FLAG(key, dflt) flag(key, dflt)
+#define NAMED_FLAG(argName, key) flag(key, false)
+#define ATT_Q attIn(0)
+#define ATT_K attIn(1)
+#define ATT_V attIn(2)
+#define ATT_DQ attGrad(0)
+#define ATT_DK attGrad(1)
+#define ATT_DV attGrad(2)
+#define ATT_OUT in(g().outOperand)
+#define ATT_LSE in(g().outOperand + 1)
+#define ATT_Q_STRIDE g().qStride
+#define ATT_KV_STRIDE g().kvStride
+#define ATT_SHAPE                                                                                  \
+  AttentionShape { g().batch, g().seq, g().heads, g().kvHeads, g().headDim, flag("causal", false) }
+#define MIST_OP_CALL(Kind, fn, ...)                                                                \
+  if (op.kind == OpKind::Kind) {                                                                   \
+    rt::ops::fn(__VA_ARGS__);                                                                      \
+    return;                                                                                        \
+  }
+#define MIST_OP_CALL_IF(Kind, cond, fn, ...)                                                       \
+  if (op.kind == OpKind::Kind && (cond)) {                                                         \
+    rt::ops::fn(__VA_ARGS__);                                                                      \
+    return;                                                                                        \
+  }
+#define MIST_TP_CALL(Kind, fn, ...)                                                                \
+  if (op.kind == OpKind::Kind) {                                                                   \
+    tp.fn(__VA_ARGS__);                                                                            \
+    return;                                                                                        \
+  }
+#include "ir/OpCalls.def"
+// The vocabulary ends with the table.
+#include "ir/OpCallVocabularyEnd.h"
+    throw std::runtime_error(std::string("no CPU op for ") + opName(op.kind).str());
   }
 
   const LoweredStage &st;
@@ -343,6 +242,7 @@ private:
   Frame global;
   std::vector<Frame> frames;
   std::map<int, std::vector<int32_t>> ints;
+  rt::TpContext tp{nullptr}; ///< one rank: all-reduces copy, the loss is local
 };
 
 } // namespace mist::test

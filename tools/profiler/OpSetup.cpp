@@ -38,6 +38,10 @@ int64_t OpSetup::sizeAttr(const std::string &key, bool required) const {
 
 std::function<void()> OpSetup::build() {
   const std::string &op = e.op;
+#define MIST_NOT_PROFILED(name, why)                                                               \
+  if (op == name)                                                                                  \
+    throw NotTimed{why};
+#include "ir/OpCalls.def"
   if (op == "linear" || op == "lm_head")
     return gemm(op == "lm_head");
   if (op == "linear_grad" || op == "lm_head_grad")
@@ -55,23 +59,12 @@ std::function<void()> OpSetup::build() {
     return elementwise(op);
   if (op == "embedding" || op == "embedding_grad")
     return embedding(op == "embedding_grad");
-  if (op == "position_embedding")
-    throw NotTimed{"its shape key is the table alone, without the micro-batch, so one time "
-                   "would stand for every micro-batch"};
   if (op == "position_embedding_grad")
     return positionEmbeddingGrad();
   if ((op == "cross_entropy" || op == "cross_entropy_grad") && e.word("fused", "true") == "false")
     throw NotTimed{"the unfused loss (fused = false) has no kernel here: priced by its bytes"};
   if (op == "cross_entropy" || op == "cross_entropy_grad")
     return crossEntropy(op == "cross_entropy_grad");
-  if (op == "dropout" || op == "dropout_grad")
-    throw NotTimed{"no dropout kernel in stdlib/kernels"};
-  if (op == "slice" || op == "slice_grad" || op == "concat" || op == "concat_grad")
-    throw NotTimed{"a strided copy (runtime/ops/LayoutOps.cpp): its bytes at the memory rate"};
-  if (op == "tp_copy")
-    throw NotTimed{"the identity: no kernel"};
-  if (op == "all_reduce")
-    throw NotTimed{"a collective: the collective table prices it"};
   throw NotTimed{"no kernel for this op"};
 }
 
