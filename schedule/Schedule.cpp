@@ -240,6 +240,8 @@ ScheduleKnobs mist::scheduleKnobs(const Plan &plan, int stage) {
   k.first = stage == 0;
   k.last = stage + 1 == int(plan.stages.size());
   k.gradAccum = plan.gradAccum;
+  k.stages = int(plan.stages.size());
+  k.chunks = std::max(1, plan.virtualStages);
   return k;
 }
 
@@ -308,11 +310,60 @@ std::vector<std::pair<int, bool>> mist::oneFOneB(int stage, int stages, int grad
   return order;
 }
 
+int mist::interleavedWarmUp(int stage, int stages, int gradAccum, int chunks) {
+  if (chunks <= 1)
+    return std::min(stages - stage - 1, gradAccum);
+  return std::min((stages - stage - 1) * 2 + (chunks - 1) * stages, gradAccum * chunks);
+}
+
+std::vector<ScheduledRun> mist::interleavedOneFOneB(int stage, int stages, int gradAccum,
+                                                    int chunks) {
+  std::vector<ScheduledRun> order;
+  if (chunks <= 1) {
+    for (auto [mb, forward] : oneFOneB(stage, stages, gradAccum))
+      order.push_back({mb, 0, forward});
+    return order;
+  }
+  const int total = gradAccum * chunks, group = stages * chunks;
+  auto run = [&](int k, bool forward) {
+    const int inGroup = k % group;
+    const int chunk = forward ? inGroup / stages : chunks - 1 - inGroup / stages;
+    return ScheduledRun{(k / group) * stages + k % stages, chunk, forward};
+  };
+  const int warm = interleavedWarmUp(stage, stages, gradAccum, chunks);
+  int f = 0, b = 0;
+  for (; f < warm; ++f)
+    order.push_back(run(f, true));
+  while (f < total) {
+    order.push_back(run(f++, true));
+    order.push_back(run(b++, false));
+  }
+  while (b < total)
+    order.push_back(run(b++, false));
+  return order;
+}
+
+ChunkPlace mist::chunkPlace(const Plan &plan, int stage, int chunk) {
+  const StagePlan &sp = plan.stages[size_t(stage)];
+  const int v = std::max(1, plan.virtualStages);
+  ChunkPlace c;
+  if (v == 1) {
+    c.firstLayer = sp.firstLayer;
+    c.layers = sp.layers();
+    return c;
+  }
+  const int S = int(plan.stages.size());
+  c.layers = sp.layers() / v;
+  c.stageFirstLayer = chunk * c.layers;
+  c.firstLayer = (chunk * S + stage) * c.layers;
+  return c;
+}
+
 Phase StageSchedule::phaseOf(size_t k) const {
-  auto [mb, forward] = order[k];
-  if (forward)
-    return mb == 0 ? Phase::FirstForward : Phase::Forward;
-  return mb == knobs.gradAccum - 1 ? Phase::LastBackward : Phase::Backward;
+  const ScheduledRun &r = order[k];
+  if (r.forward)
+    return r.mb == 0 ? Phase::FirstForward : Phase::Forward;
+  return r.mb == knobs.gradAccum - 1 ? Phase::LastBackward : Phase::Backward;
 }
 
 bool StageSchedule::runs(Phase p) const {
@@ -326,8 +377,21 @@ StageSchedule mist::buildStageSchedule(const Plan &plan, int stage) {
   StageSchedule s;
   s.stage = stage;
   s.knobs = scheduleKnobs(plan, stage);
-  s.order = oneFOneB(stage, int(plan.stages.size()), plan.gradAccum);
-  for (unsigned p = 0; p < numPhases; ++p)
-    s.phases[p] = phaseSteps(Phase(p), s.knobs);
+  const int S = int(plan.stages.size()), v = std::max(1, plan.virtualStages);
+  s.order = interleavedOneFOneB(stage, S, plan.gradAccum, v);
+  for (int c = 0; c < v; ++c) {
+    ChunkSchedule chunk;
+    chunk.place = chunkPlace(plan, stage, c);
+    chunk.knobs = s.knobs;
+    chunk.knobs.layers = chunk.place.layers;
+    // The stage's last ckpt layers: the chunk's share of them.
+    const int after = s.knobs.layers - (chunk.place.stageFirstLayer + chunk.place.layers);
+    chunk.knobs.ckpt = std::clamp(s.knobs.ckpt - after, 0, chunk.place.layers);
+    chunk.knobs.first = s.knobs.first && c == 0;
+    chunk.knobs.last = s.knobs.last && c == v - 1;
+    for (unsigned p = 0; p < numPhases; ++p)
+      chunk.phases[p] = phaseSteps(Phase(p), chunk.knobs);
+    s.chunks.push_back(std::move(chunk));
+  }
   return s;
 }

@@ -80,6 +80,8 @@ struct ScheduleKnobs {
   OffloadRatios offload;
   bool first = true, last = true; ///< runs pre / post
   int gradAccum = 1;              ///< G
+  int stages = 1;                 ///< S, the pipeline's
+  int chunks = 1;                 ///< v: model chunks per stage (interleaved 1F1B)
   /// The last `ckpt` layers of the stage are recomputed.
   bool checkpointed(int layer) const { return layer >= layers - ckpt; }
 };
@@ -110,11 +112,55 @@ struct Step {
 /// the remaining backwards. Entries are (micro-batch, isForward).
 std::vector<std::pair<int, bool>> oneFOneB(int stage, int stages, int gradAccum);
 
+/// One run of a stage's iteration: the forward or the backward of
+/// micro-batch `mb` through the stage's model chunk `chunk` (0 unless the
+/// plan interleaves).
+struct ScheduledRun {
+  int mb = 0;
+  int chunk = 0;
+  bool forward = true;
+  bool operator==(const ScheduledRun &) const = default;
+};
+
+/// Megatron-LM's interleaved 1F1B for stage i of S holding v model chunks,
+/// with G micro-batches (G divisible by S): (S - i - 1) * 2 + (v - 1) * S
+/// warm-up forwards (at most G v), then a forward and a backward
+/// alternately, then the remaining backwards. Forward k runs chunk
+/// (k mod S v) / S on micro-batch (k / S v) S + k mod S; backward k the
+/// same micro-batch on chunk v - 1 - (k mod S v) / S. With v = 1 it is
+/// oneFOneB.
+std::vector<ScheduledRun> interleavedOneFOneB(int stage, int stages, int gradAccum, int chunks);
+/// The forwards before the first backward in that order.
+int interleavedWarmUp(int stage, int stages, int gradAccum, int chunks);
+
+/// Where stage i's model chunk c sits in the model: chunk c of stage i is
+/// the model's chunk c S + i, of `layers` layers each (layers per stage / v).
+struct ChunkPlace {
+  int firstLayer = 0;      ///< the model's number of its first layer
+  int stageFirstLayer = 0; ///< the stage's index of its first layer (c * layers)
+  int layers = 1;
+};
+ChunkPlace chunkPlace(const Plan &plan, int stage, int chunk);
+
+/// One model chunk's steps: its knobs (the chunk's layers; first and last
+/// say whether it runs pre and post; its share of the stage's checkpointed
+/// layers, the stage's last ones) and, per phase kind, its steps with
+/// layers numbered within the chunk.
+struct ChunkSchedule {
+  ChunkPlace place;
+  ScheduleKnobs knobs;
+  std::vector<Step> phases[numPhases]; ///< indexed by Phase
+};
+
 struct StageSchedule {
   int stage = 0;
-  ScheduleKnobs knobs;
-  std::vector<std::pair<int, bool>> order; ///< 1F1B (micro-batch, isForward)
-  std::vector<Step> phases[numPhases];     ///< indexed by Phase
+  ScheduleKnobs knobs;               ///< the whole stage's
+  std::vector<ScheduledRun> order;   ///< 1F1B, interleaved when the stage has several chunks
+  std::vector<ChunkSchedule> chunks; ///< one unless the plan interleaves
+  /// Chunk `chunk`'s steps of phase `p`.
+  const std::vector<Step> &phase(Phase p, int chunk = 0) const {
+    return chunks[size_t(chunk)].phases[unsigned(p)];
+  }
   /// Which phase kind runs for entry k of `order`.
   Phase phaseOf(size_t k) const;
   /// Whether some entry of `order` runs phase `p` (G = 1 has no stable one).

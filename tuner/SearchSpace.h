@@ -67,8 +67,9 @@ struct SearchSpace {
   /// parallelism) or when asked to.
   bool sequenceParallel = false, tpCommOverlap = false;
   /// Whether plans may use interleaved 1F1B (virtual stages). Off by
-  /// default for the same reason (the trainer runs plain 1F1B); on for
-  /// --emit=megatron|torchtitan or when asked to.
+  /// default, so that tuned plans stay what the timeline can replay; on for
+  /// --emit=megatron|torchtitan or when asked to (--interleave; the trainer
+  /// runs them).
   bool interleaving = false;
 
   bool zeroLevels() const { return level != SpaceLevel::Megatron; }

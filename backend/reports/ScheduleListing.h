@@ -16,7 +16,8 @@
 namespace mist {
 
 /// What `step` of phase `phase` of a stage does under its knobs, in words.
-std::string describeStep(const Step &step, Phase phase, const StageSchedule &schedule);
+std::string describeStep(const Step &step, Phase phase, const StageSchedule &schedule,
+                         int chunk = 0);
 
 void printSchedule(const Plan &plan, llvm::raw_ostream &os);
 

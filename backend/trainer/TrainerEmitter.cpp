@@ -7,6 +7,7 @@
 #include "backend/trainer/TrainerSizes.h"
 #include "backend/trainer/TrainerStageUse.h"
 #include "backend/trainer/TrainerSteps.h"
+#include "schedule/Schedule.h"
 
 #include <algorithm>
 #include <cctype>
@@ -20,6 +21,17 @@
 using namespace mist;
 
 namespace {
+
+/// "layers 4-7", or interleaved "layers 0-3, 8-11" (the stage's chunks).
+std::string stageLayers(const Plan &plan, int i) {
+  std::string text = "layers";
+  for (int c = 0; c < std::max(1, plan.virtualStages); ++c) {
+    const ChunkPlace place = chunkPlace(plan, i, c);
+    text += fmt::format("{} {}-{}", c ? "," : "", place.firstLayer,
+                        place.firstLayer + place.layers - 1);
+  }
+  return text;
+}
 
 /// Each buffer's IR name as a C++ identifier ("layer.ln1.weight" ->
 /// layer_ln1_weight), unique within the stage: what train.cu calls it.
@@ -268,9 +280,9 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
       ranks, ranks == 1 ? "" : "s");
   for (int i = 0; i < stages; ++i) {
     const StagePlan &sp = plan.stages[i];
-    os << fmt::format("//   stage {}: layers {}-{}, micro-batch {}, dp {}, tp {}, {} checkpointed, "
+    os << fmt::format("//   stage {}: {}, micro-batch {}, dp {}, tp {}, {} checkpointed, "
                       "ZeRO {}{}{}, offload w {} g {} o {} a {}\n",
-                      i, sp.firstLayer, sp.lastLayer, sp.microBatch, sp.dp, sp.tp, sp.ckptLayers,
+                      i, stageLayers(plan, i), sp.microBatch, sp.dp, sp.tp, sp.ckptLayers,
                       sp.zero.optimizer ? "o" : "-", sp.zero.grads ? "g" : "-",
                       sp.zero.weights ? "w" : "-", sp.offload.weights, sp.offload.grads,
                       sp.offload.optimizer, sp.offload.activations);
@@ -469,12 +481,19 @@ void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
   const StagePlan &sp = c.sp;
   const int i = c.i;
   os << fmt::format("StageSpec stage{}() {{\n  StageSpec spec;\n", i);
+  const int chunks = std::max(1, c.plan.virtualStages);
+  const ChunkPlace first = chunkPlace(c.plan, i, 0);
   os << fmt::format(
       "  spec.firstLayer = {};\n  spec.layers = {};\n  spec.microBatch = {};\n  spec.dp = {};\n"
       "  spec.tp = {};\n  spec.ckptLayers = {};\n"
       "  spec.mesh = {{.nodes = {}, .gpusPerNode = {}}}; // where the plan put the stage\n",
-      sp.firstLayer, sp.layers(), c.e.knob(SymbolKind::Batch, sp.microBatch), sp.dp,
+      first.firstLayer, sp.layers(), c.e.knob(SymbolKind::Batch, sp.microBatch), sp.dp,
       c.e.knob(SymbolKind::TP, sp.tp), sp.ckptLayers, sp.meshNodes, sp.meshGpusPerNode);
+  if (chunks > 1)
+    os << fmt::format("  spec.chunks = {}; // model chunks of {} layers, {} layers apart\n"
+                      "  spec.chunkStride = {};\n",
+                      chunks, first.layers, chunkPlace(c.plan, i, 1).firstLayer - first.firstLayer,
+                      chunkPlace(c.plan, i, 1).firstLayer - first.firstLayer);
   os << fmt::format(
       "  spec.zeroOptimizer = {};\n  spec.zeroGrads = {};\n  spec.zeroWeights = {};\n",
       boolean(sp.zero.optimizer), boolean(sp.zero.grads), boolean(sp.zero.weights));
@@ -593,13 +612,16 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
   emitHeader(m, plan, src, os);
   os << "#include \"runtime/ops/Ops.h\"\n#include \"runtime/trainer/StageRunner.h\"\n"
         "#include \"runtime/trainer/TpContext.h\"\n"
-        "#include \"runtime/trainer/Trainer.h\"\n\n";
+        "#include \"runtime/trainer/Trainer.h\"\n";
+  if (plan.virtualStages > 1) // the interleaved order
+    os << "#include \"schedule/Schedule.h\"\n";
+  os << "\n";
   os << "using namespace mist::rt;\nusing namespace mist::rt::ops;\n\nnamespace {\n\n";
   int64_t seqLen = 0, vocab = 0;
   for (int i = 0; i < int(plan.stages.size()); ++i) {
     const StagePlan &sp = plan.stages[i];
-    os << fmt::format("// ======== stage {}: layers {}-{}, micro-batch {}, tp {} ========\n\n", i,
-                      sp.firstLayer, sp.lastLayer, sp.microBatch, sp.tp);
+    os << fmt::format("// ======== stage {}: {}, micro-batch {}, tp {} ========\n\n", i,
+                      stageLayers(plan, i), sp.microBatch, sp.tp);
     os << fmt::format("namespace s{} {{\n\n", i);
     // The stage's code first, then the sizes it used, declared above it.
     std::string code;

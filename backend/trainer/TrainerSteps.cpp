@@ -38,7 +38,8 @@ public:
       : plan(plan), i(i), sp(plan.stages[size_t(i)]), os(os),
         schedule(buildStageSchedule(plan, i)) {}
 
-  void phase(Phase p);
+  /// Chunk `chunk`'s function of phase kind `p`.
+  void phase(Phase p, int chunk);
   void iteration();
 
 private:
@@ -61,15 +62,30 @@ private:
       os << fmt::format("{}{:<{}} // {}\n", pad, text, std::max<size_t>(46 - pad.size(), 1),
                         comment);
   }
-  /// The model's number of the stage's layer `l`.
-  int global(int l) const { return sp.firstLayer + l; }
+  /// The model's number of layer `l` of the chunk being written.
+  int global(int l) const { return schedule.chunks[size_t(chunk)].place.firstLayer + l; }
+  const ScheduleKnobs &knobs() const { return schedule.chunks[size_t(chunk)].knobs; }
+  bool interleaved() const { return schedule.chunks.size() > 1; }
+  /// "s0_forward", or interleaved "s0_c1_forward".
+  std::string functionName(Phase p, int c) const;
+  void interleavedIteration();
 
   const Plan &plan;
   const int i;
   const StagePlan &sp;
   llvm::raw_ostream &os;
   const StageSchedule schedule;
+  int chunk = 0; ///< the chunk whose phase is being written
+  /// The stages before and after this one; interleaved, the stages form a
+  /// ring (the last stage's chunk feeds the first stage's next one).
+  int prev() const { return (i + int(plan.stages.size()) - 1) % int(plan.stages.size()); }
+  int next() const { return (i + 1) % int(plan.stages.size()); }
 };
+
+std::string StepWriter::functionName(Phase p, int c) const {
+  const char *name = phaseFunctions[unsigned(p)].name;
+  return interleaved() ? fmt::format("s{}_c{}_{}", i, c, name) : fmt::format("s{}_{}", i, name);
+}
 
 std::string StepWriter::call(const Step &s, const std::string &layer) const {
   switch (s.kind) {
@@ -142,20 +158,20 @@ std::string StepWriter::why(const Step &s, Phase p) const {
   case StepKind::PreForward:
     return "embeddings";
   case StepKind::ReceiveActivations:
-    return fmt::format("g2g: from stage {} ({}){}", i - 1, split(plan.stages[size_t(i - 1)]),
-                       plan.stages[size_t(i - 1)].dp == sp.dp ? "" : ", re-sliced");
+    return fmt::format("g2g: from stage {} ({}){}", prev(), split(plan.stages[size_t(prev())]),
+                       plan.stages[size_t(prev())].dp == sp.dp ? "" : ", re-sliced");
   case StepKind::PostForward:
     return "final norm, LM head, loss";
   case StepKind::SendActivations:
-    return fmt::format("g2g: to stage {} ({})", i + 1, split(plan.stages[size_t(i + 1)]));
+    return fmt::format("g2g: to stage {} ({})", next(), split(plan.stages[size_t(next())]));
   case StepKind::PostBackward:
     return "loss, LM head and final norm";
   case StepKind::ReceiveGradients:
-    return fmt::format("g2g: from stage {}", i + 1);
+    return fmt::format("g2g: from stage {}", next());
   case StepKind::PreBackward:
     return "embedding gradients";
   case StepKind::SendGradients:
-    return fmt::format("g2g: to stage {}", i - 1);
+    return fmt::format("g2g: to stage {}", prev());
   case StepKind::ReducePreGradients:
   case StepKind::ReducePostGradients:
     return zero2 ? fmt::format("g2g: reduce-scatter into the slice over dp {}", sp.dp)
@@ -179,7 +195,7 @@ std::string StepWriter::why(const Step &s, Phase p) const {
     return fmt::format("h2d: {} of its {}", percent(o.weights),
                        sp.zero.weights && sp.dp > 1 ? "slice" : "weights");
   case StepKind::Forward:
-    return schedule.knobs.checkpointed(s.layer) ? "checkpointed: keeps only its input" : "";
+    return knobs().checkpointed(s.layer) ? "checkpointed: keeps only its input" : "";
   case StepKind::SwapOutActivations:
     return fmt::format("d2h: {} of its saved activations", percent(o.activations));
   case StepKind::SwapInActivations:
@@ -244,22 +260,31 @@ std::vector<Chunk> chunksOf(const std::vector<Step> &steps) {
   return chunks;
 }
 
-void StepWriter::phase(Phase p) {
+void StepWriter::phase(Phase p, int c) {
+  chunk = c;
   const PhaseFunction &f = phaseFunctions[unsigned(p)];
   const bool forward = isForward(p);
   const int G = plan.gradAccum;
-  os << "// " << f.heading
+  const std::string name = functionName(p, c);
+  const ChunkPlace &place = schedule.chunks[size_t(c)].place;
+  if (interleaved())
+    os << fmt::format("// Chunk {} (layers {}-{}). ", c, place.firstLayer,
+                      place.firstLayer + place.layers - 1);
+  else
+    os << "// ";
+  os << f.heading
      << (p == Phase::LastBackward && sp.dp > 1 ? " It also reduces the gradients over dp." : "")
      << "\n";
   if (p == Phase::FirstForward)
-    os << fmt::format("void s{}_{}(StageRunner &r, int step) {{\n  const int mb = 0;\n", i, f.name);
+    os << fmt::format("void {}(StageRunner &r, int step) {{\n  const int mb = 0;\n", name);
   else if (p == Phase::LastBackward)
-    os << fmt::format("void s{}_{}(StageRunner &r) {{\n  const int mb = {};\n", i, f.name, G - 1);
+    os << fmt::format("void {}(StageRunner &r) {{\n  const int mb = {};\n", name, G - 1);
   else if (forward)
-    os << fmt::format("void s{}_{}(StageRunner &r, int step, int mb) {{\n", i, f.name);
+    os << fmt::format("void {}(StageRunner &r, int step, int mb) {{\n", name);
   else
-    os << fmt::format("void s{}_{}(StageRunner &r, int mb) {{\n", i, f.name);
-  const std::vector<Step> &steps = schedule.phases[unsigned(p)];
+    os << fmt::format("void {}(StageRunner &r, int mb) {{\n", name);
+  const std::vector<Step> &steps = schedule.phase(p, c);
+  const std::string chunkArg = interleaved() ? fmt::format(", {}", c) : "";
   // The forward's slot and data come after pre's and post's updates (which
   // free their gradients first: the memory the model counts).
   size_t begun = 0;
@@ -269,7 +294,9 @@ void StepWriter::phase(Phase p) {
       line(1, call(steps[begun], ""), why(steps[begun], p));
       ++begun;
     }
-  line(1, forward ? "r.beginForward(step, mb);" : "r.beginBackward(mb);",
+  line(1,
+       forward ? fmt::format("r.beginForward(step, mb{});", chunkArg)
+               : fmt::format("r.beginBackward(mb{});", chunkArg),
        forward ? "its activations get a slot; the data"
                : "back to its slot; zeroed gradient buffers");
   const std::vector<Step> rest(steps.begin() + long(begun), steps.end());
@@ -302,7 +329,9 @@ void StepWriter::phase(Phase p) {
     }
     c = end;
   }
-  line(1, forward ? "r.endForward(mb);" : "r.endBackward(mb);",
+  line(1,
+       forward ? fmt::format("r.endForward(mb{});", chunkArg)
+               : fmt::format("r.endBackward(mb{});", chunkArg),
        forward ? (sp.offload.activations > 0 ? "kept for the backward; d2h: the rest of the tails"
                                              : "kept in its slot for the backward")
                : "into the step's gradient sums (what no step folded)");
@@ -310,6 +339,8 @@ void StepWriter::phase(Phase p) {
 }
 
 void StepWriter::iteration() {
+  if (interleaved())
+    return interleavedIteration();
   const int S = int(plan.stages.size()), G = plan.gradAccum;
   const int warm = std::min(S - i - 1, G);
   auto fwd = [&](int mb) {
@@ -367,6 +398,39 @@ void StepWriter::iteration() {
   os << "}\n\n";
 }
 
+// Interleaved, the order has G v runs: it is computed by the runtime from
+// the same function mistc priced (schedule/Schedule.h), and each run calls
+// its chunk's phase function.
+void StepWriter::interleavedIteration() {
+  const int S = int(plan.stages.size()), G = plan.gradAccum;
+  const int v = int(schedule.chunks.size()), total = G * v;
+  const int warm = interleavedWarmUp(i, S, G, v);
+  os << fmt::format(
+      "// One step of stage {} of {}: interleaved 1F1B (Megatron-LM's order) over G = {} "
+      "micro-batches\n// and {} model chunks: {} warm-up forward{}, {} steady forward-backward "
+      "pair{}, {} cool-down\n// backward{}; forward k runs chunk (k mod {}) / {} on "
+      "micro-batch (k / {}) x {} + k mod {}, backward k\n// the same micro-batch on chunk {} - "
+      "(k mod {}) / {} (interleavedOneFOneB).\n",
+      i, S, G, v, warm, warm == 1 ? "" : "s", total - warm, total - warm == 1 ? "" : "s", warm,
+      warm == 1 ? "" : "s", S * v, S, S * v, S, S, v - 1, S * v, S);
+  os << fmt::format("void s{}_run(StageRunner &r, int step, const mist::ScheduledRun &run) {{\n",
+                    i);
+  os << "  switch (run.chunk) {\n";
+  for (int c = 0; c < v; ++c) {
+    os << fmt::format("  case {}:\n", c);
+    os << fmt::format("    if (run.forward)\n      return run.mb == 0 ? {}(r, step) : {}(r, step, "
+                      "run.mb);\n",
+                      functionName(Phase::FirstForward, c), functionName(Phase::Forward, c));
+    os << fmt::format("    return run.mb == {} ? {}(r) : {}(r, run.mb);\n", G - 1,
+                      functionName(Phase::LastBackward, c), functionName(Phase::Backward, c));
+  }
+  os << "  }\n}\n\n";
+  os << fmt::format("void s{}_iteration(StageRunner &r, int step) {{\n", i);
+  os << fmt::format("  for (const mist::ScheduledRun &run : mist::interleavedOneFOneB({}, {}, {}, "
+                    "{}))\n    s{}_run(r, step, run);\n}}\n\n",
+                    i, S, G, v, i);
+}
+
 } // namespace
 
 void mist::emitStageSteps(const Plan &plan, int i, llvm::raw_ostream &os) {
@@ -376,8 +440,9 @@ void mist::emitStageSteps(const Plan &plan, int i, llvm::raw_ostream &os) {
                     "lists them\n// with what each waits for), one call each, layers by the "
                     "model's numbers ----\n\n",
                     i);
-  for (unsigned p = 0; p < numPhases; ++p)
-    if (schedule.runs(Phase(p)))
-      writer.phase(Phase(p));
+  for (size_t c = 0; c < schedule.chunks.size(); ++c)
+    for (unsigned p = 0; p < numPhases; ++p)
+      if (schedule.runs(Phase(p)))
+        writer.phase(Phase(p), int(c));
   writer.iteration();
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every plan of the equivalence suites (tests/trainer/equivalence-plans.txt:
-# 41 plans of the tiny GPT and Llama on 1-8 CPU ranks) trained in bf16
+# plans of the tiny GPT and Llama on 1-8 CPU ranks, interleaved ones too) trained in bf16
 # (tests/trainer/Inputs/*-bf16.mist) against the one-rank bf16 run of its
 # suite: prints each plan's worst relative loss difference over 3 steps and
 # its final checkpoint's distance (parameters relative to their norm, the
@@ -27,7 +27,7 @@ python3 - "$work" "$out" "$status" <<'PY'
 import json, re, sys
 work, out, status = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rows = []
-for suite in ("gpt", "llama", "reslice"):
+for suite in ("gpt", "llama", "reslice", "interleaved"):
     reference = None
     plan = None
     for line in open(f"{work}/{suite}.log"):

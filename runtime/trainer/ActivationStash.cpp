@@ -6,12 +6,13 @@
 
 namespace mist::rt {
 
-int ActivationStash::maxInFlight(const std::vector<std::pair<int, bool>> &order) {
+int ActivationStash::maxInFlight(const std::vector<ScheduledRun> &order) {
   int now = 0, most = 0;
-  for (auto [mb, forward] : order) {
-    now += forward ? 1 : -1;
-    most = std::max(most, now);
-  }
+  for (const ScheduledRun &r : order)
+    if (r.chunk == 0) { // a micro-batch's first forward and last backward
+      now += r.forward ? 1 : -1;
+      most = std::max(most, now);
+    }
   return most;
 }
 
@@ -28,7 +29,18 @@ ActivationStash::ActivationStash(const StageSpec &stage, StageMemory &memory,
   }
 }
 
-void ActivationStash::begin(int mb) {
+void ActivationStash::begin(int mb, int chunk) {
+  if (chunk > 0) {
+    auto it = slotOf.find(mb);
+    if (it == slotOf.end())
+      abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) +
+               " through chunk " + std::to_string(chunk) + " before chunk 0's");
+    memory.bindSlot(it->second);
+    if (spec.offloadActivations <= 0) // else prepareLayer, layer by layer
+      for (int l = chunkFirstLayer(chunk); l < chunkFirstLayer(chunk) + chunkLayers(); ++l)
+        memory.refillSlot(1 + l);
+    return;
+  }
   if (slotOf.count(mb))
     abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) + " twice");
   if (freeSlots.empty())
@@ -41,8 +53,16 @@ void ActivationStash::begin(int mb) {
   memory.bindSlot(slot);
   // What the last backward from this slot freed; with activation offload
   // each layer's comes back when its forward begins (prepareLayer), so the
-  // layers the forward has not reached take no memory.
-  memory.refillSlot(spec.offloadActivations > 0 ? 0 : -1);
+  // layers the forward has not reached take no memory; so are a later
+  // chunk's, when its forward begins.
+  if (spec.offloadActivations > 0 || spec.chunks > 1) {
+    memory.refillSlot(0);
+    if (spec.offloadActivations <= 0)
+      for (int l = 0; l < chunkLayers(); ++l)
+        memory.refillSlot(1 + l);
+  } else {
+    memory.refillSlot(-1);
+  }
 }
 
 void ActivationStash::prepareLayer(int layer) {
@@ -76,19 +96,20 @@ void ActivationStash::saveLayer(int mb, int layer) {
     abortJob("the schedule stashes micro-batch " + std::to_string(mb) + " before its forward");
   moveFrame(it->second, 1 + layer, /*out=*/true,
             "stash activations " + std::to_string(mb) + " layer " +
-                std::to_string(spec.firstLayer + layer));
+                std::to_string(spec.globalLayer(layer)));
 }
 
-void ActivationStash::save(int mb) {
+void ActivationStash::save(int mb, int chunk) {
   auto it = slotOf.find(mb);
   if (it == slotOf.end())
     abortJob("the schedule stashes micro-batch " + std::to_string(mb) + " before its forward");
-  for (int l = 0; l < spec.layers; ++l)
+  for (int l = chunkFirstLayer(chunk); l < chunkFirstLayer(chunk) + chunkLayers(); ++l)
     saveLayer(mb, l); // the ones not sent during the forward
-  moveFrame(it->second, 0, /*out=*/true, "stash activations " + std::to_string(mb));
+  if (chunk == globalChunk())
+    moveFrame(it->second, 0, /*out=*/true, "stash activations " + std::to_string(mb));
 }
 
-void ActivationStash::restore(int mb) {
+void ActivationStash::restore(int mb, int chunk) {
   auto it = slotOf.find(mb);
   if (it == slotOf.end())
     abortJob("the schedule runs the backward of micro-batch " + std::to_string(mb) +
@@ -96,19 +117,23 @@ void ActivationStash::restore(int mb) {
   const int slot = it->second;
   memory.bindSlot(slot);
   // The layers' come back by the schedule's swap-in steps (restoreLayer).
-  moveFrame(slot, 0, /*out=*/false, "unstash activations " + std::to_string(mb));
-  // Later forwards run after this backward (the order is per rank), so the
-  // slot can be handed out again; its other layers come back one by one.
+  if (chunk == globalChunk())
+    moveFrame(slot, 0, /*out=*/false, "unstash activations " + std::to_string(mb));
   backwardSlot = slot;
-  slotOf.erase(it);
-  freeSlots.push_back(slot);
+  // After its last backward (chunk 0's) later forwards run after this one
+  // (the order is per rank), so the slot can be handed out again; its other
+  // layers come back one by one.
+  if (chunk == 0) {
+    slotOf.erase(it);
+    freeSlots.push_back(slot);
+  }
 }
 
 void ActivationStash::restoreLayer(int layer) {
   if (backwardSlot < 0)
     abortJob("a layer's activations were asked for outside a backward");
   moveFrame(backwardSlot, 1 + layer, /*out=*/false,
-            "unstash activations layer " + std::to_string(spec.firstLayer + layer));
+            "unstash activations layer " + std::to_string(spec.globalLayer(layer)));
 }
 
 } // namespace mist::rt

@@ -20,6 +20,7 @@
 #include "runtime/trainer/OffloadEngine.h"
 #include "runtime/trainer/StageMemory.h"
 #include "runtime/trainer/Streams.h"
+#include "schedule/Schedule.h"
 #include <map>
 
 namespace mist::rt {
@@ -28,8 +29,11 @@ class ActivationStash {
 public:
   ActivationStash(const StageSpec &stage, StageMemory &memory, OffloadEngine &offload,
                   Streams &streams);
-  /// Micro-batch `mb`'s forward begins: a free slot, bound to the frames.
-  void begin(int mb);
+  /// Micro-batch `mb`'s forward through the stage's chunk `chunk` begins:
+  /// chunk 0's takes a free slot, a later chunk's finds the micro-batch's;
+  /// the slot is bound to the frames, and the chunk's layers (and, for the
+  /// first chunk, the global frame) get memory.
+  void begin(int mb, int chunk = 0);
   /// Layer `layer`'s forward of the micro-batch under way begins: its saved
   /// activations get their memory (with activation offload; else `begin`
   /// gave every layer's).
@@ -37,14 +41,16 @@ public:
   /// Layer `layer` of micro-batch `mb` is done with its forward: its
   /// offloaded tail goes to host memory (once; again is a no-op).
   void saveLayer(int mb, int layer);
-  /// Its forward is done: the slot keeps its activations (the offloaded
-  /// tail of the layers not sent yet and of the global frame goes out).
-  void save(int mb);
-  /// Its backward begins: the frames point at its slot again, the global
-  /// frame's offloaded tail comes back (the layers' by restoreLayer, as the
-  /// schedule's swap-in steps say), and the slot is free for a forward after
-  /// this backward.
-  void restore(int mb);
+  /// Its forward through `chunk` is done: the slot keeps its activations
+  /// (the offloaded tail of the chunk's layers not sent yet, and of the
+  /// global frame after the chunk that runs pre or post, goes out).
+  void save(int mb, int chunk = 0);
+  /// Its backward through `chunk` begins: the frames point at its slot
+  /// again, the global frame's offloaded tail comes back for the chunk that
+  /// runs pre or post (the layers' by restoreLayer, as the schedule's
+  /// swap-in steps say), and after chunk 0's the slot is free for a forward
+  /// after this backward.
+  void restore(int mb, int chunk = 0);
   /// Layer `layer`'s offloaded tail comes back for the backward under way
   /// (once; again is a no-op).
   void restoreLayer(int layer);
@@ -53,8 +59,9 @@ public:
   int slots() const { return memory.slots(); }
   size_t reservedBytes() const { return memory.slotBytes() * size_t(memory.slots()); }
 
-  /// The most micro-batches between forward and backward at once in `order`.
-  static int maxInFlight(const std::vector<std::pair<int, bool>> &order);
+  /// The most micro-batches between their first forward and last backward
+  /// at once in `order` (schedule/Schedule.h).
+  static int maxInFlight(const std::vector<ScheduledRun> &order);
 
 private:
   const StageSpec &spec;
@@ -67,6 +74,12 @@ private:
   /// slot out to host memory or back in.
   void moveFrame(int slot, int frame, bool out, const std::string &what);
   std::vector<int> freeSlots;
+  /// The stage's layers of chunk `chunk`: [first, first + count).
+  int chunkFirstLayer(int chunk) const { return chunk * (spec.layers / spec.chunks); }
+  int chunkLayers() const { return spec.layers / spec.chunks; }
+  /// The chunk whose runs use the global frame: pre's (chunk 0) on the first
+  /// stage, post's (the last) on the others.
+  int globalChunk() const { return spec.tokensBuffer >= 0 ? 0 : spec.chunks - 1; }
   /// [slot][frame][activation]: the offloaded tails, pinned host memory kept across steps.
   std::vector<std::vector<std::vector<HostBytes>>> hostTails;
 };

@@ -48,7 +48,7 @@ std::string tensorName(const StageSpec &stage, size_t p, int l) {
   if (!stage.buffers[size_t(ps.buffer)].layer)
     return name;
   const std::string rest = name.rfind("layer.", 0) == 0 ? name.substr(6) : name;
-  return "layers." + std::to_string(stage.firstLayer + l) + "." + rest;
+  return "layers." + std::to_string(stage.globalLayer(l)) + "." + rest;
 }
 
 int copiesOf(const StageSpec &stage, size_t p) {

@@ -64,7 +64,7 @@ ParameterView::Copies ParameterView::membersOf(StageRegion region) const {
 
 std::string ParameterView::regionName(StageRegion region) const {
   return region.kind == RegionKind::Layer
-             ? "layer " + std::to_string(spec.firstLayer + region.layer)
+             ? "layer " + std::to_string(spec.globalLayer(region.layer))
          : region.kind == RegionKind::Pre ? std::string("pre")
                                           : std::string("post");
 }

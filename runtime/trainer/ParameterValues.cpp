@@ -29,7 +29,7 @@ void ParameterValues::initialize(uint64_t seed, int hostThreads, bool draw) {
     for (size_t l = 0; l < state[p].size(); ++l) {
       const ParamSpec &ps = spec.params[p];
       State &s = state[p][l];
-      const int layer = spec.buffers[ps.buffer].layer ? spec.firstLayer + int(l) : 0;
+      const int layer = spec.buffers[ps.buffer].layer ? spec.globalLayer(int(l)) : 0;
       // Drawn where they live (on a GPU by a kernel). fp32 weights that are
       // the masters take the values directly; otherwise fp32 masters are
       // drawn and the weights rounded from them. A resumed run loads every

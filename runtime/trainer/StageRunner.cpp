@@ -21,10 +21,6 @@ void syntheticSequence(int64_t k, int seq, int vocab, int32_t *tokens, int32_t *
   }
 }
 
-/// Message tags: one per micro-batch and direction, so a stage may have
-/// several micro-batches' messages in flight.
-int tagOf(int mb, bool gradients) { return 2 * mb + (gradients ? 1 : 0); }
-
 } // namespace
 
 StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpContext &tp,
@@ -43,13 +39,18 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
         out.push_back(t);
     return out;
   };
-  if (stageIndex > 0) {
-    recvForward = mine(stageIndex - 1, stageIndex, false);
-    sendBackward = mine(stageIndex, stageIndex - 1, true);
+  // Interleaved, the stages form a ring: the last stage's chunk feeds the
+  // first stage's next one.
+  const bool ring = stage.chunks > 1;
+  if (stageIndex > 0 || ring) {
+    const int prev = (stageIndex + stages - 1) % stages;
+    recvForward = mine(prev, stageIndex, false);
+    sendBackward = mine(stageIndex, prev, true);
   }
-  if (stageIndex + 1 < stages) {
-    sendForward = mine(stageIndex, stageIndex + 1, true);
-    recvBackward = mine(stageIndex + 1, stageIndex, false);
+  if (stageIndex + 1 < stages || ring) {
+    const int next = (stageIndex + 1) % stages;
+    sendForward = mine(stageIndex, next, true);
+    recvBackward = mine(next, stageIndex, false);
   }
   released = memory.recomputed();
   // What travels between regions and stages has the activations' type.
@@ -104,7 +105,8 @@ void StageRunner::handOut(DeviceTensor &output, DeviceTensor &carried) {
 // The rows of this dp rank: samples [dpRank b, (dpRank + 1) b) of the
 // micro-batch's M, whatever the other stages' split.
 void StageRunner::loadData(int step, int mb) {
-  const bool first = stage.tokensBuffer >= 0, last = stage.targetsBuffer >= 0;
+  const bool first = stage.tokensBuffer >= 0 && runChunk == 0,
+             last = stage.targetsBuffer >= 0 && runChunk == stage.chunks - 1;
   if (!first && !last)
     return;
   const int dpRank = groups.layout().dpRank;
@@ -155,13 +157,17 @@ void StageRunner::receive(DeviceTensor &into, int mb, bool gradients) {
       size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
   into.assignZeros(perSample * size_t(stage.microBatch));
   const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
+  // Activations come from the previous model chunk, gradients from the next:
+  // across the ring's seam that is the other end stage's chunk before or after.
+  const int senderChunk = gradients ? (lastStage() ? runChunk + 1 : runChunk)
+                                    : (stageIndex == 0 ? runChunk - 1 : runChunk);
   streams.runFenced(
       StreamKind::G2G, (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb),
       [&] {
         for (const Transfer &t : gradients ? recvBackward : recvForward)
           groups.pipeline().recv(into.at(size_t(t.samples.begin - first) * perSample).data,
                                  size_t(t.samples.size()) * perSample * bytesOf(into.dtype()),
-                                 t.from, tagOf(mb, gradients));
+                                 t.from, tagOf(mb, senderChunk, gradients));
       });
 }
 
@@ -176,21 +182,19 @@ void StageRunner::send(const DeviceTensor &from, int mb, bool gradients) {
         for (const Transfer &t : gradients ? sendBackward : sendForward)
           groups.pipeline().postSend(from.at(size_t(t.samples.begin - first) * perSample).data,
                                      size_t(t.samples.size()) * perSample * bytesOf(from.dtype()),
-                                     t.to, tagOf(mb, gradients));
+                                     t.to, tagOf(mb, runChunk, gradients));
       });
 }
 
 std::string StageRunner::layerName(int l) const {
-  return "layer " + std::to_string(stage.firstLayer + l);
+  return "layer " + std::to_string(stage.globalLayer(l));
 }
 
 int StageRunner::local(int layer) const {
-  const int l = layer - stage.firstLayer;
-  if (l < 0 || l >= stage.layers)
+  const int l = stage.localLayer(layer);
+  if (l < 0)
     abortJob("stage " + std::to_string(stageIndex) + "'s schedule names layer " +
-             std::to_string(layer) + ", which is not on the stage (layers " +
-             std::to_string(stage.firstLayer) + "-" +
-             std::to_string(stage.firstLayer + stage.layers - 1) + ")");
+             std::to_string(layer) + ", which is not on the stage (" + stage.layerRanges() + ")");
   return l;
 }
 
@@ -205,19 +209,21 @@ void StageRunner::requireUpdated(StageRegion region, const char *what) {
 
 // ---- A micro-batch's brackets.
 
-void StageRunner::beginForward(int step, int mb) {
-  stash.begin(mb);
+void StageRunner::beginForward(int step, int mb, int chunk) {
+  runChunk = chunk;
+  stash.begin(mb, chunk);
   loadData(step, mb);
 }
 
-void StageRunner::endForward(int mb) { stash.save(mb); }
+void StageRunner::endForward(int mb, int chunk) { stash.save(mb, chunk); }
 
-void StageRunner::beginBackward(int mb) {
-  stash.restore(mb);
+void StageRunner::beginBackward(int mb, int chunk) {
+  runChunk = chunk;
+  stash.restore(mb, chunk);
   store.gradients.clearGradBuffers();
 }
 
-void StageRunner::endBackward(int) { store.gradients.foldGradBuffers(); }
+void StageRunner::endBackward(int, int) { store.gradients.foldGradBuffers(); }
 
 // ---- The stage's own steps. Each region run holds its scratch arena from
 // just after its input moves in to just after its output moves out

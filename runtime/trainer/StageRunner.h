@@ -34,14 +34,17 @@ public:
   /// non-finite micro-batch loss (naming the first).
   void finishStep(int step);
 
-  // A micro-batch's forward and backward, around their steps: the
-  // activations' slot and the data (tokens on the first stage, targets on
-  // the last), the gradient buffers the ops accumulate into and their fold
-  // into the step's sums (what no fold step took).
-  void beginForward(int step, int mb);
-  void endForward(int mb); ///< the slot keeps its activations (what is left of the tails to host)
-  void beginBackward(int mb);
-  void endBackward(int mb);
+  // A micro-batch's forward and backward through the stage's model chunk
+  // `chunk` (0 unless the plan interleaves), around their steps: the
+  // activations' slot and the data (tokens where pre runs, targets where
+  // post runs), the gradient buffers the ops accumulate into and their fold
+  // into the step's sums (what no fold step took). The pipeline messages in
+  // between are the chunk's.
+  void beginForward(int step, int mb, int chunk = 0);
+  /// The slot keeps its activations (what is left of the tails to host).
+  void endForward(int mb, int chunk = 0);
+  void beginBackward(int mb, int chunk = 0);
+  void endBackward(int mb, int chunk = 0);
 
   // The stage's own steps.
   void preOptimizerStep();  ///< the pending update of pre's weights
@@ -107,6 +110,13 @@ private:
   Streams &streams;
   const BatchSampler *sampler;
   int stageIndex;
+  int runChunk = 0; ///< the chunk of the forward or backward under way
+  /// The tag of a pipeline message of micro-batch `mb` sent by chunk
+  /// `senderChunk` of its stage: unique per pair of ranks, direction and
+  /// micro-batch, so several may be in flight.
+  int tagOf(int mb, int senderChunk, bool gradients) const {
+    return 2 * (mb * stage.chunks + senderChunk) + (gradients ? 1 : 0);
+  }
   /// The stage's index of the model's layer `layer` (ends the job when
   /// the stage does not hold it: a hand-edited train.cu).
   int local(int layer) const;

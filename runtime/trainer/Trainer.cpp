@@ -200,11 +200,11 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
                       const ActivationStash &stash) {
   if (layout.dpRank != 0 || layout.tpRank != 0)
     return;
-  std::printf("mistrt: stage %d (layers %d-%d) on ranks %d-%d, per rank: parameters and "
+  std::printf("mistrt: stage %d (%s) on ranks %d-%d, per rank: parameters and "
               "gradient buffers %.2f MiB, saved activations of %d micro-batch%s in flight "
               "%.2f MiB, scratch %.2f MiB\n",
-              layout.stage, stage.firstLayer, stage.firstLayer + stage.layers - 1,
-              layout.stageStart, layout.stageStart + stage.dp * stage.tp - 1,
+              layout.stage, stage.layerRanges().c_str(), layout.stageStart,
+              layout.stageStart + stage.dp * stage.tp - 1,
               double(memory.parameterBytes()) / (1 << 20), stash.slots(),
               stash.slots() == 1 ? "" : "es", double(stash.reservedBytes()) / (1 << 20),
               double(memory.scratchBytes()) / (1 << 20));
@@ -454,8 +454,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
   Streams streams(o.overlap);
-  StageMemory memory(stage, ActivationStash::maxInFlight(
-                                oneFOneB(layout->stage, int(spec.stages.size()), spec.gradAccum)));
+  StageMemory memory(stage,
+                     ActivationStash::maxInFlight(interleavedOneFOneB(
+                         layout->stage, int(spec.stages.size()), spec.gradAccum, stage.chunks)));
   OffloadEngine offload;
   ParameterStore store(
       stage, memory.global(), memory.layers(),

@@ -127,6 +127,36 @@ using IterationFn = void (*)(StageRunner &r, int step);
 /// run are null (pre runs on the first stage only, post on the last).
 struct StageSpec {
   int firstLayer = 0, layers = 1; ///< global index of the first layer, and the count
+  /// Interleaved 1F1B: the stage holds `chunks` model chunks of layers /
+  /// chunks layers each, chunk c starting at model layer firstLayer + c *
+  /// chunkStride (chunk c of stage i is the model's chunk c S + i).
+  int chunks = 1, chunkStride = 0;
+  /// The model's number of the stage's layer `l` (0 <= l < layers).
+  int globalLayer(int l) const {
+    const int perChunk = layers / chunks;
+    return firstLayer + (l / perChunk) * chunkStride + l % perChunk;
+  }
+  /// The stage's index of the model's layer `layer`, or -1 when the stage
+  /// does not hold it.
+  int localLayer(int layer) const {
+    const int perChunk = layers / chunks, from = layer - firstLayer;
+    const int chunk = chunks == 1 ? 0 : (from >= 0 ? from / chunkStride : -1),
+              within = chunks == 1 ? from : from - chunk * chunkStride;
+    if (from < 0 || chunk >= chunks || within < 0 || within >= perChunk)
+      return -1;
+    return chunk * perChunk + within;
+  }
+  /// "layers 4-7", or with chunks "layers 2-3, 6-7".
+  std::string layerRanges() const {
+    std::string text;
+    const int perChunk = layers / chunks;
+    for (int c = 0; c < chunks; ++c) {
+      const int first = globalLayer(c * perChunk);
+      text += (c ? ", " : "layers ") + std::to_string(first) + "-" +
+              std::to_string(first + perChunk - 1);
+    }
+    return text;
+  }
   int microBatch = 1;
   int dp = 1, tp = 1; ///< ranks of the stage: dp x tp, tp innermost
   int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute

@@ -10,6 +10,7 @@
 # ZERO 0-3 (1: optimizer state, 2: + gradients, 3: + weights) and OFFLOAD
 # the fractions W,G,O,A of weights, gradients, optimizer state and
 # activations kept in host memory. Example: 4/1:2:1:2:1/1:1:2:4::2:0,0,0.5,0
+# G@V interleaves: V model chunks per stage (virtual_stages), e.g. 4@2/2:1:1:4/2:1:1:4.
 # Tolerances: LOSS_TOLERANCE (default 1e-5) bounds each step's loss relative
 # to the first plan's, CKPT_MODEL_TOL / CKPT_TENSOR_TOL the checkpoints'
 # (compare-checkpoints.py); the bf16 suites pass wider ones (CMakeLists.txt).
@@ -25,8 +26,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 reference=""
 for spec in "$@"; do
   IFS=/ read -r -a parts <<<"$spec"
-  g=${parts[0]}
+  IFS=@ read -r g chunks <<<"${parts[0]}"
+  chunks=${chunks:-1}
   name="g$g" ranks=0 first=0
+  [[ $chunks == 1 ]] || name+="v$chunks"
   stages=""
   for stage in "${parts[@]:1}"; do
     IFS=: read -r layers dp tp b ckpt zero offload <<<"$stage"
@@ -45,7 +48,7 @@ for spec in "$@"; do
 "
     first=$((first + layers)) ranks=$((ranks + dp * tp))
   done
-  printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nstages:\n%s' "$batch" "$g" "$stages" >"$work/$name.yaml"
+  printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nvirtual_stages: %s\nstages:\n%s' "$batch" "$g" "$chunks" "$stages" >"$work/$name.yaml"
   "$here/../../scripts/build-trainer.sh" "$mistc" "$model" "$work/$name.yaml" "$work/$name"
   rm -rf "$work/$name.ckpt"
   # shellcheck disable=SC2086 # TRAINER_FLAGS is a list of flags

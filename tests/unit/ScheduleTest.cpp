@@ -64,6 +64,98 @@ TEST(Schedule, OneFOneBIsCompleteDeadlockFreeAndBoundsInFlight) {
     }
 }
 
+/// The same replay for interleaved 1F1B: model chunk m = c S + i of
+/// micro-batch mb needs chunk m - 1's forward (the first chunk nothing), its
+/// backward chunk m + 1's backward (the last chunk its own forward).
+bool interleavedCompletes(int S, int G, int v) {
+  const int M = S * v;
+  std::vector<std::vector<ScheduledRun>> orders;
+  for (int i = 0; i < S; ++i)
+    orders.push_back(interleavedOneFOneB(i, S, G, v));
+  std::vector<std::vector<bool>> fwd(M, std::vector<bool>(G)), bwd(M, std::vector<bool>(G));
+  std::vector<size_t> next(S, 0);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int i = 0; i < S; ++i)
+      while (next[i] < orders[i].size()) {
+        const ScheduledRun r = orders[i][next[i]];
+        const int m = r.chunk * S + i;
+        const bool ready = r.forward ? (m == 0 || fwd[m - 1][r.mb])
+                                     : (m == M - 1 ? fwd[m][r.mb] : bwd[m + 1][r.mb]);
+        if (!ready)
+          break;
+        std::vector<std::vector<bool>> &done = r.forward ? fwd : bwd;
+        EXPECT_FALSE(done[m][r.mb]) << "a run twice";
+        done[m][r.mb] = true;
+        ++next[i];
+        progress = true;
+      }
+  }
+  for (int i = 0; i < S; ++i)
+    if (next[i] != orders[i].size())
+      return false;
+  return true;
+}
+
+TEST(Schedule, InterleavedOneFOneBIsCompleteAndDeadlockFree) {
+  for (int S = 2; S <= 6; ++S)
+    for (int v = 2; v <= 4; ++v)
+      for (int G = S; G <= 3 * S; G += S) {
+        EXPECT_TRUE(interleavedCompletes(S, G, v)) << "S " << S << " G " << G << " v " << v;
+        for (int i = 0; i < S; ++i) {
+          const std::vector<ScheduledRun> order = interleavedOneFOneB(i, S, G, v);
+          ASSERT_EQ(order.size(), size_t(2 * G * v));
+          // Warm-up as Megatron-LM counts it, then the steady pairs begin
+          // with a forward.
+          int leading = 0;
+          while (order[size_t(leading)].forward)
+            ++leading;
+          EXPECT_EQ(leading, std::min((S - i - 1) * 2 + (v - 1) * S + 1, G * v));
+        }
+      }
+  // One chunk per stage is plain 1F1B.
+  std::vector<ScheduledRun> plain;
+  for (auto [mb, forward] : oneFOneB(1, 4, 6))
+    plain.push_back({mb, 0, forward});
+  EXPECT_EQ(interleavedOneFOneB(1, 4, 6, 1), plain);
+}
+
+TEST(Schedule, InterleavedChunksSplitTheStageAndItsCheckpointedLayers) {
+  Plan p;
+  p.model = "m";
+  p.globalBatch = 8;
+  p.gradAccum = 4;
+  p.virtualStages = 2;
+  for (int i = 0; i < 2; ++i) {
+    StagePlan st;
+    st.firstLayer = 4 * i;
+    st.lastLayer = 4 * i + 3;
+    st.microBatch = 2;
+    st.ckptLayers = 3;
+    p.stages.push_back(st);
+  }
+  const StageSchedule s = buildStageSchedule(p, 1);
+  ASSERT_EQ(s.chunks.size(), 2u);
+  // Stage 1 holds the model's chunks 1 and 3: layers 2-3 and 6-7.
+  EXPECT_EQ(s.chunks[0].place.firstLayer, 2);
+  EXPECT_EQ(s.chunks[1].place.firstLayer, 6);
+  // Its last 3 layers are checkpointed: one of chunk 0's, both of chunk 1's.
+  EXPECT_EQ(s.chunks[0].knobs.ckpt, 1);
+  EXPECT_EQ(s.chunks[1].knobs.ckpt, 2);
+  // Only the last chunk of the last stage runs post; the others send on.
+  EXPECT_FALSE(s.chunks[0].knobs.last);
+  EXPECT_TRUE(s.chunks[1].knobs.last);
+  auto has = [](const std::vector<Step> &steps, StepKind k) {
+    return std::any_of(steps.begin(), steps.end(), [&](const Step &x) { return x.kind == k; });
+  };
+  EXPECT_TRUE(has(s.phase(Phase::Forward, 0), StepKind::SendActivations));
+  EXPECT_TRUE(has(s.phase(Phase::Forward, 1), StepKind::PostForward));
+  const StageSchedule s0 = buildStageSchedule(p, 0);
+  EXPECT_TRUE(has(s0.phase(Phase::Forward, 0), StepKind::PreForward));
+  EXPECT_TRUE(has(s0.phase(Phase::Forward, 1), StepKind::ReceiveActivations));
+  EXPECT_TRUE(has(s0.phase(Phase::Backward, 1), StepKind::SendGradients));
+}
+
 Plan twoStages() {
   Plan p;
   p.model = "m";
@@ -100,7 +192,7 @@ int count(const std::vector<Described> &steps, const std::string &needle, int la
 
 std::vector<Described> phase(const StageSchedule &s, Phase k, int firstLayer = -1) {
   std::vector<Described> out;
-  for (const Step &step : s.phases[static_cast<int>(k)])
+  for (const Step &step : s.phase(k))
     out.push_back({step.stream(), step.layer < 0 ? -1 : step.layer + std::max(0, firstLayer),
                    describeStep(step, k, s)});
   return out;
@@ -194,7 +286,7 @@ TEST(Schedule, StepsWaitForTheStepsThatProduceWhatTheyRead) {
   p.stages[1].zero = {true, true, true}; // ZeRO-3 on the last stage
   p.stages[1].offload = {0.5, 0, 0, 0.25};
   const StageSchedule last = buildStageSchedule(p, 1);
-  const std::vector<Step> &fwd = last.phases[int(Phase::Forward)];
+  const std::vector<Step> &fwd = last.phase(Phase::Forward);
   const int forward = find(fwd, StepKind::Forward, 2);
   EXPECT_TRUE(waitsFor(fwd, forward, find(fwd, StepKind::GatherWeights, 2)));
   EXPECT_TRUE(waitsFor(fwd, forward, find(fwd, StepKind::FetchWeights, 2)));
@@ -206,7 +298,7 @@ TEST(Schedule, StepsWaitForTheStepsThatProduceWhatTheyRead) {
   EXPECT_FALSE(
       waitsFor(fwd, find(fwd, StepKind::Forward, 1), find(fwd, StepKind::ReceiveActivations, -1)));
 
-  const std::vector<Step> &bwd = last.phases[int(Phase::Backward)];
+  const std::vector<Step> &bwd = last.phase(Phase::Backward);
   const int backward = find(bwd, StepKind::Backward, 1);
   EXPECT_TRUE(waitsFor(bwd, find(bwd, StepKind::ReduceScatterGradients, 1), backward));
   EXPECT_TRUE(waitsFor(bwd, backward, find(bwd, StepKind::SwapInActivations, 1)));
@@ -218,14 +310,14 @@ TEST(Schedule, StepsWaitForTheStepsThatProduceWhatTheyRead) {
   one.stages[0].lastLayer = 7;
   one.stages.pop_back();
   const StageSchedule single = buildStageSchedule(one, 0);
-  const std::vector<Step> &lastBwd = single.phases[int(Phase::LastBackward)];
+  const std::vector<Step> &lastBwd = single.phase(Phase::LastBackward);
   EXPECT_TRUE(waitsFor(lastBwd, find(lastBwd, StepKind::ReducePreGradients, -1),
                        find(lastBwd, StepKind::PreBackward, -1)));
   EXPECT_TRUE(waitsFor(lastBwd, find(lastBwd, StepKind::ReducePostGradients, -1),
                        find(lastBwd, StepKind::PostBackward, -1)));
   // Every dependency points backwards: a phase runs in one pass.
   for (unsigned k = 0; k < numPhases; ++k)
-    for (const std::vector<Step> *steps : {&last.phases[k], &single.phases[k]})
+    for (const std::vector<Step> *steps : {&last.phase(Phase(k)), &single.phase(Phase(k))})
       for (size_t j = 0; j < steps->size(); ++j)
         for (int a : (*steps)[j].after)
           EXPECT_LT(a, int(j));

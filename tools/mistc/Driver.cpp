@@ -174,7 +174,7 @@ cl::opt<bool> tpCommOverlap(
 cl::opt<bool> interleave(
     "interleave",
     cl::desc("let the tuner use interleaved 1F1B (virtual stages; on by itself for "
-             "--emit=megatron|torchtitan; plans that use it are priced and exported, not run)"),
+             "--emit=megatron|torchtitan; the trainer runs them, the timeline does not draw them)"),
     cl::cat(category));
 cl::opt<int64_t> globalBatch("global-batch", cl::desc("override train.global_batch"), cl::init(0),
                              cl::cat(category));
@@ -293,15 +293,16 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.tuner.space.nonUniformMeshes = nonUniformMeshes;
   // The tp knobs a plan may use are those of the framework that runs it.
   const bool forTrainer = what == Emit::Trainer || what == Emit::Lowered;
-  const bool plain1F1B =
-      forTrainer || what == Emit::Schedule || what == Emit::Timeline || what == Emit::TimelineSvg;
-  if (((sequenceParallel || tpCommOverlap) && forTrainer) || (interleave && plain1F1B)) {
-    diag.error({}, fmt::format("--{} makes plans mistc's trainer does not run (nor its schedule "
-                               "replay, for --interleave): use it with --emit=plan, report, "
-                               "megatron or torchtitan",
-                               interleave && plain1F1B ? "interleave"
-                               : sequenceParallel      ? "sequence-parallel"
-                                                       : "tp-comm-overlap"));
+  const bool drawn = what == Emit::Timeline || what == Emit::TimelineSvg;
+  if (((sequenceParallel || tpCommOverlap) && forTrainer) || (interleave && drawn)) {
+    diag.error({}, fmt::format("--{} makes plans {}: use it with --emit=plan, report, "
+                               "schedule, trainer, megatron or torchtitan",
+                               interleave && drawn ? "interleave"
+                               : sequenceParallel  ? "sequence-parallel"
+                                                   : "tp-comm-overlap",
+                               interleave && drawn ? "the timeline does not draw (it replays "
+                                                     "plain 1F1B)"
+                                                   : "mistc's trainer does not run"));
     return std::nullopt;
   }
   pa.tuner.space.interleaving = interleave || what == Emit::Megatron || what == Emit::TorchTitan;

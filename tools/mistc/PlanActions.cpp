@@ -427,11 +427,12 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
   case Emit::Timeline:
   case Emit::TimelineSvg:
   case Emit::Lowered:
-    if (p.plan.virtualStages > 1) {
+    if (p.plan.virtualStages > 1 &&
+        (opts.output == Emit::Timeline || opts.output == Emit::TimelineSvg)) {
       diag.error(p.where.of(-1, "virtual_stages"),
-                 fmt::format("the trainer and its schedule run plain 1F1B (one chunk per stage): "
-                             "a plan with virtual_stages = {} is priced (--emit=report) and "
-                             "exported (--emit=megatron), not run",
+                 fmt::format("the timeline draws plain 1F1B (one chunk per stage): a plan with "
+                             "virtual_stages = {} is priced (--emit=report), listed "
+                             "(--emit=schedule), run (--emit=trainer) and exported, not drawn",
                              p.plan.virtualStages));
       return false;
     }

@@ -80,11 +80,17 @@ TEST(OffloadEngine, MovesTwoBytesPerBf16Element) {
 
 TEST(ActivationStash, MaxInFlightFollowsTheOneFOneBOrder) {
   // Stage 0 of 3 with G = 4: F0 F1 F2 B0 F3 B1 B2 B3 keeps three in flight.
-  const std::vector<std::pair<int, bool>> first{{0, true}, {1, true},  {2, true},  {0, false},
-                                                {3, true}, {1, false}, {2, false}, {3, false}};
+  const std::vector<mist::ScheduledRun> first{{0, 0, true},  {1, 0, true}, {2, 0, true},
+                                              {0, 0, false}, {3, 0, true}, {1, 0, false},
+                                              {2, 0, false}, {3, 0, false}};
   EXPECT_EQ(ActivationStash::maxInFlight(first), 3);
-  EXPECT_EQ(ActivationStash::maxInFlight(mist::oneFOneB(0, 3, 4)), 3);
-  const std::vector<std::pair<int, bool>> last{{0, true}, {0, false}, {1, true}, {1, false}};
+  EXPECT_EQ(ActivationStash::maxInFlight(mist::interleavedOneFOneB(0, 3, 4, 1)), 3);
+  // Interleaved, a micro-batch is in flight from its chunk-0 forward to its
+  // chunk-0 backward: stage 0 of 2 with 2 chunks and G = 4 runs F0.0 F1.0
+  // F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 ...: 4 at once.
+  EXPECT_EQ(ActivationStash::maxInFlight(mist::interleavedOneFOneB(0, 2, 4, 2)), 4);
+  const std::vector<mist::ScheduledRun> last{
+      {0, 0, true}, {0, 0, false}, {1, 0, true}, {1, 0, false}};
   EXPECT_EQ(ActivationStash::maxInFlight(last), 1);
 }
 
