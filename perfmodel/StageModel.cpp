@@ -615,12 +615,12 @@ std::optional<PlanProblem> mist::planProblem(const Plan &plan, const ModelProfil
     if (S < 2)
       return PlanProblem{-1, "virtual_stages", "virtual_stages needs at least two stages"};
     for (int i = 0; i < S; ++i)
-      if (plan.stages[i].layers() != plan.stages[0].layers() || plan.stages[i].layers() % v != 0)
+      if (plan.stages[i].layers() % v != 0)
         return PlanProblem{i, "layers",
                            "stage " + std::to_string(i) + ": interleaved 1F1B (virtual_stages " +
-                               std::to_string(v) +
-                               ") needs the same layer count on every stage, divisible by " +
-                               std::to_string(v)};
+                               std::to_string(v) + ") needs every stage's layer count divisible "
+                               "by " + std::to_string(v) + " (it has " +
+                               std::to_string(plan.stages[i].layers()) + ")"};
     if (plan.gradAccum % S != 0)
       return PlanProblem{-1, "grad_accum",
                          "interleaved 1F1B needs grad_accum divisible by the " + std::to_string(S) +

@@ -352,10 +352,18 @@ ChunkPlace mist::chunkPlace(const Plan &plan, int stage, int chunk) {
     c.layers = sp.layers();
     return c;
   }
-  const int S = int(plan.stages.size());
+  // Row c of the model holds every stage's chunk c in stage order, each of
+  // its stage's layers / v (uneven stages as Megatron-LM places them).
+  int row = 0, before = 0;
+  for (size_t t = 0; t < plan.stages.size(); ++t) {
+    const int perChunk = plan.stages[t].layers() / v;
+    row += perChunk;
+    if (int(t) < stage)
+      before += perChunk;
+  }
   c.layers = sp.layers() / v;
   c.stageFirstLayer = chunk * c.layers;
-  c.firstLayer = (chunk * S + stage) * c.layers;
+  c.firstLayer = chunk * row + before;
   return c;
 }
 

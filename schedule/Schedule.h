@@ -134,7 +134,10 @@ std::vector<ScheduledRun> interleavedOneFOneB(int stage, int stages, int gradAcc
 int interleavedWarmUp(int stage, int stages, int gradAccum, int chunks);
 
 /// Where stage i's model chunk c sits in the model: chunk c of stage i is
-/// the model's chunk c S + i, of `layers` layers each (layers per stage / v).
+/// the model's chunk c S + i, of the stage's layers / v layers. The model's
+/// layers are rows of S chunks, row c holding every stage's chunk c in stage
+/// order, so stages of different sizes (fewer layers on the first and last,
+/// as Megatron-LM's uneven pipelines) interleave too.
 struct ChunkPlace {
   int firstLayer = 0;      ///< the model's number of its first layer
   int stageFirstLayer = 0; ///< the stage's index of its first layer (c * layers)

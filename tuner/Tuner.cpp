@@ -6,6 +6,7 @@
 #include "tuner/Pareto.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -407,16 +408,16 @@ void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
   // chooses blind to d, and non-uniform tables assume the slower p2p.
   keepIfBest(plan);
   // Interleaved 1F1B, where the plan's runner has it: the same stages split
-  // into v chunks each (Megatron-LM's rules: equal stages, G divisible by
-  // S). The MILP chose the stages for plain 1F1B; each v re-prices them
-  // with its shorter fill, more p2p and more activations in flight.
+  // into v chunks each (Megatron-LM's rules: every stage's layers divisible
+  // by v, G divisible by S). The MILP chose the stages for plain 1F1B; each
+  // v re-prices them with its shorter fill, more p2p and more activations
+  // in flight.
   if (!opts.space.interleaving || S < 2 || G % S != 0)
     return;
-  const int layers = plan.stages.front().layers();
+  int common = 0;
   for (const StagePlan &st : plan.stages)
-    if (st.layers() != layers)
-      return;
-  for (int64_t v : divisorsOf(layers))
+    common = std::gcd(common, st.layers());
+  for (int64_t v : divisorsOf(common))
     if (v > 1) {
       plan.virtualStages = static_cast<int>(v);
       keepIfBest(plan);

@@ -11,6 +11,7 @@
 /// the module names).
 //===----------------------------------------------------------------------===//
 #include "backend/exports/ExportProjection.h"
+#include "schedule/Schedule.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -53,16 +54,15 @@ std::vector<std::string> modelRemarks(const ExportModel &m) {
 }
 
 /// The module names of each model part of TorchTitan's Llama 3, in model
-/// order: one part per stage, or with v virtual stages S v chunks of equal
-/// size, which TorchTitan places round-robin (part j on rank j mod S), as
-/// the plan's interleaving does.
+/// order: one part per stage, or with v virtual stages S v chunks, which
+/// TorchTitan places round-robin (part j on rank j mod S), as the plan's
+/// interleaving does (schedule/Schedule.h, chunkPlace).
 std::string modulesPerStage(const Plan &p) {
-  const size_t parts = p.stages.size() * size_t(std::max(1, p.virtualStages));
-  const int perPart = p.stages.front().layers() / std::max(1, p.virtualStages);
+  const size_t S = p.stages.size(), parts = S * size_t(std::max(1, p.virtualStages));
   std::string out = "[";
   for (size_t i = 0; i < parts; ++i) {
-    const int first = p.virtualStages > 1 ? int(i) * perPart : p.stages[i].firstLayer;
-    const int last = p.virtualStages > 1 ? first + perPart - 1 : p.stages[i].lastLayer;
+    const ChunkPlace place = chunkPlace(p, int(i % S), int(i / S));
+    const int first = place.firstLayer, last = first + place.layers - 1;
     std::vector<std::string> names;
     if (i == 0)
       names.push_back("tok_embeddings");

@@ -490,9 +490,10 @@ void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
       first.firstLayer, sp.layers(), c.e.knob(SymbolKind::Batch, sp.microBatch), sp.dp,
       c.e.knob(SymbolKind::TP, sp.tp), sp.ckptLayers, sp.meshNodes, sp.meshGpusPerNode);
   if (chunks > 1)
-    os << fmt::format("  spec.chunks = {}; // model chunks of {} layers, {} layers apart\n"
+    os << fmt::format("  spec.chunks = {}; // model chunks of {} layer{}, {} layers apart\n"
                       "  spec.chunkStride = {};\n",
-                      chunks, first.layers, chunkPlace(c.plan, i, 1).firstLayer - first.firstLayer,
+                      chunks, first.layers, first.layers == 1 ? "" : "s",
+                      chunkPlace(c.plan, i, 1).firstLayer - first.firstLayer,
                       chunkPlace(c.plan, i, 1).firstLayer - first.firstLayer);
   os << fmt::format(
       "  spec.zeroOptimizer = {};\n  spec.zeroGrads = {};\n  spec.zeroWeights = {};\n",
