@@ -618,8 +618,10 @@ std::optional<PlanProblem> mist::planProblem(const Plan &plan, const ModelProfil
       if (plan.stages[i].layers() % v != 0)
         return PlanProblem{i, "layers",
                            "stage " + std::to_string(i) + ": interleaved 1F1B (virtual_stages " +
-                               std::to_string(v) + ") needs every stage's layer count divisible "
-                               "by " + std::to_string(v) + " (it has " +
+                               std::to_string(v) +
+                               ") needs every stage's layer count divisible "
+                               "by " +
+                               std::to_string(v) + " (it has " +
                                std::to_string(plan.stages[i].layers()) + ")"};
     if (plan.gradAccum % S != 0)
       return PlanProblem{-1, "grad_accum",

@@ -6,11 +6,11 @@
 #include "tuner/Pareto.h"
 #include "llvm/Support/raw_ostream.h"
 #include <algorithm>
-#include <numeric>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 

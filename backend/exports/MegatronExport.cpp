@@ -99,13 +99,12 @@ void parallelismArgs(const Plan &p, const ArgWriter &arg) {
       arg(fmt::format("--decoder-last-pipeline-num-layers {}", last));
     // Interleaved 1F1B: each stage's layers in v chunks, round-robin. With
     // uneven first or last stages Megatron-LM takes the chunk count instead.
-    const bool uneven = std::any_of(p.stages.begin(), p.stages.end(), [&](const StagePlan &s) {
-      return s.layers() != first;
-    });
+    const bool uneven = std::any_of(p.stages.begin(), p.stages.end(),
+                                    [&](const StagePlan &s) { return s.layers() != first; });
     if (p.virtualStages > 1)
-      arg(uneven ? fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.virtualStages)
-                 : fmt::format("--num-layers-per-virtual-pipeline-stage {}",
-                               first / p.virtualStages));
+      arg(uneven
+              ? fmt::format("--num-virtual-stages-per-pipeline-rank {}", p.virtualStages)
+              : fmt::format("--num-layers-per-virtual-pipeline-stage {}", first / p.virtualStages));
   }
 }
 
