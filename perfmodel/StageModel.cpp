@@ -322,10 +322,22 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
       full * L.savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
   double keep = 1 - o.activations;
   double waiting = std::max(0, k.inflight - 1) * perMicroBatch * keep;
-  // Current micro-batch: everything before its last layer, kept (or being
+  // The run under way: everything before its last layer, kept (or being
   // swapped out through a one-layer staging buffer), plus the last layer's
   // working set; the last stage then runs the head and the loss.
-  int fullBefore = std::min(k.layers - 1, full), ckptBefore = k.layers - 1 - fullBefore;
+  int runLayers = k.layers;
+  if (k.chunks > 1) {
+    // Interleaved: the waiting chunk-runs hold a chunk's layers each (the
+    // stage's share), the waiting micro-batches of the first stage their
+    // embeddings; the run under way is one chunk's.
+    const double chunkSaved = (full * L.savedFull + k.ckpt * L.savedCkpt) / k.chunks;
+    waiting = (std::max(0, k.chunksInFlight - 1) * chunkSaved +
+               std::max(0, k.inflight - 1) * (k.first ? n.pre.savedFull : 0)) *
+              keep;
+    runLayers = k.layers / k.chunks;
+    full = std::min(full, runLayers); // the last chunk holds the checkpointed layers
+  }
+  int fullBefore = std::min(runLayers - 1, full), ckptBefore = runLayers - 1 - fullBefore;
   double before =
       ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
           keep +
@@ -523,11 +535,14 @@ double mist::pipelineSeconds(const std::vector<double> &t, const std::vector<dou
   return sum * fill + (G - fill) * maxT + std::max(0.0, maxD);
 }
 
+int mist::inflightChunks(int i, int S, int G, int v) {
+  return std::min((S - i - 1) * 2 + (v - 1) * S + 1, G * v);
+}
+
 int mist::inflightMicroBatches(int i, int S, int G, int v) {
   if (v <= 1)
     return std::min(S - i, G);
-  const int chunks = std::min((S - i - 1) * 2 + (v - 1) * S + 1, G * v);
-  return (chunks + v - 1) / v;
+  return (inflightChunks(i, S, G, v) + v - 1) / v;
 }
 
 namespace {
@@ -545,6 +560,7 @@ StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &
   k.meshNodes = st.meshNodes;
   k.meshGpusPerNode = st.meshGpusPerNode;
   k.inflight = inflightMicroBatches(i, S, plan.gradAccum, plan.virtualStages);
+  k.chunksInFlight = inflightChunks(i, S, plan.gradAccum, std::max(1, plan.virtualStages));
   k.sequenceParallel = plan.sequenceParallel;
   k.tpCommOverlap = plan.tpCommOverlap;
   k.overlapGradReduce = plan.overlapGradReduce;

@@ -41,6 +41,11 @@ struct StageKnobs : ScheduleKnobs {
   int microBatch = 1;
   int meshNodes = 1, meshGpusPerNode = 1;
   int inflight = 1; ///< micro-batches whose activations it holds (1F1B: S - i)
+  /// Interleaved 1F1B: the chunk-runs (a micro-batch through one of the
+  /// stage's chunks) whose activations it holds at most, the one under way
+  /// included (inflightChunks); a micro-batch holds only the chunks it has
+  /// been through.
+  int chunksInFlight = 1;
   /// Megatron-LM's sequence parallelism (the region numbers must be
   /// evaluated with it) and tp-communication overlap: each layer's tp
   /// collectives run beside its GEMMs instead of between them.
@@ -191,6 +196,9 @@ double pipelineSeconds(const std::vector<double> &t, const std::vector<double> &
 /// chunk forwards plus the current one, each a v-th of the stage (at most
 /// G * v chunks), rounded up to whole micro-batches.
 int inflightMicroBatches(int i, int S, int G, int v = 1);
+/// Interleaved, the most chunk-runs stage i holds: Megatron-LM's warm-up
+/// forwards plus the one under way, (S - i - 1) 2 + (v - 1) S + 1, at most G v.
+int inflightChunks(int i, int S, int G, int v);
 
 /// What makes a plan impossible for a model and cluster: the stage (-1 for
 /// the plan as a whole) and the plan key at fault, so a caller that knows

@@ -20,6 +20,12 @@ for m in tiny-gpt tiny-llama; do
   sed 's/^train {$/train {\n  dtype = f32/' "$root/examples/$m.mist" > "$work/$m.mist"
   sed 's/^train {$/train {\n  dtype = bf16/' "$root/examples/$m.mist" > "$work/$m-bf16.mist"
 done
+# The tiny GPT with 4 and 6 layers, for interleaved pipelines (each stage's
+# layers in 2 chunks).
+for n in 4 6; do
+  sed "s/layers = 2/layers = $n/" "$work/tiny-gpt.mist" > "$work/tiny-gpt-${n}l.mist"
+  sed "s/layers = 2/layers = $n/" "$work/tiny-gpt-bf16.mist" > "$work/tiny-gpt-${n}l-bf16.mist"
+done
 # A larger one, closer to real proportions (fixed copies weigh less): about
 # 35 s of CPU per step.
 cat > "$work/small-gpt.mist" <<'MODEL'
@@ -61,8 +67,10 @@ plans=(
   "llama-b4-bf16 tiny-llama-bf16 4 4 0 0 0 2 exact"
   "small-b4-bf16 small-gpt-bf16 1 4 0 0 0 4 exact"
 )
-# Several ranks: name model G b mesh (a stage per '|': dp,tp,zero) check;
-# zero is the ZeRO stage (0-3). Each stage's largest rank against its prediction.
+# Several ranks: name model G b mesh (a stage per '|': dp,tp,zero[,layers])
+# check [v]; zero is the ZeRO stage (0-3), layers the stage's (default: the
+# model's 2 split evenly), v the model chunks per stage (interleaved 1F1B).
+# Each stage's largest rank against its prediction.
 multi=(
   "gpt-dp2 tiny-gpt 2 4 2,1,0 exact"
   "gpt-dp2-zero1 tiny-gpt 2 4 2,1,1 exact"
@@ -74,26 +82,33 @@ multi=(
   "gpt-dp2-zero3-bf16 tiny-gpt-bf16 2 4 2,1,3 bound"
   "gpt-tp2-bf16 tiny-gpt-bf16 4 4 1,2,0 exact"
   "gpt-pp2-bf16 tiny-gpt-bf16 4 4 1,1,0|1,1,0 exact"
+  "gpt4-pp2-v2 tiny-gpt-4l 4 4 1,1,0,2|1,1,0,2 exact 2"
+  "gpt4-pp2-v2-g8 tiny-gpt-4l 8 2 1,1,0,2|1,1,0,2 exact 2"
+  "gpt4-pp2-v2-dp2-zero1 tiny-gpt-4l 4 2 2,1,1,2|2,1,1,2 exact 2"
+  "gpt6-pp2-uneven-v2 tiny-gpt-6l 4 4 1,1,0,2|1,1,0,4 exact 2"
+  "gpt4-pp2-v2-bf16 tiny-gpt-4l-bf16 4 4 1,1,0,2|1,1,0,2 exact 2"
 )
-# A plan of several ranks: stages split the 2 layers evenly.
-multi_plan() { # G b mesh
-  local g=$1 b=$2 mesh=$3 stages i=0 dp tp z
+# A plan of several ranks: stages of their given layers, or splitting the
+# 2 layers evenly.
+multi_plan() { # G b mesh [v]
+  local g=$1 b=$2 mesh=$3 v=${4:-1} stages first=0 dp tp z layers
   IFS='|' read -ra stages <<<"$mesh"
-  IFS=, read -r dp tp z <<<"${stages[0]}"
+  IFS=, read -r dp tp z layers <<<"${stages[0]}"
   echo "mist_plan: 1"
   echo "global_batch: $((dp * g * b))"
   echo "grad_accum: $g"
+  echo "virtual_stages: $v"
   echo "stages:"
   for st in "${stages[@]}"; do
-    IFS=, read -r dp tp z <<<"$st"
-    local per=$((2 / ${#stages[@]}))
-    echo "  - layers: [$((i * per)), $((i * per + per - 1))]"
+    IFS=, read -r dp tp z layers <<<"$st"
+    layers=${layers:-$((2 / ${#stages[@]}))}
+    echo "  - layers: [$first, $((first + layers - 1))]"
     echo "    mesh: {nodes: 1, gpus_per_node: $((dp * tp))}"
     echo "    micro_batch: $b"
     echo "    dp: $dp"
     echo "    tp: $tp"
     echo "    zero: {weights: $([[ $z -ge 3 ]] && echo true || echo false), grads: $([[ $z -ge 2 ]] && echo true || echo false), optimizer: $([[ $z -ge 1 ]] && echo true || echo false)}"
-    i=$((i + 1))
+    first=$((first + layers))
   done
 }
 printf '%-20s %12s %12s %8s  %s\n' plan "predicted MiB" "measured MiB" error check
@@ -135,13 +150,14 @@ for p in "${plans[@]}"; do
   measure "$name" "$model" $((g * b)) 1 "$check" "$(printf '"ranks": 1, "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "offload_grads": %s' "$g" "$b" "$ck" "$oo" "$oa" "$og")"
 done
 for p in "${multi[@]}"; do
-  read -r name model g b mesh check <<<"$p"
-  multi_plan "$g" "$b" "$mesh" > "$work/$name.yaml"
+  read -r name model g b mesh check v <<<"$p"
+  v=${v:-1}
+  multi_plan "$g" "$b" "$mesh" "$v" > "$work/$name.yaml"
   ranks=0
   IFS='|' read -ra stages <<<"$mesh"
-  for st in "${stages[@]}"; do IFS=, read -r dp tp z <<<"$st"; ranks=$((ranks + dp * tp)); done
-  IFS=, read -r dp tp z <<<"${stages[0]}"
-  measure "$name" "$model" $((dp * g * b)) "$ranks" "$check" "$(printf '"ranks": %s, "grad_accum": %s, "micro_batch": %s, "mesh": "%s"' "$ranks" "$g" "$b" "$mesh")"
+  for st in "${stages[@]}"; do IFS=, read -r dp tp z layers <<<"$st"; ranks=$((ranks + dp * tp)); done
+  IFS=, read -r dp tp z layers <<<"${stages[0]}"
+  measure "$name" "$model" $((dp * g * b)) "$ranks" "$check" "$(printf '"ranks": %s, "grad_accum": %s, "micro_batch": %s, "mesh": "%s", "virtual_stages": %s' "$ranks" "$g" "$b" "$mesh" "$v")"
 done
 printf '\n]\n' >> "$out"
 echo "written $out"

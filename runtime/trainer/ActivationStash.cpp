@@ -36,6 +36,8 @@ void ActivationStash::begin(int mb, int chunk) {
       abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) +
                " through chunk " + std::to_string(chunk) + " before chunk 0's");
     memory.bindSlot(it->second);
+    if (chunk == globalChunk())
+      memory.refillSlot(0);
     if (spec.offloadActivations <= 0) // else prepareLayer, layer by layer
       for (int l = chunkFirstLayer(chunk); l < chunkFirstLayer(chunk) + chunkLayers(); ++l)
         memory.refillSlot(1 + l);
@@ -56,7 +58,8 @@ void ActivationStash::begin(int mb, int chunk) {
   // layers the forward has not reached take no memory; so are a later
   // chunk's, when its forward begins.
   if (spec.offloadActivations > 0 || spec.chunks > 1) {
-    memory.refillSlot(0);
+    if (globalChunk() == 0)
+      memory.refillSlot(0);
     if (spec.offloadActivations <= 0)
       for (int l = 0; l < chunkLayers(); ++l)
         memory.refillSlot(1 + l);

@@ -79,8 +79,12 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       if (!allocateRecomputed && droppedBetweenPasses(f, b))
         continue;
       // Offloaded activations: a layer's get memory when its forward begins
-      // (StageMemory::refillSlot), so the layers not reached take none.
-      if (role == BufferRole::Saved && f > 0 && spec.offloadActivations > 0)
+      // (StageMemory::refillSlot), so the layers not reached take none; so do
+      // an interleaved stage's, chunk by chunk (the global frame's with the
+      // chunk that runs pre or post): a micro-batch in flight holds only the
+      // chunks it has been through.
+      if (role == BufferRole::Saved &&
+          (spec.chunks > 1 || (f > 0 && spec.offloadActivations > 0)))
         continue;
       // What runs hand on gets memory when a run writes it or the carried
       // array moves in (Frame::allocate in train.cu, StageRunner::handIn).

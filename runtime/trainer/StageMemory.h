@@ -30,7 +30,10 @@
 /// performance model counts phase by phase: states, the saved activations
 /// of the micro-batches in flight, and the running region's working set.
 /// Slots are allocated when the trainer starts, so a plan whose activations
-/// do not fit stops at once with the sizes (device::allocate).
+/// do not fit stops at once with the sizes (device::allocate); but the
+/// layers' part of a slot under activation offload, or of an interleaved
+/// stage (whose micro-batches in flight hold only the chunks they have been
+/// through, as the model counts them), gets memory as forwards begin.
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -3,7 +3,9 @@
 # fp32 plans: micro-batch, G, checkpointing, optimizer, activation and
 # gradient offload on one rank; dp with each ZeRO stage, tp and a two-stage pipeline
 # on several: 18 rows, one per stage; and 10 bf16 plans of the same kinds: 11
-# rows; the test leaves out the bench's two rows of a hidden-256 GPT: 27 rows) and checks each row as its `check`
+# rows; 5 interleaved two-stage pipelines of 2 chunks per stage, one uneven,
+# one in bf16: 10 rows; the test leaves out the bench's two rows of a
+# hidden-256 GPT: 37 rows) and checks each row as its `check`
 # says: `exact` rows within TOLERANCE (a fraction, default 0.01) of the
 # prediction, `bound` rows at most the prediction. Allocation sizes on CPU ranks
 # are deterministic, so this is exact work, not a timing.
@@ -19,7 +21,7 @@ python3 - "$work/memory.json" "$tolerance" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 tolerance = float(sys.argv[2])
-assert len(rows) == 27, f"expected 27 rows, got {len(rows)}"
+assert len(rows) == 37, f"expected 37 rows, got {len(rows)}"
 bad = []
 for r in rows:
     predicted, measured = r["predicted_peak_mib"], r["measured_peak_mib"]
