@@ -3,6 +3,7 @@
 
 #include "frontend/Builtins.h"
 #include "frontend/Parser.h"
+#include "support/InputFile.h"
 #include "support/Suggest.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -81,13 +82,13 @@ private:
         real = path;
       if (!loaded.insert(std::string(real)).second)
         return true; // imported already: imports are idempotent
-      auto buf = llvm::MemoryBuffer::getFile(path);
+      std::string error;
+      std::unique_ptr<llvm::MemoryBuffer> buf = readInputFile(path, sourceInput, error);
       if (!buf) {
-        diag.error(imp.range.Start, "cannot read '" + path + "': " + buf.getError().message(),
-                   imp.range);
+        diag.error(imp.range.Start, error, imp.range);
         return false;
       }
-      unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), imp.range.Start);
+      unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(buf), imp.range.Start);
       return load(id, depth + 1);
     }
     diag.error(imp.range.Start,

@@ -4,6 +4,7 @@
 #include "format/ClosestMatch.h"
 #include "format/ClusterReader.h"
 #include "ir/IR.h"
+#include "support/InputFile.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -92,11 +93,12 @@ std::optional<Cluster> mist::loadClusterByName(llvm::StringRef nameOrPath, int n
       return std::nullopt;
     }
   }
-  auto buf = llvm::MemoryBuffer::getFile(path);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buf = readInputFile(path, clusterInput, error);
   if (!buf) {
-    diag.error({}, "cannot read cluster file '" + path + "': " + buf.getError().message());
+    diag.error({}, error);
     return std::nullopt;
   }
-  unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   return loadCluster(id, diag, nodesOverride);
 }

@@ -5,7 +5,9 @@
 #include "ir/OpSemantics.h"
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/device/DType.h"
+#include "support/OutputFile.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 #include <array>
 #include <cstring>
@@ -593,6 +595,59 @@ std::string configJson(const Module &m, Family family, const std::vector<int64_t
 
 } // namespace
 
+namespace {
+
+/// A folder beside `dir` (same filesystem, so its files can be renamed in).
+bool stageFolder(const std::string &dir, std::string &staging, DiagnosticEngine &diag) {
+  llvm::SmallString<256> parent(dir);
+  llvm::sys::path::remove_filename(parent);
+  if (parent.empty())
+    parent = ".";
+  if (std::error_code ec = llvm::sys::fs::create_directories(parent)) {
+    diag.error({}, fmt::format("cannot create the folder '{}': {}", parent.str(), ec.message()));
+    return false;
+  }
+  llvm::SmallString<256> made;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(dir + ".tmp", made)) {
+    diag.error({}, fmt::format("cannot write the folder '{}': {}", dir, ec.message()));
+    return false;
+  }
+  staging = std::string(made);
+  return true;
+}
+
+/// Removes the staging folder and what is left in it.
+struct StagingCleanup {
+  std::string folder;
+  ~StagingCleanup() { llvm::sys::fs::remove_directories(folder); }
+};
+
+/// Moves the staged files into `dir`: the whole folder when `dir` does not
+/// exist yet, else file by file, the weights before the config that
+/// describes them.
+bool moveStagedFiles(const std::string &staging, const std::string &dir,
+                     const std::vector<std::string> &files, DiagnosticEngine &diag) {
+  if (!llvm::sys::fs::exists(dir)) {
+    if (std::error_code ec = llvm::sys::fs::rename(staging, dir)) {
+      diag.error({}, fmt::format("cannot write the folder '{}': {}", dir, ec.message()));
+      return false;
+    }
+    return true;
+  }
+  if (!llvm::sys::fs::is_directory(dir)) {
+    diag.error({}, fmt::format("cannot write the folder '{}': a file of that name is there", dir));
+    return false;
+  }
+  for (const std::string &f : files)
+    if (std::error_code ec = llvm::sys::fs::rename(staging + "/" + f, dir + "/" + f)) {
+      diag.error({}, fmt::format("cannot write '{}/{}': {}", dir, f, ec.message()));
+      return false;
+    }
+  return true;
+}
+
+} // namespace
+
 bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
                              const std::string &dir, DiagnosticEngine &diag) {
   Matcher matcher(m, diag);
@@ -699,21 +754,26 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
       }
       out.push_back(std::move(d));
     }
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
-    diag.error({}, fmt::format("cannot create the folder '{}': {}", dir, ec.message()));
+  // Both files are written into a staging folder beside `dir` and moved in
+  // only when both are whole: a full disk leaves `dir` as it was.
+  std::string staging;
+  if (!stageFolder(dir, staging, diag))
     return false;
-  }
-  if (auto failed = rt::writeSafetensors(dir + "/model.safetensors", out, {{"format", "pt"}})) {
+  StagingCleanup cleanup{staging};
+  if (auto failed = rt::writeSafetensors(staging + "/model.safetensors", out, {{"format", "pt"}})) {
     diag.error({}, *failed);
     return false;
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream config(dir + "/config.json", ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    diag.error({}, fmt::format("cannot write '{}/config.json': {}", dir, ec.message()));
-    return false;
+  {
+    OutputFile config(staging + "/config.json", "config.json", diag);
+    if (config.failed())
+      return false;
+    config.os() << configJson(m, family, tableShape, ffn, positions, matcher);
+    if (!config.commit())
+      return false;
   }
-  config << configJson(m, family, tableShape, ffn, positions, matcher);
+  if (!moveStagedFiles(staging, dir, {"model.safetensors", "config.json"}, diag))
+    return false;
   llvm::errs() << fmt::format("mistc: {} ({} tensors, step {} of {}) written to {} as {}\n", m.name,
                               out.size(),
                               ckpt->metadata.count("step") ? ckpt->metadata.at("step") : "?",

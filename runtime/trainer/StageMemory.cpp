@@ -83,8 +83,7 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
       // an interleaved stage's, chunk by chunk (the global frame's with the
       // chunk that runs pre or post): a micro-batch in flight holds only the
       // chunks it has been through.
-      if (role == BufferRole::Saved &&
-          (spec.chunks > 1 || (f > 0 && spec.offloadActivations > 0)))
+      if (role == BufferRole::Saved && (spec.chunks > 1 || (f > 0 && spec.offloadActivations > 0)))
         continue;
       // What runs hand on gets memory when a run writes it or the carried
       // array moves in (Frame::allocate in train.cu, StageRunner::handIn).

@@ -17,6 +17,8 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pipeline.h"
+#include "support/InputFile.h"
+#include "support/OutputFile.h"
 #include "tools/mistc/Emit.h"
 #include "tools/mistc/PlanActions.h"
 #include "llvm/Config/llvm-config.h"
@@ -25,7 +27,6 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include <cmath>
 #include <fmt/format.h>
 #include <glpk.h>
@@ -366,26 +367,23 @@ int run() {
   std::optional<Emit> what = chooseEmit(diag);
   if (!what)
     return 1;
-  auto buf = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
+  std::string readError;
+  std::unique_ptr<llvm::MemoryBuffer> buf =
+      readInputFile(inputPath, sourceInput, readError, /*allowStdin=*/true);
   if (!buf) {
-    diag.error({}, "cannot read '" + inputPath + "': " + buf.getError().message());
+    diag.error({}, readError);
     return 1;
   }
-  unsigned id = srcMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  unsigned id = srcMgr.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   if (*what == Emit::HuggingFace)
     return writeHuggingFace(id, diag);
-  std::error_code ec;
-  llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    diag.error({}, "cannot write '" + outputPath + "': " + ec.message());
+  OutputFile out(outputPath, "output", diag);
+  if (out.failed())
     return 1;
-  }
   bool done = false;
   std::unique_ptr<Module> m = compileInput(id, *what, diag, out.os(), done);
-  if (done && !diag.hasErrors()) {
-    out.keep();
-    return 0;
-  }
+  if (done && !diag.hasErrors())
+    return out.commit() ? 0 : 1;
   if (!m)
     return 1;
   if (actsOnPlan(*what)) {
@@ -393,8 +391,8 @@ int run() {
     if (!pa)
       return 1;
     int rc = runPlanActions(*m, *pa, diag, out.os());
-    if (rc == 0)
-      out.keep();
+    if (rc == 0 && !out.commit())
+      return 1;
     return rc;
   }
   if (*what == Emit::Summary) {
@@ -406,8 +404,15 @@ int run() {
   } else {
     printModule(*m, out.os());
   }
-  out.keep();
-  return 0;
+  return out.commit() ? 0 : 1;
+}
+
+/// What a command that printed to standard output returns: `rc`, or 1
+/// after reporting a failed write (a full disk, a closed pipe).
+int checkedStdout(int rc) {
+  llvm::SourceMgr srcMgr;
+  DiagnosticEngine diag(srcMgr, llvm::errs());
+  return checkStandardOutput(diag) ? rc : 1;
 }
 
 /// mistc's version and commit first, then the libraries it was built with.
@@ -433,21 +438,21 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     if (llvm::StringRef(argv[i]) == "--print-build-flags") {
       llvm::outs() << cpuTrainerBuildFlags() << "\n";
-      return 0;
+      return checkedStdout(0);
     }
     if (llvm::StringRef(argv[i]) == "--print-vocabulary") {
       printVocabulary(languageVocabulary(), llvm::outs());
-      return 0;
+      return checkedStdout(0);
     }
   }
   for (int i = 1; i < argc; ++i)
     if (llvm::StringRef(argv[i]) == "--list-passes") {
       for (const PassInfo &p : registeredPasses())
         llvm::outs() << "  " << p.argument << "  " << p.description << "\n";
-      return 0;
+      return checkedStdout(0);
     }
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "mistc: compile transformer models to training plans\n"))
     return 1;
-  return run();
+  return checkedStdout(run());
 }

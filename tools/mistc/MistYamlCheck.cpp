@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "format/ClusterWriter.h"
 #include "ir/Printer.h"
+#include "support/InputFile.h"
+#include "support/OutputFile.h"
 #include "yaml/ClusterLoader.h"
 #include "yaml/PlanLoader.h"
 #include "yaml/PlanWriter.h"
@@ -50,19 +52,20 @@ int run() {
     std::ostringstream text;
     writeClusterYaml(*c, {}, text); // the one cluster writer (format/ClusterWriter)
     llvm::outs() << text.str();
-    return 0;
+    return checkStandardOutput(diag) ? 0 : 1;
   }
-  auto buf = llvm::MemoryBuffer::getFile(planArg);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buf = readInputFile(planArg, planInput, error);
   if (!buf) {
-    diag.error({}, "cannot read plan '" + planArg + "': " + buf.getError().message());
+    diag.error({}, error);
     return 1;
   }
-  unsigned id = srcMgr.AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  unsigned id = srcMgr.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   auto plan = loadPlan(id, diag);
   if (!plan)
     return 1;
   writePlan(*plan, llvm::outs());
-  return 0;
+  return checkStandardOutput(diag) ? 0 : 1;
 }
 
 } // namespace

@@ -7,12 +7,13 @@
 #include "backend/reports/ScheduleListing.h"
 #include "backend/reports/Timeline.h"
 #include "backend/trainer/Lowering.h"
+#include "support/InputFile.h"
+#include "support/OutputFile.h"
 #include "yaml/ClusterLoader.h"
 #include "yaml/PlanLoader.h"
 #include "yaml/PlanWriter.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -182,12 +183,13 @@ void warnOfConflicts(const Plan &plan, const PlanLocations &where, const Module 
 /// Reads the plan file of --plan; `locations` receives where it says what.
 std::optional<Plan> readPlan(const Module &m, const std::string &path, DiagnosticEngine &diag,
                              PlanLocations *locations = nullptr) {
-  auto buf = llvm::MemoryBuffer::getFile(path);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> buf = readInputFile(path, planInput, error);
   if (!buf) {
-    diag.error({}, "cannot read plan '" + path + "': " + buf.getError().message());
+    diag.error({}, error);
     return std::nullopt;
   }
-  unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(*buf), llvm::SMLoc());
+  unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   PlanLocations own;
   PlanLocations &where = locations ? *locations : own;
   auto plan = loadPlan(id, diag, &where);
@@ -248,14 +250,12 @@ std::optional<std::string> chooseCluster(const Module &m, const PlanActionOption
 /// export's projection (--projected-plan).
 bool writePlanFile(const Plan &plan, const std::string &path, DiagnosticEngine &diag,
                    const char *what) {
-  std::error_code ec;
-  llvm::ToolOutputFile file(path, ec, llvm::sys::fs::OF_Text);
-  if (ec) {
-    diag.error({}, "cannot write the plan to '" + path + "': " + ec.message());
+  OutputFile file(path, "the plan", diag);
+  if (file.failed())
     return false;
-  }
   writePlan(plan, file.os());
-  file.keep();
+  if (!file.commit())
+    return false;
   llvm::errs() << "mistc: " << what << " written to " << path << "\n";
   return true;
 }
