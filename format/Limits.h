@@ -25,5 +25,16 @@ constexpr size_t maxIntegerDigits = 18;
 /// Axes of a tensor: the .mist parser and the IR reader refuse more, so
 /// every IR dump reads back.
 constexpr size_t maxTensorAxes = 8;
+/// Training steps (warmup_steps, the trainer's --steps and the like): an
+/// int in train.cu and the trainer, and far beyond any real run.
+constexpr int64_t maxSteps = 1'000'000'000;
+
+/// Whether `v` survives the trip into the 32-bit float the trainer computes
+/// its learning rates, epsilons and clipping in: 0, or a normal float
+/// (a denormal or overflowing value would become 0 or inf there).
+inline bool fitsFloat(double v) {
+  const double a = v < 0 ? -v : v;
+  return a == 0 || (a >= 1.1754943508222875e-38 && a <= 3.4028234663852886e+38);
+}
 
 } // namespace mist::limits

@@ -15,6 +15,19 @@
 using namespace mist;
 using namespace mist::irgen;
 
+namespace {
+
+/// The message for a real setting the trainer's float cannot hold, or "".
+std::string floatProblem(const std::string &name, double v) {
+  if (limits::fitsFloat(v))
+    return "";
+  return name + " (" + formatReal(v) +
+         ") does not fit the 32-bit float the trainer computes it in: it would become " +
+         (std::fabs(v) < 1 ? "0" : "inf") + " (use a value between 1.2e-38 and 3.4e+38)";
+}
+
+} // namespace
+
 const InstanceDecl *IRGen::pickInstance() {
   const FileAST &mainFile = *prog.files.front();
   if (!opts.modelName.empty()) {
@@ -120,6 +133,8 @@ bool IRGen::evalOptimizerSetting(const CallArg &a) {
     return false;
   if (*r < 0 || (a.name != "weight_decay" && a.name != "wd" && *r == 0))
     return error(a.value->loc(), a.name + " must be positive", a.value->range);
+  if (std::string problem = floatProblem(a.name, *r); !problem.empty())
+    return error(a.value->loc(), problem, a.value->range);
   *slot = *r;
   return true;
 }
@@ -189,6 +204,11 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
                    k + " (" + groupDigits(*v) + ") is more than the " +
                        groupDigits(limits::maxCount) + " mistc accepts",
                    e.value->range);
+    if (k == "warmup_steps" && *v > limits::maxSteps)
+      return error(e.value->loc(),
+                   "warmup_steps (" + groupDigits(*v) + ") is more than the " +
+                       groupDigits(limits::maxSteps) + " steps the trainer counts",
+                   e.value->range);
     (k == "global_batch" ? t.globalBatch : k == "seq_len" ? seqLen : t.warmupSteps) = *v;
   } else if (k == "lr_decay") {
     auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());
@@ -204,6 +224,8 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
       return error(e.value->loc(), "min_lr must not be negative", e.value->range);
     if (k == "decay_fraction" && !(*v > 0 && *v <= 1))
       return error(e.value->loc(), "decay_fraction must lie in (0, 1]", e.value->range);
+    if (std::string problem = floatProblem(k, *v); !problem.empty())
+      return error(e.value->loc(), problem, e.value->range);
     (k == "min_lr" ? t.minLr : t.decayFraction) = *v;
   } else if (k == "lr" || k == "grad_clip") {
     auto v = evalRealArg(*e.value, empty, k.c_str());
@@ -211,6 +233,8 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
       return false;
     if (!(*v > 0))
       return error(e.value->loc(), k + " must be positive", e.value->range);
+    if (std::string problem = floatProblem(k, *v); !problem.empty())
+      return error(e.value->loc(), problem, e.value->range);
     (k == "lr" ? t.lr : t.gradClip) = *v;
   } else if (k == "dtype" || k == "master_dtype" || k == "grad_dtype") {
     auto *id = llvm::dyn_cast<IdentExpr>(e.value.get());

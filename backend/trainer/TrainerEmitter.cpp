@@ -7,10 +7,13 @@
 #include "backend/trainer/TrainerSizes.h"
 #include "backend/trainer/TrainerStageUse.h"
 #include "backend/trainer/TrainerSteps.h"
+#include "format/Limits.h"
+#include "ir/Printer.h"
 #include "schedule/Schedule.h"
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -255,6 +258,22 @@ bool checkTrainable(const Module &m, DiagnosticEngine &diag) {
                                "master_dtype = {}: remove master_dtype from the train section "
                                "(f32 is its default)",
                                dtypeName(m.train.masterDtype).str()));
+    return false;
+  }
+  // train.cu holds these as float and int: a value that would not survive
+  // (textual IR skips the .mist's checks) is refused, never narrowed.
+  const TrainConfig &t = m.train;
+  for (auto [key, v] : {std::pair{"lr", t.lr}, {"eps", t.eps}, {"weight_decay", t.weightDecay},
+                        {"grad_clip", t.gradClip}, {"min_lr", t.minLr.value_or(0)},
+                        {"decay_fraction", t.decayFraction.value_or(0)}})
+    if (!std::isfinite(v) || !limits::fitsFloat(v)) {
+      diag.error({}, fmt::format("train.{} = {} does not fit the trainer's 32-bit float", key,
+                                 formatReal(v)));
+      return false;
+    }
+  if (t.warmupSteps < 0 || t.warmupSteps > limits::maxSteps) {
+    diag.error({}, fmt::format("train.warmup_steps = {} is outside 0..{}", t.warmupSteps,
+                               limits::maxSteps));
     return false;
   }
   return true;

@@ -1,7 +1,10 @@
 //===- Options.cpp - The emitted trainer's command line -------------------===//
 #include "runtime/trainer/Options.h"
 
+#include "format/Limits.h"
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -32,9 +35,16 @@ Options parseOptions(int argc, char **argv) {
     auto integer = [&](const std::string &v) {
       char *end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || !end || *end || n < 0 || n > 1000000000)
-        usage("not a non-negative integer: " + v);
+      if (v.empty() || !end || *end || n < 0 || n > limits::maxSteps)
+        usage("not an integer from 0 to 1000000000: " + v);
       return n;
+    };
+    // A rate or fraction: finite and representable in the float the
+    // trainer computes with (1e39 would be inf, 1e-50 zero).
+    auto real = [&](const std::string &v, double &out) {
+      char *end = nullptr;
+      out = std::strtod(v.c_str(), &end);
+      return !v.empty() && end && !*end && std::isfinite(out) && limits::fitsFloat(out);
     };
     if (a == "--steps")
       o.steps = static_cast<int>(integer(value()));
@@ -48,10 +58,10 @@ Options parseOptions(int argc, char **argv) {
       o.seed = static_cast<uint64_t>(integer(value()));
     else if (a == "--lr") {
       std::string v = value();
-      char *end = nullptr;
-      o.lr = std::strtof(v.c_str(), &end);
-      if (!end || *end || !(o.lr > 0))
-        usage("not a positive learning rate: " + v);
+      double x = 0;
+      if (!real(v, x) || !(x > 0))
+        usage("--lr takes a positive learning rate between 1.2e-38 and 3.4e+38, not " + v);
+      o.lr = float(x);
     } else if (a == "--warmup-steps") {
       o.warmupSteps = static_cast<int>(integer(value()));
     } else if (a == "--lr-decay") {
@@ -61,13 +71,12 @@ Options parseOptions(int argc, char **argv) {
         usage("--lr-decay takes cosine, linear, constant or wsd, not " + v);
     } else if (a == "--min-lr" || a == "--decay-fraction") {
       std::string v = value();
-      char *end = nullptr;
-      const float x = std::strtof(v.c_str(), &end);
+      double x = 0;
       const bool fraction = a == "--decay-fraction";
-      if (v.empty() || !end || *end || !(fraction ? x > 0 && x <= 1 : x >= 0))
+      if (!real(v, x) || !(fraction ? x > 0 && x <= 1 : x >= 0))
         usage(fraction ? "--decay-fraction takes a fraction in (0, 1], not " + v
-                       : "--min-lr takes a learning rate >= 0, not " + v);
-      (fraction ? o.decayFraction : o.minLr) = x;
+                       : "--min-lr takes a learning rate >= 0 (a float), not " + v);
+      (fraction ? o.decayFraction : o.minLr) = float(x);
     } else if (a == "--synthetic")
       o.data.clear();
     else if (a == "--trace")

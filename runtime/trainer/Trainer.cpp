@@ -250,6 +250,10 @@ LrSchedule runSchedule(const TrainerSpec &spec, const Options &o, float lr) {
   if (s.minLr > s.lr)
     usage("the learning rate's floor (min_lr " + std::to_string(s.minLr) +
           ") is above its peak (lr " + std::to_string(s.lr) + ")");
+  // As the .mist refuses decay_fraction without lr_decay = wsd.
+  if (o.decayFraction > 0 && s.decay != LrDecay::Wsd)
+    usage("--decay-fraction is the decaying part of a wsd schedule; this run's decay is " +
+          std::string(nameOf(s.decay)) + " (add --lr-decay wsd)");
   return s;
 }
 

@@ -65,6 +65,11 @@ grep -q "^srun --mpi=pmix --ntasks-per-node=2 --distribution=block:block --cpu-b
   "$work/sbatch.sh" || { cat "$work/sbatch.sh"; echo "sbatch: no srun line for the plan"; exit 1; }
 echo "sbatch: $(grep -c '^#SBATCH' "$work/sbatch.sh") #SBATCH lines, $(grep '^srun' "$work/sbatch.sh" | cut -c1-60)..."
 expect bad-threads 'mistrt: --threads takes 1 to 1024 threads per rank' --threads 0
+# Rates the trainer's float cannot hold, and a wsd knob without wsd.
+expect lr-inf 'mistrt: --lr takes a positive learning rate between 1.2e-38 and 3.4e\+38, not inf' --lr inf
+expect lr-overflow 'mistrt: --lr takes a positive learning rate between 1.2e-38 and 3.4e\+38, not 1e39' --lr 1e39
+expect min-lr-nan 'mistrt: --min-lr takes a learning rate >= 0 \(a float\), not nan' --min-lr nan
+expect decay-fraction-without-wsd 'mistrt: --decay-fraction is the decaying part of a wsd schedule; this run.s decay is cosine' --steps 1 --decay-fraction 0.5
 # More threads than the cores a rank may use is no failure, but the log says
 # so and how to launch instead (the job here is confined to one core).
 timeout 60 taskset -c 0 mpirun --oversubscribe -np 2 "$work/train" --steps 1 --threads 2 \
