@@ -263,8 +263,11 @@ bool checkTrainable(const Module &m, DiagnosticEngine &diag) {
   // train.cu holds these as float and int: a value that would not survive
   // (textual IR skips the .mist's checks) is refused, never narrowed.
   const TrainConfig &t = m.train;
-  for (auto [key, v] : {std::pair{"lr", t.lr}, {"eps", t.eps}, {"weight_decay", t.weightDecay},
-                        {"grad_clip", t.gradClip}, {"min_lr", t.minLr.value_or(0)},
+  for (auto [key, v] : {std::pair{"lr", t.lr},
+                        {"eps", t.eps},
+                        {"weight_decay", t.weightDecay},
+                        {"grad_clip", t.gradClip},
+                        {"min_lr", t.minLr.value_or(0)},
                         {"decay_fraction", t.decayFraction.value_or(0)}})
     if (!std::isfinite(v) || !limits::fitsFloat(v)) {
       diag.error({}, fmt::format("train.{} = {} does not fit the trainer's 32-bit float", key,
