@@ -2,8 +2,10 @@
 #include "backend/exports/HuggingFaceExport.h"
 
 #include "backend/exports/ExportProjection.h"
+#include "backend/trainer/Lowering.h"
 #include "ir/OpSemantics.h"
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/TensorHash.h"
 #include "runtime/device/DType.h"
 #include "support/OutputFile.h"
 #include "llvm/Support/FileSystem.h"
@@ -13,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <map>
 
 using namespace mist;
@@ -597,6 +600,30 @@ std::string configJson(const Module &m, Family family, const std::vector<int64_t
 
 namespace {
 
+/// Every checkpoint tensor name of the model (the trainer's naming: a
+/// layer's as `layers.<l>.<name>`, with its optimizer state's suffixes) and
+/// its full shape, from the model lowered at micro-batch 1 and tp 1.
+std::optional<std::map<std::string, std::vector<int64_t>>>
+expectedShapes(const Module &m, int64_t layers, DiagnosticEngine &diag) {
+  std::optional<LoweredStage> st = lowerForStage(m, 1, 1, diag);
+  if (!st)
+    return std::nullopt;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const ParamLayout &p : st->params) {
+    std::vector<std::string> names;
+    if (p.name.rfind("layer.", 0) == 0) {
+      for (int64_t l = 0; l < layers; ++l)
+        names.push_back(fmt::format("layers.{}.{}", l, p.name.substr(6)));
+    } else {
+      names.push_back(p.name);
+    }
+    for (const std::string &n : names)
+      for (const char *suffix : {"", ".master", ".adam_m", ".adam_v"})
+        shapes[n + suffix] = p.fullShape;
+  }
+  return shapes;
+}
+
 /// A folder beside `dir` (same filesystem, so its files can be renamed in).
 bool stageFolder(const std::string &dir, std::string &staging, DiagnosticEngine &diag) {
   llvm::SmallString<256> parent(dir);
@@ -677,7 +704,25 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
                                m.name));
     return false;
   }
+  if (std::string damaged = rt::recordedHashProblem(*ckpt, source); !damaged.empty()) {
+    diag.error({}, "--checkpoint: " + damaged);
+    return false;
+  }
   const ExportModel e = exportModelOf(m);
+  // The checkpoint must be of this model's shape: its layer count and every
+  // tensor's shape, as the trainer's resume asks (a same-named model of
+  // another size would otherwise export under this one's config).
+  std::optional<std::map<std::string, std::vector<int64_t>>> expected =
+      expectedShapes(m, e.layers, diag);
+  if (!expected)
+    return false;
+  for (const rt::TensorData &t : ckpt->tensors)
+    if (!expected->count(t.name)) {
+      diag.error({}, fmt::format("--checkpoint: {} holds '{}', which model '{}' ({} layers) does "
+                                 "not have: a checkpoint of another shape of the model",
+                                 source, t.name, m.name, e.layers));
+      return false;
+    }
   std::vector<rt::TensorData> out;
   std::vector<int64_t> tableShape;
   int64_t ffn = 0, positions = e.seqLen;
@@ -685,6 +730,13 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
   auto load = [&](const std::string &ours, const std::string &theirs)
       -> std::optional<std::pair<std::vector<float>, std::vector<int64_t>>> {
     const rt::TensorData *found = ckpt->find(ours);
+    if (found && expected->count(ours) && found->shape != expected->at(ours)) {
+      diag.error({}, fmt::format("--checkpoint: tensor '{}' of {} has shape [{}]; model '{}' "
+                                 "has [{}]: a checkpoint of another shape of the model",
+                                 ours, source, fmt::join(found->shape, ", "), m.name,
+                                 fmt::join(expected->at(ours), ", ")));
+      return std::nullopt;
+    }
     auto values = found ? valuesOf(*found) : std::nullopt;
     if (!values) {
       diag.error({}, fmt::format("--checkpoint: {} has no F32 or BF16 tensor '{}' (for {})", source,

@@ -2,6 +2,7 @@
 #include "runtime/trainer/Checkpointing.h"
 
 #include "runtime/checkpoint/Safetensors.h"
+#include "runtime/checkpoint/TensorHash.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/trainer/Hash.h"
 #include <algorithm>
@@ -55,6 +56,65 @@ int copiesOf(const StageSpec &stage, size_t p) {
   return stage.buffers[size_t(stage.params[p].buffer)].layer ? stage.layers : 1;
 }
 
+int modelLayers(const TrainerSpec &spec) {
+  int layers = 0;
+  for (const StageSpec &stage : spec.stages)
+    layers += stage.layers;
+  return layers;
+}
+
+namespace {
+
+/// Every tensor name of the whole model's checkpoint (every stage's).
+std::set<std::string, std::less<>> modelTensorNames(const TrainerSpec &spec) {
+  std::set<std::string, std::less<>> names;
+  for (const StageSpec &stage : spec.stages)
+    for (size_t p = 0; p < stage.params.size(); ++p)
+      for (int l = 0; l < copiesOf(stage, p); ++l)
+        for (ParamTensor what : allTensors)
+          names.insert(tensorName(stage, p, l) + suffixOf(what));
+  return names;
+}
+
+/// The layer count the names of a checkpoint's layer tensors imply (the
+/// largest N of "layers.N." plus one), or 0.
+int layersNamedIn(const SafetensorsFile &file) {
+  int layers = 0;
+  for (const TensorData &t : file.tensors) {
+    if (t.name.rfind("layers.", 0) != 0)
+      continue;
+    int n = 0;
+    auto [end, ec] = std::from_chars(t.name.data() + 7, t.name.data() + t.name.size(), n);
+    if (ec == std::errc() && end < t.name.data() + t.name.size() && *end == '.')
+      layers = std::max(layers, n + 1);
+  }
+  return layers;
+}
+
+} // namespace
+
+std::string structureProblem(const SafetensorsFile &file, const TrainerSpec &spec,
+                             const std::string &path) {
+  const int ours = modelLayers(spec);
+  auto recorded = file.metadata.find("layers");
+  const int theirs =
+      recorded != file.metadata.end() ? std::atoi(recorded->second.c_str()) : layersNamedIn(file);
+  if (theirs != 0 && theirs != ours)
+    return path + ": a checkpoint of " + std::to_string(theirs) + " layers of '" + spec.model +
+           "'; this model has " + std::to_string(ours) +
+           " (a model of the same name with another shape)";
+  const std::set<std::string, std::less<>> names = modelTensorNames(spec);
+  std::vector<std::string> extra;
+  for (const TensorData &t : file.tensors)
+    if (!names.count(t.name))
+      extra.push_back(t.name);
+  if (!extra.empty())
+    return path + ": holds " + std::to_string(extra.size()) + " tensor" +
+           (extra.size() == 1 ? "" : "s") + " this model does not have ('" + extra.front() + "'" +
+           (extra.size() > 1 ? ", ..." : "") + "): a checkpoint of another model of the same name";
+  return "";
+}
+
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
@@ -72,50 +132,6 @@ int64_t elementsOf(const ParamSpec &ps) {
 /// A tied weight is saved once, by the first stage.
 bool savedBy(const TrainerSpec &spec, size_t s, const ParamSpec &ps) {
   return !(ps.tiedAcrossStages && s + 1 == spec.stages.size() && spec.stages.size() > 1);
-}
-
-/// A hash of every tensor's name and bytes, in name order (the order a
-/// file is read back in): recorded in the metadata, so two checkpoints of
-/// one step with other contents (another run, another host's copy) have
-/// different identities, and a damaged file is found before it is used.
-uint64_t addToHash(uint64_t h, const TensorData &t) {
-  h = splitmix64(h ^ fnv1a(t.name));
-  const std::byte *p = t.bytes.data();
-  size_t n = t.bytes.size(), i = 0;
-  for (; i + 8 <= n; i += 8) {
-    uint64_t word;
-    std::memcpy(&word, p + i, 8);
-    h = splitmix64(h ^ word);
-  }
-  uint64_t tail = n - i;
-  for (; i < n; ++i)
-    tail = (tail << 8) | uint64_t(p[i]);
-  return splitmix64(h ^ tail);
-}
-
-constexpr uint64_t hashStart = 0x6d69737463686b70ull; // any fixed start
-
-uint64_t contentHash(const std::vector<TensorData> &tensors) {
-  std::vector<const TensorData *> byName;
-  for (const TensorData &t : tensors)
-    byName.push_back(&t);
-  std::sort(byName.begin(), byName.end(),
-            [](const TensorData *a, const TensorData *b) { return a->name < b->name; });
-  uint64_t h = hashStart;
-  for (const TensorData *tensor : byName)
-    h = addToHash(h, *tensor);
-  return h;
-}
-
-/// A tensor's own hash, recorded as metadata `hash:<name>`: each rank
-/// checks the tensors it reads without reading the others.
-uint64_t tensorHash(const TensorData &t) { return addToHash(hashStart, t); }
-constexpr const char *tensorHashPrefix = "hash:";
-
-std::string hex(uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", (unsigned long long)v);
-  return text;
 }
 
 bool isOptimizerTensor(const std::string &name) {
@@ -228,6 +244,7 @@ void saveCheckpoint(const std::string &dir, const TrainerSpec &spec, ProcessGrou
   }
   // Both files say which save they belong to: a resume takes them only as a pair.
   std::map<std::string, std::string> meta{{"model", spec.model},
+                                          {"layers", std::to_string(modelLayers(spec))},
                                           {"step", std::to_string(step)},
                                           {"seed", std::to_string(seed)},
                                           {"weights_dtype", nameOf(spec.weightDtype)},
@@ -278,14 +295,7 @@ std::string readPart(const std::string &path, const TrainerSpec &spec, const cha
     return path + ": a checkpoint of '" + metadata.at("model") + "', not of '" + spec.model + "'";
   // Each tensor read against the hash recorded when it was written (older
   // checkpoints have none).
-  for (const TensorData &t : file->tensors) {
-    auto recorded = metadata.find(tensorHashPrefix + t.name);
-    if (t.loaded && recorded != metadata.end() && recorded->second != hex(tensorHash(t)))
-      return path + ": tensor '" + t.name +
-             "' does not match the hash recorded when it was written (" + recorded->second +
-             "): a damaged or altered file";
-  }
-  return "";
+  return recordedHashProblem(*file, path);
 }
 
 std::string describe(const std::map<std::string, std::string> &metadata) {
@@ -357,6 +367,8 @@ OpenedCheckpoint openCheckpoint(const std::string &dir, const TrainerSpec &spec,
     std::sort(opened.file->tensors.begin(), opened.file->tensors.end(),
               [](const TensorData &a, const TensorData &b) { return a.name < b.name; });
   }
+  if (std::string problem = structureProblem(*opened.file, spec, opened.source); !problem.empty())
+    return fail(problem);
   const auto &metadata = opened.file->metadata;
   const std::string &stepText = metadata.at("step");
   auto [end, ec] = std::from_chars(stepText.data(), stepText.data() + stepText.size(), opened.step);

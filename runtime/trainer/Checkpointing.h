@@ -5,9 +5,12 @@
 /// and DIR/optimizer.safetensors their fp32 masters and Adam moments
 /// (`.master`, `.adam_m`, `.adam_v`); both hold every parameter as its full
 /// tensor in the canonical layout (a layer's as `layers.<l>.<name>`, with
-/// the model's layer index) and the same metadata: the step, seed, model,
-/// precision, learning-rate schedule, the plan and the data position, a hash
-/// of each of the file's tensors and the save they belong to. A save writes
+/// the model's layer index) and the same metadata: the step, seed, model
+/// and its layer count, precision, learning-rate schedule, the plan and the
+/// data position, a hash of each of the file's tensors and the save they
+/// belong to. A resume refuses a checkpoint of another shape of the model
+/// (another layer count, or tensors the model does not have) by name, as it
+/// refuses a tensor of another shape. A save writes
 /// the model file under a temporary name, replaces the optimizer file, then
 /// renames the model file: a save cut short leaves a pair a resume finds.
 /// Resuming reads both; a folder of an older trainer (one

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/checkpoint/TensorHash.h" // fnv1a
 #include "stdlib/kernels/init/InitialValuesMath.h"
 
 #include <cstdint>
@@ -16,13 +17,5 @@ namespace mist::rt {
 /// SplitMix64's finalizer, shared with the kernels that draw initial
 /// values on a GPU.
 using kernels::math::splitmix64;
-
-/// FNV-1a of a name.
-inline uint64_t fnv1a(const std::string &s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s)
-    h = (h ^ c) * 0x100000001b3ull;
-  return h;
-}
 
 } // namespace mist::rt
