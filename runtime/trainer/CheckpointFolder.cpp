@@ -67,6 +67,16 @@ void checkCheckpointFolder(const std::string &dir, int64_t bytes) {
 /// files of interrupted saves.
 void prepareOnRankZero(const std::string &dir, bool resume, int64_t bytes) {
   if (!resume) {
+    // A new run never replaces a checkpoint it did not write: the user says
+    // --resume to continue it (as Megatron-LM's --load), or names another folder.
+    for (const std::string &file :
+         {std::string(checkpointModelFile), std::string(checkpointOptimizerFile),
+          std::string(checkpointLegacyFile),
+          std::string(checkpointModelFile) + checkpointNextSuffix})
+      if (std::filesystem::exists(dir + "/" + file))
+        abortJob("the checkpoint folder " + dir + " holds a checkpoint (" + file +
+                 "): pass --resume to continue it, or another --ckpt-dir; a new run does not "
+                 "overwrite it");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec)

@@ -22,7 +22,8 @@
 
 namespace mist::rt {
 
-/// Rank 0 creates `dir` (unless resuming), checks that it takes a file and
+/// Rank 0 refuses a folder that holds a checkpoint unless resuming (a new
+/// run does not overwrite one), creates `dir`, checks that it takes a file and
 /// has room for `checkpointBytes`, and removes files that interrupted saves
 /// left; then, unless resuming, every rank checks that it sees the folder
 /// rank 0 writes. `hostOfRank` names each world rank's host for messages.

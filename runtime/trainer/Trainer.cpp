@@ -15,6 +15,7 @@
 #include "runtime/device/DeviceCommunicator.h"
 #include "runtime/ops/Ops.h"
 #include "runtime/trainer/CheckpointFolder.h"
+#include "runtime/trainer/CheckpointLock.h"
 #include "runtime/trainer/Checkpointing.h"
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/SbatchScript.h"
@@ -450,6 +451,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   if (o.resume)
     resumed = openCheckpointOnEveryRank(o.ckptDir, spec, stage, *world, hostOfRank);
   prepareCheckpointFolder(o.ckptDir, o.resume, checkpointBytes(spec), *world, hostOfRank);
+  // One job at a time saves into a folder: rank 0 holds its lock.
+  CheckpointLock folderLock;
+  if (!o.ckptDir.empty() && world->rank() == 0)
+    folderLock.acquire(o.ckptDir);
+  world->barrier(); // no rank goes on while rank 0 may still refuse the folder
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
   std::optional<TokenFile> tokenFile;
@@ -491,6 +497,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   for (int step = firstStep; step <= o.steps; ++step) {
     const float stepLr = schedule.at(step);
     const StepFigures f = trainStep(training, step, stepLr);
+    folderLock.touch();
     if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
       logStep(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
               samplesPerStep, ranks, f.seconds, offload);

@@ -65,6 +65,22 @@ grep -q "^srun --mpi=pmix --ntasks-per-node=2 --distribution=block:block --cpu-b
   "$work/sbatch.sh" || { cat "$work/sbatch.sh"; echo "sbatch: no srun line for the plan"; exit 1; }
 echo "sbatch: $(grep -c '^#SBATCH' "$work/sbatch.sh") #SBATCH lines, $(grep '^srun' "$work/sbatch.sh" | cut -c1-60)..."
 expect bad-threads 'mistrt: --threads takes 1 to 1024 threads per rank' --threads 0
+# A new run does not overwrite a checkpoint; a second job on a folder stops
+# at start; a dead job's lock is taken over.
+rm -rf "$work/held" && mkdir -p "$work/held"
+timeout 60 mpirun --oversubscribe -np "${RANKS:-2}" "$work/train" --steps 1 --ckpt-dir "$work/held" >/dev/null
+expect checkpoint-not-overwritten "mistrt: rank 0: the checkpoint folder .*held holds a checkpoint \(model.safetensors\): pass --resume" \
+  --steps 1 --ckpt-dir "$work/held"
+echo "$(hostname) $$ $(date +%s)" > "$work/held/.mistrt-lock" # this script: alive
+expect folder-locked "mistrt: rank 0: another job is using the checkpoint folder .*held" \
+  --steps 2 --ckpt-dir "$work/held" --resume
+echo "$(hostname) 2147483646 0" > "$work/held/.mistrt-lock" # no such process
+timeout 60 mpirun --oversubscribe -np "${RANKS:-2}" "$work/train" --steps 2 --ckpt-dir "$work/held" \
+  --resume > "$work/takeover.txt" 2>&1 || { cat "$work/takeover.txt"; exit 1; }
+grep -q "mistrt: taking over the lock of a job that ended without releasing it" "$work/takeover.txt" ||
+  { cat "$work/takeover.txt"; exit 1; }
+[[ ! -e $work/held/.mistrt-lock ]] || { echo "the lock outlived its job"; exit 1; }
+echo "stale-lock: taken over and released"
 # Rates the trainer's float cannot hold, and a wsd knob without wsd.
 expect lr-inf 'mistrt: --lr takes a positive learning rate between 1.2e-38 and 3.4e\+38, not inf' --lr inf
 expect lr-overflow 'mistrt: --lr takes a positive learning rate between 1.2e-38 and 3.4e\+38, not 1e39' --lr 1e39

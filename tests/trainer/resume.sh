@@ -89,7 +89,9 @@ for shape in "2 1" "1 2" "0 0"; do
     { d = $2 - $4; if (d < 0) d = -d; if ($1 != $3 || d > 1e-5 * $2) { print "step " $1 ": " $4 " vs " $2; bad = 1 } }
     END { exit bad }'
 done
-# A checkpoint written by two tp ranks (gathered) resumes on one rank.
+# A checkpoint written by two tp ranks (gathered) resumes on one rank. (A
+# new run refuses a folder that holds a checkpoint: each starts in its own.)
+rm -rf "$work/moved"
 run 1 2 --ckpt-dir "$work/moved" --stop-after 6 >/dev/null
 run 1 1 --ckpt-dir "$work/moved" --resume >/dev/null
 
@@ -102,6 +104,7 @@ run 0 0 --ckpt-dir "$work/ppcut" --ckpt-every 3 --stop-after 4 >/dev/null
 run 0 0 --ckpt-dir "$work/ppcut" --resume | losses >"$work/ppcut.txt"
 echo "two stages, stopped after step 4 and resumed:"; cat "$work/ppcut.txt"
 diff <(tail -3 "$work/ppfull.txt") "$work/ppcut.txt"
+rm -rf "$work/ppcut"
 run 0 0 --ckpt-dir "$work/ppcut" --ckpt-every 3 --stop-after 3 >/dev/null
 run 1 1 --ckpt-dir "$work/ppcut" --resume | losses >"$work/pp-to-one.txt"
 paste <(tail -3 "$work/full.txt") "$work/pp-to-one.txt" | awk '
@@ -128,6 +131,7 @@ cp "$work/step3/"*.safetensors "$work/cross/"
 run bf16 0 --ckpt-dir "$work/cross" --resume | losses >"$work/f32-to-bf16.txt"
 echo "the fp32 run's step-3 checkpoint resumed in bf16:"; cat "$work/f32-to-bf16.txt"
 within "$work/full.txt" "$work/f32-to-bf16.txt" 1e-3
+rm -rf "$work/cross"
 run bf16 0 --ckpt-dir "$work/cross" --ckpt-every 3 --stop-after 3 >/dev/null
 run 1 1 --ckpt-dir "$work/cross" --resume | losses >"$work/bf16-to-f32.txt"
 echo "the bf16 run's step-3 checkpoint resumed in fp32:"; cat "$work/bf16-to-f32.txt"
