@@ -25,6 +25,8 @@ constexpr size_t maxIntegerDigits = 18;
 /// Axes of a tensor: the .mist parser and the IR reader refuse more, so
 /// every IR dump reads back.
 constexpr size_t maxTensorAxes = 8;
+/// Pipeline stages of a plan (each holds a layer at least, and a GPU).
+constexpr int64_t maxStages = 4096;
 /// Training steps (warmup_steps, the trainer's --steps and the like): an
 /// int in train.cu and the trainer, and far beyond any real run.
 constexpr int64_t maxSteps = 1'000'000'000;

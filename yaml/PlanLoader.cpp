@@ -2,7 +2,6 @@
 #include "yaml/PlanLoader.h"
 
 #include "format/Limits.h"
-
 #include "yaml/YamlReader.h"
 #include <cstdint>
 
@@ -74,6 +73,11 @@ private:
     }
     if (n.size() == 0) {
       r.error(at, "a plan needs at least one stage");
+      return;
+    }
+    if (n.size() > size_t(limits::maxStages)) {
+      r.error(at, "a plan of " + std::to_string(n.size()) + " stages: mistc reads at most " +
+                      std::to_string(limits::maxStages));
       return;
     }
     // The end of the previous stage's range, when it was read correctly.
