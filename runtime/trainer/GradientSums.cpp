@@ -220,6 +220,13 @@ void GradientSums::reduceRegionGradients(StageRegion region) {
   const Event &lastFold = folded[slot(region)];
   if (lastFold.recorded())
     streams.wait(StreamKind::G2G, lastFold);
+  // A layer whose gradients are one array (StageMemory) and all reduced
+  // here: one all-reduce of the array, as the model prices a region's.
+  if (DeviceTensor *all = wholeLayerGradients(region, toReduce)) {
+    streams.run(StreamKind::G2G, "all-reduce gradients " + regionName(region),
+                [this, all] { groups.dp.allReduceSum(all->data(), all->size(), all->dtype()); });
+    return;
+  }
   streams.run(StreamKind::G2G,
               (sliced ? "reduce-scatter gradients " : "all-reduce gradients ") + regionName(region),
               [this, toReduce] {
@@ -233,6 +240,27 @@ void GradientSums::reduceRegionGradients(StageRegion region) {
                     offload.swapOut(s.grad, s.gradHost, spec.offloadGrads);
                 }
               });
+}
+
+DeviceTensor *GradientSums::wholeLayerGradients(StageRegion region, const Copies &toReduce) {
+  if (region.kind != RegionKind::Layer || sliced || spec.offloadGrads > 0)
+    return nullptr;
+  DeviceTensor &all = layers[size_t(region.layer)].allGradients;
+  if (all.empty())
+    return nullptr;
+  const std::byte *begin = static_cast<const std::byte *>(all.data()), *end = begin + all.bytes();
+  auto inside = [&](size_t p, size_t l) {
+    const auto *at = static_cast<const std::byte *>(gradSum(p, l).data());
+    return at >= begin && at < end;
+  };
+  // Every gradient of the array is reduced here, and nothing else.
+  size_t held = 0;
+  for (auto [p, l] : paramsOf(region))
+    held += inside(p, l) ? 1 : 0;
+  for (auto [p, l] : toReduce)
+    if (!state[p][l].sumsInPlace || !inside(p, l))
+      return nullptr;
+  return held == toReduce.size() ? &all : nullptr;
 }
 
 void GradientSums::reduceOverDp(size_t p, size_t copy) {

@@ -65,6 +65,9 @@ private:
   void foldInto(size_t p, size_t copy); ///< one micro-batch's gradient into the step's sum
   /// Whether reduceRegionGradients sums this parameter copy over dp.
   bool reducedPerRegion(size_t p, size_t copy) const;
+  /// A layer's gradients as one array when they are that (StageMemory) and
+  /// `toReduce` is all of them: reduced by one collective; else null.
+  DeviceTensor *wholeLayerGradients(StageRegion region, const Copies &toReduce);
   /// One parameter copy's step sum over dp: all-reduced, or under ZeRO-1
   /// reduce-scattered into the rank's slice.
   void reduceOverDp(size_t p, size_t copy);

@@ -4,6 +4,7 @@
 #include "runtime/comm/MpiCommunicator.h"
 #include <algorithm>
 #include <cstddef>
+#include <optional>
 
 namespace mist::rt {
 
@@ -39,6 +40,7 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
       recomputedMask[b] = true;
     }
   parameters = makeArrays(BufferRole::Parameter, true);
+  placeLayerGradients();
   scratch = makeArrays(BufferRole::Scratch, true);
   bind(parameters, BufferRole::Parameter);
   bind(scratch, BufferRole::Scratch);
@@ -78,6 +80,8 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
         continue;
       if (!allocateRecomputed && droppedBetweenPasses(f, b))
         continue;
+      if (role == BufferRole::Parameter && f > 0 && inLayerGradients(b))
+        continue; // a view of the layer's gradients (placeLayerGradients)
       // Offloaded activations: a layer's get memory when its forward begins
       // (StageMemory::refillSlot), so the layers not reached take none; so do
       // an interleaved stage's, chunk by chunk (the global frame's with the
@@ -105,6 +109,65 @@ StageMemory::Arrays StageMemory::makeArrays(BufferRole role, bool allocateRecomp
     }
   }
   return a;
+}
+
+bool StageMemory::inLayerGradients(size_t b) const {
+  // Summed in place for the whole step (GradientSums): else the buffers
+  // come and go region by region and are arrays of their own.
+  if (spec.zeroGrads || spec.offloadGrads > 0 || !spec.buffers[b].layer || aliasOf[b] >= 0)
+    return false;
+  for (const ParamSpec &ps : spec.params)
+    if (ps.grads.size() == 1 && ps.grads[0] == int(b))
+      return true;
+  return false;
+}
+
+namespace {
+/// Where each gradient starts in its layer's array: aligned for the
+/// kernels' vector loads and the GEMM library's preferred alignment.
+constexpr size_t gradientAlignment = 256;
+size_t aligned(size_t bytes) {
+  return (bytes + gradientAlignment - 1) / gradientAlignment * gradientAlignment;
+}
+} // namespace
+
+void StageMemory::placeLayerGradients() {
+  size_t bytes = 0;
+  std::optional<DType> type;
+  bool uniform = true;
+  for (size_t b = 0; b < spec.buffers.size(); ++b)
+    if (spec.buffers[b].elements > 0 && inLayerGradients(b)) {
+      bytes += aligned(size_t(spec.buffers[b].elements) * elementBytes(spec.buffers[b]));
+      uniform &= !type || *type == spec.buffers[b].dtype;
+      type = spec.buffers[b].dtype;
+    }
+  if (bytes == 0)
+    return;
+  if (!uniform) { // one collective sums one type: arrays of their own
+    for (size_t f = 1; f <= size_t(spec.layers); ++f)
+      for (size_t b = 0; b < spec.buffers.size(); ++b)
+        if (spec.buffers[b].elements > 0 && inLayerGradients(b))
+          parameters.floats[f][b].assignZeros(size_t(spec.buffers[b].elements));
+    return;
+  }
+  layerGradients.resize(size_t(spec.layers));
+  for (size_t f = 1; f <= size_t(spec.layers); ++f) {
+    DeviceArray<std::byte> &all = layerGradients[f - 1];
+    all.assignZeros(bytes);
+    size_t at = 0;
+    for (size_t b = 0; b < spec.buffers.size(); ++b) {
+      const BufferSpec &buf = spec.buffers[b];
+      if (buf.elements <= 0 || !inLayerGradients(b))
+        continue;
+      parameters.floats[f][b] =
+          DeviceTensor::view(all.data() + at, size_t(buf.elements), buf.dtype);
+      at += aligned(size_t(buf.elements) * elementBytes(buf));
+    }
+    // The padding between them is zero and stays so: the layer's
+    // reduction sums the whole array at once.
+    layerFrames[f - 1].allGradients =
+        DeviceTensor::view(all.data(), bytes / mist::rt::bytesOf(*type), *type);
+  }
 }
 
 bool StageMemory::handedOn(int b) const {

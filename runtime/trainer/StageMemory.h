@@ -6,7 +6,10 @@
 /// model counts:
 /// - parameters and their gradient buffers: one copy per layer, for the
 ///   whole run (the parameter store moves, gathers and offloads them); the
-///   gradient buffers of one parameter are one array (the ops accumulate);
+///   gradient buffers of one parameter are one array (the ops accumulate),
+///   and where the step sums them in place (no ZeRO-2, no gradient
+///   offload) a layer's gradients are consecutive in one allocation, so its
+///   reduction over dp is one collective;
 /// - saved activations (what the forward writes and the backward reads):
 ///   one set per slot, and as many slots as the stage's 1F1B order keeps
 ///   micro-batches between forward and backward. A micro-batch's forward
@@ -117,8 +120,16 @@ private:
   bool droppedBetweenPasses(size_t f, size_t b) const {
     return recomputedMask[b] && int(f) - 1 >= spec.layers - spec.ckptLayers;
   }
-  void freeGlobal(size_t b);        ///< a saved global buffer of the bound slot
-  Arrays parameters, scratch;       ///< scratch: views into the arenas, or own arrays
+  void freeGlobal(size_t b);  ///< a saved global buffer of the bound slot
+  Arrays parameters, scratch; ///< scratch: views into the arenas, or own arrays
+  /// Per layer, its weight gradients in one array (views of it in
+  /// `parameters`), where they are summed in place for the whole step: a
+  /// region's gradients are then one buffer, reduced over dp by one
+  /// collective as the model prices it (GradientSums).
+  std::vector<DeviceArray<std::byte>> layerGradients;
+  /// Whether buffer b is a layer parameter's gradient kept in layerGradients.
+  bool inLayerGradients(size_t b) const;
+  void placeLayerGradients();
   DeviceArray<std::byte> arenas[6]; ///< per run kind (2 x region + backward), held during it
   int boundSlot = 0;
   std::vector<Arrays> slotArrays;

@@ -107,6 +107,9 @@ public:
       release(i);
   }
   bool dropRecomputed = false;
+  /// A layer's weight gradients as one array, where StageMemory keeps them
+  /// so (summed in place for the step): empty otherwise.
+  DeviceTensor allGradients;
 
 private:
   std::vector<DeviceTensor *> floats;
