@@ -123,10 +123,12 @@ std::vector<PlacementFinding> checkPlacement(const RankLayout &layout,
   }
   for (const auto &[host, ranks] : hosts)
     if (int(ranks.size()) > perHost)
-      findings.push_back({false, "host " + host + " runs " + std::to_string(ranks.size()) +
-                                     " ranks (" + rankList(ranks) + "), and a node of the " +
-                                     cluster.name + " cluster has " + std::to_string(perHost) +
-                                     " GPUs: on GPUs ranks would share devices; " + fix});
+      findings.push_back({false,
+                          "host " + host + " runs " + std::to_string(ranks.size()) + " ranks (" +
+                              rankList(ranks) + "), and a node of the " + cluster.name +
+                              " cluster has " + std::to_string(perHost) +
+                              " GPUs: on GPUs ranks would share devices; " + fix,
+                          /*sharesGpus=*/true});
   return findings;
 }
 

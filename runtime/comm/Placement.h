@@ -36,6 +36,9 @@ struct PlannedCluster {
 struct PlacementFinding {
   bool refuses = false; ///< the job must not run like this (a warning otherwise)
   std::string text;
+  /// More ranks on a host than its node has GPUs: ranks would share a GPU,
+  /// which the trainer refuses on GPUs (on CPU ranks cores are the devices).
+  bool sharesGpus = false;
 };
 
 /// The findings for a job whose world rank r runs on `hostOfRank[r]`, in

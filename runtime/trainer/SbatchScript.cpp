@@ -59,7 +59,9 @@ std::string sbatchScript(const TrainerSpec &spec, const Options &o, int argc, ch
   s += "set -euo pipefail\n";
   s += "# Consecutive ranks on each node (block), as the plan places tp groups and stages;\n"
        "# `srun --mpi=list` must list pmix (Open MPI does not start under pmi2 or none).\n";
-  s += "srun --mpi=pmix --ntasks-per-node=" + std::to_string(perNode) +
+  s += "# --kill-on-bad-exit=1: a rank that dies ends the job at once (else the others wait\n"
+       "# in their next collective until the time limit).\n";
+  s += "srun --mpi=pmix --kill-on-bad-exit=1 --ntasks-per-node=" + std::to_string(perNode) +
        " --distribution=block:block --cpu-bind=cores " + command + "\n";
   return s;
 }

@@ -76,8 +76,10 @@ void checkHosts(const TrainerSpec &spec, const RankLayout &layout,
   const bool root = layout.myWorldRank == 0;
   if (root && hostOfRank.size() > 1 && hostOfRank.front() != hostOfRank.back())
     std::printf("mistrt: ranks on hosts %s\n", describeHosts(hostOfRank).c_str());
+  // On GPUs, ranks sharing a GPU would run out of its memory or crawl.
+  const bool onGpus = std::string(device::backendName()) == "cuda";
   for (const PlacementFinding &f : findings) {
-    if (f.refuses && !anyPlacement)
+    if ((f.refuses || (f.sharesGpus && onGpus)) && !anyPlacement)
       abortJobTogether(world, "placement: " + f.text + " (--any-placement runs it anyway)");
     if (root)
       std::fprintf(stderr, "mistrt: warning: placement: %s\n", f.text.c_str());

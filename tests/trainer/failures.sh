@@ -61,7 +61,7 @@ expect bad-flag 'unknown flag --bogus' --bogus
 # --print-sbatch needs no launcher: a script bash accepts, passing the other flags on.
 "$work/train" --print-sbatch --steps 5 --data "$work/my tokens.bin" >"$work/sbatch.sh"
 bash -n "$work/sbatch.sh" || { cat "$work/sbatch.sh"; echo "sbatch: not a valid script"; exit 1; }
-grep -q "^srun --mpi=pmix --ntasks-per-node=2 --distribution=block:block --cpu-bind=cores $work/train --steps 5 --data '$work/my tokens.bin'\$" \
+grep -q "^srun --mpi=pmix --kill-on-bad-exit=1 --ntasks-per-node=2 --distribution=block:block --cpu-bind=cores $work/train --steps 5 --data '$work/my tokens.bin'\$" \
   "$work/sbatch.sh" || { cat "$work/sbatch.sh"; echo "sbatch: no srun line for the plan"; exit 1; }
 echo "sbatch: $(grep -c '^#SBATCH' "$work/sbatch.sh") #SBATCH lines, $(grep '^srun' "$work/sbatch.sh" | cut -c1-60)..."
 expect bad-threads 'mistrt: --threads takes 1 to 1024 threads per rank' --threads 0

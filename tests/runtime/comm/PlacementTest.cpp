@@ -117,7 +117,9 @@ TEST(Placement, MoreRanksOnAHostThanANodeHasGpus) {
                                        Launcher{LauncherKind::Slurm});
   ASSERT_FALSE(findings.empty());
   const PlacementFinding &last = findings.back();
+  // A warning on CPU ranks; the trainer refuses it on GPUs (sharesGpus).
   EXPECT_FALSE(last.refuses);
+  EXPECT_TRUE(last.sharesGpus);
   EXPECT_NE(last.text.find("host a runs 3 ranks (0-2), and a node of the pairs cluster has 2 GPUs"),
             std::string::npos)
       << last.text;

@@ -41,8 +41,9 @@ TEST(SbatchScript, FillsNodesWithConsecutiveRanks) {
   EXPECT_TRUE(has(s, "#SBATCH --nodes=2\n")) << s;
   EXPECT_TRUE(has(s, "#SBATCH --ntasks-per-node=8\n")) << s;
   EXPECT_TRUE(has(s, "#SBATCH --gpus-per-node=8\n")) << s;
-  EXPECT_TRUE(has(s, "srun --mpi=pmix --ntasks-per-node=8 --distribution=block:block "
-                     "--cpu-bind=cores /opt/run/train --steps 9\n"))
+  EXPECT_TRUE(
+      has(s, "srun --mpi=pmix --kill-on-bad-exit=1 --ntasks-per-node=8 --distribution=block:block "
+             "--cpu-bind=cores /opt/run/train --steps 9\n"))
       << s; // the command line without --print-sbatch
 }
 
