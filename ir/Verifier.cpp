@@ -4,6 +4,7 @@
 #include "format/Limits.h"
 #include "ir/Printer.h"
 
+#include <cmath>
 #include <unordered_set>
 
 using namespace mist;
@@ -68,6 +69,7 @@ private:
         if (const Attr *a = op->attr(flag); a && !std::holds_alternative<bool>(*a))
           fail(op->loc, std::string("attribute '") + flag + "' of " + opName(op->kind).str() +
                             " must be true or false");
+      checkAttributeKinds(*op);
       if (op->operands.size() < minOperands(op->kind))
         fail(op->loc, opName(op->kind) + " needs at least " +
                           std::to_string(minOperands(op->kind)) + " operands");
@@ -89,6 +91,56 @@ private:
         fail(r.loc, "yielded value '%" + y->name + "' is not defined in the " + regionName(r.kind) +
                         " region");
   }
+  /// Attributes are read by kind (Op::realAttr, dimAttr, enumAttr), each
+  /// with a default: one of another kind would silently read as the
+  /// default (`theta = 500000` is a size, and rope would use 10000). So each
+  /// known attribute must be of its kind and in its range, as sema makes
+  /// them from a .mist file; an attention's query heads must divide by its
+  /// key/value heads.
+  void checkAttributeKinds(const Op &op) {
+    const std::string what = " of " + opName(op.kind).str();
+    for (const char *name : {"eps", "theta", "p", "dropout"})
+      if (const Attr *a = op.attr(name)) {
+        const double *v = std::get_if<double>(a);
+        const bool probability = std::string(name) == "p" || std::string(name) == "dropout";
+        if (!v)
+          fail(op.loc, std::string("attribute '") + name + "'" + what +
+                           " must be a real number, such as 1.0");
+        else if (!std::isfinite(*v) || (probability && !(*v >= 0 && *v < 1)))
+          fail(op.loc, std::string("attribute '") + name + "'" + what +
+                           (probability ? " must be a probability in [0, 1)" : " must be finite"));
+      }
+    for (const char *name : {"heads", "kv_heads", "head_dim", "rotary_dim", "start", "size"})
+      if (const Attr *a = op.attr(name)) {
+        const Expr *e = std::get_if<Expr>(a);
+        if (!e) {
+          fail(op.loc, std::string("attribute '") + name + "'" + what + " must be a size");
+          continue;
+        }
+        std::optional<int64_t> n = exprToInt(*e);
+        if (n && (*n < 0 || (*n == 0 && std::string(name) != "start")))
+          fail(op.loc, std::string("attribute '") + name + "'" + what + " must be positive");
+      }
+    if (const Attr *a = op.attr("shard")) {
+      // The words of frontend/Builtins.cpp's signatures, per op.
+      const bool linear = op.kind == OpKind::Linear || op.kind == OpKind::LinearGrad;
+      const EnumWord *w = std::get_if<EnumWord>(a);
+      const bool ok = w && (w->word == "none" || (linear ? w->word == "column" || w->word == "row"
+                                                         : w->word == "vocab"));
+      if (!ok)
+        fail(op.loc, "attribute 'shard'" + what + " must be " +
+                         (linear ? "none, column or row" : "none or vocab"));
+    }
+    if (op.kind == OpKind::Attention || op.kind == OpKind::AttentionGrad) {
+      std::optional<Expr> heads = op.dimAttr("heads"), kv = op.dimAttr("kv_heads");
+      const int64_t h = heads ? exprToInt(*heads).value_or(0) : 0,
+                    k = kv ? exprToInt(*kv).value_or(0) : 0;
+      if (h > 0 && k > 0 && h % k != 0)
+        fail(op.loc, "attention: " + std::to_string(h) + " query heads do not divide into " +
+                         std::to_string(k) + " key/value heads");
+    }
+  }
+
   /// Operands the cost model and later passes index without checking.
   static size_t minOperands(OpKind k) {
     switch (k) {
