@@ -152,6 +152,9 @@ struct TrainConfig {
   /// --cluster overrides it.
   std::string cluster;
   llvm::SMLoc clusterLoc; ///< where the train section names it
+  /// Where the train section sets dtype, grad_dtype and master_dtype (none
+  /// when it does not, or for IR input).
+  llvm::SMLoc dtypeLoc, gradDtypeLoc, masterDtypeLoc;
   llvm::SMLoc loc;        ///< the train section (none when the model has none)
   DType gradientDtype() const {
     if (gradDtype)

@@ -244,20 +244,31 @@ bool checkTrainable(const Module &m, DiagnosticEngine &diag) {
   // The runtime stores fp32 and bf16 tensors (runtime/device/DType.h) and
   // keeps fp32 masters and moments; f16 would need dynamic loss scaling,
   // which it does not have.
-  for (auto [key, t] :
-       {std::pair{"dtype", m.train.dtype}, std::pair{"grad_dtype", m.train.gradientDtype()}})
-    if (t != DType::F32 && t != DType::BF16) {
-      diag.error({}, fmt::format("the trainer runs {0} = f32 or bf16, not {1} ({1} training needs "
-                                 "dynamic loss scaling, which the trainer does not do yet): put "
-                                 "`{0} = bf16` in the model's train section",
-                                 key, dtypeName(t).str()));
+  // Located at the train section's key where it names the dtype.
+  const TrainConfig &train = m.train;
+  struct Choice {
+    const char *key;
+    DType type;
+    llvm::SMLoc at;
+  };
+  for (const Choice &c :
+       {Choice{"dtype", train.dtype, train.dtypeLoc},
+        Choice{"grad_dtype", train.gradientDtype(),
+               train.gradDtypeLoc.isValid() ? train.gradDtypeLoc : train.dtypeLoc}})
+    if (c.type != DType::F32 && c.type != DType::BF16) {
+      diag.error(c.at.isValid() ? c.at : train.loc,
+                 fmt::format("the trainer runs {0} = f32 or bf16, not {1} ({1} training needs "
+                             "dynamic loss scaling, which the trainer does not do yet): put "
+                             "`{0} = bf16` in the model's train section",
+                             c.key, dtypeName(c.type).str()));
       return false;
     }
   if (m.train.masterDtype != DType::F32) {
-    diag.error({}, fmt::format("the trainer keeps fp32 master weights and Adam moments, not "
-                               "master_dtype = {}: remove master_dtype from the train section "
-                               "(f32 is its default)",
-                               dtypeName(m.train.masterDtype).str()));
+    diag.error(train.masterDtypeLoc.isValid() ? train.masterDtypeLoc : train.loc,
+               fmt::format("the trainer keeps fp32 master weights and Adam moments, not "
+                           "master_dtype = {}: remove master_dtype from the train section "
+                           "(f32 is its default)",
+                           dtypeName(m.train.masterDtype).str()));
     return false;
   }
   // train.cu holds these as float and int: a value that would not survive
