@@ -245,8 +245,9 @@ bool IRGen::evalTrainEntry(const TrainEntry &e, int64_t &seqLen) {
       t.gradDtype = *dt;
     else
       (k == "dtype" ? t.dtype : t.masterDtype) = *dt;
-    (k == "dtype" ? t.dtypeLoc : k == "grad_dtype" ? t.gradDtypeLoc : t.masterDtypeLoc) =
-        e.value->loc();
+    (k == "dtype"        ? t.dtypeLoc
+     : k == "grad_dtype" ? t.gradDtypeLoc
+                         : t.masterDtypeLoc) = e.value->loc();
   } else if (k == "cluster") {
     auto *str = llvm::dyn_cast<StringExpr>(e.value.get());
     if (!str || str->value.empty())

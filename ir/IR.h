@@ -155,7 +155,7 @@ struct TrainConfig {
   /// Where the train section sets dtype, grad_dtype and master_dtype (none
   /// when it does not, or for IR input).
   llvm::SMLoc dtypeLoc, gradDtypeLoc, masterDtypeLoc;
-  llvm::SMLoc loc;        ///< the train section (none when the model has none)
+  llvm::SMLoc loc; ///< the train section (none when the model has none)
   DType gradientDtype() const {
     if (gradDtype)
       return *gradDtype;
