@@ -673,6 +673,76 @@ bool moveStagedFiles(const std::string &staging, const std::string &dir,
   return true;
 }
 
+/// The checkpoint at `checkpointPath` (a trainer's folder: its model file;
+/// or a safetensors file) when it is of this model: its metadata names the
+/// model, every tensor matches the hash recorded for it, and it holds no
+/// tensor the model lacks. `source` gets the file read, `expected` every
+/// tensor name of the model with its shape; nullopt after reporting.
+std::optional<rt::SafetensorsFile> readCheckpointOfModel(
+    const Module &m, const ExportModel &e, const std::string &checkpointPath, std::string &source,
+    std::optional<std::map<std::string, std::vector<int64_t>>> &expected, DiagnosticEngine &diag) {
+  std::string error;
+  // A checkpoint folder: its model file holds the weights (the optimizer
+  // file beside it is not needed); a file: read as it is.
+  std::error_code isDir;
+  source = std::filesystem::is_directory(checkpointPath, isDir)
+               ? checkpointPath + "/model.safetensors"
+               : checkpointPath;
+  auto ckpt = rt::readSafetensors(source, error);
+  if (!ckpt) {
+    diag.error({}, "--checkpoint: " + error);
+    return std::nullopt;
+  }
+  auto model = ckpt->metadata.find("model");
+  if (model == ckpt->metadata.end() || model->second != m.name) {
+    diag.error({}, fmt::format("--checkpoint: {} is {}, not of model '{}'", source,
+                               model == ckpt->metadata.end()
+                                   ? "not a trainer checkpoint (no 'model' in its metadata)"
+                                   : "a checkpoint of '" + model->second + "'",
+                               m.name));
+    return std::nullopt;
+  }
+  if (std::string damaged = rt::recordedHashProblem(*ckpt, source); !damaged.empty()) {
+    diag.error({}, "--checkpoint: " + damaged);
+    return std::nullopt;
+  }
+  // The checkpoint must be of this model's shape: its layer count and every
+  // tensor's shape, as the trainer's resume asks (a same-named model of
+  // another size would otherwise export under this one's config).
+  expected = expectedShapes(m, e.layers, diag);
+  if (!expected)
+    return std::nullopt;
+  for (const rt::TensorData &t : ckpt->tensors)
+    if (!expected->count(t.name)) {
+      diag.error({}, fmt::format("--checkpoint: {} holds '{}', which model '{}' ({} layers) does "
+                                 "not have: a checkpoint of another shape of the model",
+                                 source, t.name, m.name, e.layers));
+      return std::nullopt;
+    }
+  return ckpt;
+}
+
+/// Writes `tensors` and `config` into folder `dir`: staged beside it and
+/// moved in only when both files are whole, so a full disk leaves `dir` as
+/// it was.
+bool writeExportFolder(const std::string &dir, const std::vector<rt::TensorData> &tensors,
+                       const std::string &config, DiagnosticEngine &diag) {
+  std::string staging;
+  if (!stageFolder(dir, staging, diag))
+    return false;
+  StagingCleanup cleanup{staging};
+  if (auto failed =
+          rt::writeSafetensors(staging + "/model.safetensors", tensors, {{"format", "pt"}})) {
+    diag.error({}, *failed);
+    return false;
+  }
+  OutputFile file(staging + "/config.json", "config.json", diag);
+  if (file.failed())
+    return false;
+  file.os() << config;
+  return file.commit() && moveStagedFiles(staging, dir, {"model.safetensors", "config.json"}, diag);
+}
+
 } // namespace
 
 bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
@@ -683,46 +753,13 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
   auto plan = roles ? matcher.tensors(*roles, family) : std::nullopt;
   if (!plan)
     return false;
-  std::string error;
-  // A checkpoint folder: its model file holds the weights (the optimizer
-  // file beside it is not needed); a file: read as it is.
-  std::error_code isDir;
-  const std::string source = std::filesystem::is_directory(checkpointPath, isDir)
-                                 ? checkpointPath + "/model.safetensors"
-                                 : checkpointPath;
-  auto ckpt = rt::readSafetensors(source, error);
-  if (!ckpt) {
-    diag.error({}, "--checkpoint: " + error);
-    return false;
-  }
-  auto model = ckpt->metadata.find("model");
-  if (model == ckpt->metadata.end() || model->second != m.name) {
-    diag.error({}, fmt::format("--checkpoint: {} is {}, not of model '{}'", source,
-                               model == ckpt->metadata.end()
-                                   ? "not a trainer checkpoint (no 'model' in its metadata)"
-                                   : "a checkpoint of '" + model->second + "'",
-                               m.name));
-    return false;
-  }
-  if (std::string damaged = rt::recordedHashProblem(*ckpt, source); !damaged.empty()) {
-    diag.error({}, "--checkpoint: " + damaged);
-    return false;
-  }
   const ExportModel e = exportModelOf(m);
-  // The checkpoint must be of this model's shape: its layer count and every
-  // tensor's shape, as the trainer's resume asks (a same-named model of
-  // another size would otherwise export under this one's config).
-  std::optional<std::map<std::string, std::vector<int64_t>>> expected =
-      expectedShapes(m, e.layers, diag);
-  if (!expected)
+  std::string source;
+  std::optional<std::map<std::string, std::vector<int64_t>>> expected;
+  std::optional<rt::SafetensorsFile> ckpt =
+      readCheckpointOfModel(m, e, checkpointPath, source, expected, diag);
+  if (!ckpt)
     return false;
-  for (const rt::TensorData &t : ckpt->tensors)
-    if (!expected->count(t.name)) {
-      diag.error({}, fmt::format("--checkpoint: {} holds '{}', which model '{}' ({} layers) does "
-                                 "not have: a checkpoint of another shape of the model",
-                                 source, t.name, m.name, e.layers));
-      return false;
-    }
   std::vector<rt::TensorData> out;
   std::vector<int64_t> tableShape;
   int64_t ffn = 0, positions = e.seqLen;
@@ -806,25 +843,8 @@ bool mist::exportHuggingFace(const Module &m, const std::string &checkpointPath,
       }
       out.push_back(std::move(d));
     }
-  // Both files are written into a staging folder beside `dir` and moved in
-  // only when both are whole: a full disk leaves `dir` as it was.
-  std::string staging;
-  if (!stageFolder(dir, staging, diag))
-    return false;
-  StagingCleanup cleanup{staging};
-  if (auto failed = rt::writeSafetensors(staging + "/model.safetensors", out, {{"format", "pt"}})) {
-    diag.error({}, *failed);
-    return false;
-  }
-  {
-    OutputFile config(staging + "/config.json", "config.json", diag);
-    if (config.failed())
-      return false;
-    config.os() << configJson(m, family, tableShape, ffn, positions, matcher);
-    if (!config.commit())
-      return false;
-  }
-  if (!moveStagedFiles(staging, dir, {"model.safetensors", "config.json"}, diag))
+  if (!writeExportFolder(dir, out, configJson(m, family, tableShape, ffn, positions, matcher),
+                         diag))
     return false;
   llvm::errs() << fmt::format("mistc: {} ({} tensors, step {} of {}) written to {} as {}\n", m.name,
                               out.size(),
