@@ -25,8 +25,8 @@ namespace mist::rt {
 /// Rank 0 refuses a folder that holds a checkpoint unless resuming (a new
 /// run does not overwrite one), creates `dir`, checks that it takes a file and
 /// has room for `checkpointBytes`, and removes files that interrupted saves
-/// left; then, unless resuming, every rank checks that it sees the folder
-/// rank 0 writes. `hostOfRank` names each world rank's host for messages.
+/// left; then every rank checks that it sees the folder rank 0 writes (a
+/// resume too: node-local copies of one checkpoint would drift apart). `hostOfRank` names each world rank's host for messages.
 /// Collective over `world`.
 void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkpointBytes,
                              MpiCommunicator &world, const std::vector<std::string> &hostOfRank);

@@ -96,4 +96,12 @@ timeout 120 mpirun --oversubscribe -np 2 "$work/dp2" --steps 2 --ckpt-dir "$work
 cp "$work/older/"*.safetensors "$hosts/local-hostb/ck/"
 refused resume-older "the ranks did not find the same checkpoint .*\(hosta \(rank 0\): step 4, checkpoint [0-9a-f]{16}; hostb \(rank 1\): step 2, checkpoint [0-9a-f]{16}\)" \
   --host hosta:1,hostb:1 -np 2 "$work/dp2" --steps 6 --ckpt-dir "$hosts/local/ck" --resume
+# Identical node-local copies resume the same checkpoint, but rank 0's next
+# save would reach its host only: refused at start too.
+rm -rf "$hosts/local-hosta/ck" "$hosts/local-hostb/ck"
+mkdir -p "$hosts/local-hosta/ck" "$hosts/local-hostb/ck"
+cp "$work/shared/"*.safetensors "$hosts/local-hosta/ck/"
+cp "$work/shared/"*.safetensors "$hosts/local-hostb/ck/"
+refused resume-identical-copies "not every rank sees the checkpoint folder $hosts/local/ck that rank 0 writes \(hosta \(rank 0\): sees it; hostb \(rank 1\): (cannot open|reads another job)" \
+  --host hosta:1,hostb:1 -np 2 "$work/dp2" --steps 6 --ckpt-dir "$hosts/local/ck" --resume
 echo "two-host checks passed"
