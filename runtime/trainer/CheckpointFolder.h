@@ -26,8 +26,8 @@ namespace mist::rt {
 /// run does not overwrite one), creates `dir`, checks that it takes a file and
 /// has room for `checkpointBytes`, and removes files that interrupted saves
 /// left; then every rank checks that it sees the folder rank 0 writes (a
-/// resume too: node-local copies of one checkpoint would drift apart). `hostOfRank` names each world rank's host for messages.
-/// Collective over `world`.
+/// resume too: node-local copies of one checkpoint would drift apart). `hostOfRank` names each
+/// world rank's host for messages. Collective over `world`.
 void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkpointBytes,
                              MpiCommunicator &world, const std::vector<std::string> &hostOfRank);
 
