@@ -3,6 +3,9 @@
 
 #include "format/Limits.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace mist {
 
 const char *rangeProblem(double v, Range range) {
@@ -32,6 +35,25 @@ const char *rangeProblem(double v, Range range) {
                : nullptr;
   }
   return nullptr;
+}
+
+std::optional<double> scalarReal(std::string_view text) {
+  if (text.empty() || text.find_first_not_of("0123456789+-.eE") != std::string_view::npos)
+    return std::nullopt;
+  const std::string copy(text); // strtod wants a terminated string
+  char *end = nullptr;
+  const double v = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size())
+    return std::nullopt;
+  return v;
+}
+
+std::optional<bool> scalarBool(std::string_view text) {
+  if (text == "true" || text == "True" || text == "TRUE")
+    return true;
+  if (text == "false" || text == "False" || text == "FALSE")
+    return false;
+  return std::nullopt;
 }
 
 } // namespace mist

@@ -5,6 +5,9 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <optional>
+#include <string_view>
+
 namespace mist {
 
 enum class Range {
@@ -26,5 +29,13 @@ enum class Need { Required, Optional };
 
 /// What `v` fails of `range` ("must be positive"), or null when it lies in it.
 const char *rangeProblem(double v, Range range);
+
+/// A plain scalar's text as the readers take a number: digits, sign, point
+/// and exponent only, the whole text (so "0x10", "inf" and "1e5 GB" are
+/// not numbers); nullopt otherwise. The value may be inf (the caller says
+/// "out of range").
+std::optional<double> scalarReal(std::string_view text);
+/// true/True/TRUE and false/False/FALSE; nullopt otherwise.
+std::optional<bool> scalarBool(std::string_view text);
 
 } // namespace mist

@@ -47,39 +47,25 @@ bool yamlInt(YamlProblems &p, const YamlNode &n, const std::string &what, int &o
 
 bool yamlReal(YamlProblems &p, const YamlNode &n, const std::string &what, double &out,
               Range range) {
-  const std::string &s = n.text;
-  bool ok = n.plain() && !s.empty() && s.find_first_not_of("0123456789+-.eE") == std::string::npos;
-  double v = 0;
-  if (ok) {
-    char *end = nullptr;
-    v = std::strtod(s.c_str(), &end);
-    ok = end == s.c_str() + s.size();
-  }
-  if (!ok) {
+  const std::optional<double> v = n.plain() ? scalarReal(n.text) : std::nullopt;
+  if (!v) {
     p.at(n, "expected a number for " + what + ", found " + describeYaml(n));
     return false;
   }
-  if (!std::isfinite(v)) {
+  if (!std::isfinite(*v)) {
     p.at(n, what + " is out of range");
     return false;
   }
-  if (!checkRange(p, n, what, v, range))
+  if (!checkRange(p, n, what, *v, range))
     return false;
-  out = v;
+  out = *v;
   return true;
 }
 
 bool yamlBool(YamlProblems &p, const YamlNode &n, const std::string &what, bool &out) {
-  if (n.plain()) {
-    const std::string &s = n.text;
-    if (s == "true" || s == "True" || s == "TRUE") {
-      out = true;
-      return true;
-    }
-    if (s == "false" || s == "False" || s == "FALSE") {
-      out = false;
-      return true;
-    }
+  if (const std::optional<bool> b = n.plain() ? scalarBool(n.text) : std::nullopt) {
+    out = *b;
+    return true;
   }
   p.at(n, "expected true or false for " + what + ", found " + describeYaml(n));
   return false;

@@ -251,40 +251,25 @@ bool YamlReader::toInt(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &w
 
 bool YamlReader::toReal(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, double &out,
                         Range range) {
-  bool ok = isPlainScalar(n) && !n.Scalar().empty() &&
-            n.Scalar().find_first_not_of("0123456789+-.eE") == std::string::npos;
-  double v = 0;
-  if (ok) {
-    const char *begin = n.Scalar().c_str();
-    char *end = nullptr;
-    v = std::strtod(begin, &end);
-    ok = end == begin + n.Scalar().size();
-  }
-  if (!ok) {
+  const std::optional<double> v = isPlainScalar(n) ? scalarReal(n.Scalar()) : std::nullopt;
+  if (!v) {
     diag.error(at, "expected a number for " + what + ", found " + describe(n));
     return false;
   }
-  if (!std::isfinite(v)) {
+  if (!std::isfinite(*v)) {
     diag.error(at, what + " is out of range");
     return false;
   }
-  if (!checkRange(v, at, what, range))
+  if (!checkRange(*v, at, what, range))
     return false;
-  out = v;
+  out = *v;
   return true;
 }
 
 bool YamlReader::toBool(const YAML::Node &n, llvm::SMLoc at, const llvm::Twine &what, bool &out) {
-  if (isPlainScalar(n)) {
-    llvm::StringRef s = n.Scalar();
-    if (s == "true" || s == "True" || s == "TRUE") {
-      out = true;
-      return true;
-    }
-    if (s == "false" || s == "False" || s == "FALSE") {
-      out = false;
-      return true;
-    }
+  if (const std::optional<bool> b = isPlainScalar(n) ? scalarBool(n.Scalar()) : std::nullopt) {
+    out = *b;
+    return true;
   }
   diag.error(at, "expected true or false for " + what + ", found " + describe(n));
   return false;

@@ -29,19 +29,13 @@ ActivationStash::ActivationStash(const StageSpec &stage, StageMemory &memory,
   }
 }
 
-void ActivationStash::begin(int mb, int chunk) {
-  if (chunk > 0) {
+int ActivationStash::slotFor(int mb, int chunk) {
+  if (chunk > 0) { // a later chunk of a micro-batch in flight: its slot
     auto it = slotOf.find(mb);
     if (it == slotOf.end())
       abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) +
                " through chunk " + std::to_string(chunk) + " before chunk 0's");
-    memory.bindSlot(it->second);
-    if (chunk == globalChunk())
-      memory.refillSlot(0);
-    if (spec.offloadActivations <= 0) // else prepareLayer, layer by layer
-      for (int l = chunkFirstLayer(chunk); l < chunkFirstLayer(chunk) + chunkLayers(); ++l)
-        memory.refillSlot(1 + l);
-    return;
+    return it->second;
   }
   if (slotOf.count(mb))
     abortJob("the schedule runs the forward of micro-batch " + std::to_string(mb) + " twice");
@@ -52,20 +46,25 @@ void ActivationStash::begin(int mb, int chunk) {
   const int slot = freeSlots.back();
   freeSlots.pop_back();
   slotOf[mb] = slot;
-  memory.bindSlot(slot);
-  // What the last backward from this slot freed; with activation offload
-  // each layer's comes back when its forward begins (prepareLayer), so the
-  // layers the forward has not reached take no memory; so are a later
-  // chunk's, when its forward begins.
-  if (spec.offloadActivations > 0 || spec.chunks > 1) {
-    if (globalChunk() == 0)
-      memory.refillSlot(0);
-    if (spec.offloadActivations <= 0)
-      for (int l = 0; l < chunkLayers(); ++l)
-        memory.refillSlot(1 + l);
-  } else {
+  return slot;
+}
+
+void ActivationStash::begin(int mb, int chunk) {
+  memory.bindSlot(slotFor(mb, chunk));
+  // What the last backward from this slot freed. Without offload or chunks
+  // all of it at once; with activation offload each layer's comes back when
+  // its forward begins (prepareLayer), so the layers the forward has not
+  // reached take no memory; an interleaved stage's come back chunk by chunk
+  // (the global frame's with the chunk that runs pre or post).
+  if (spec.offloadActivations <= 0 && spec.chunks == 1) {
     memory.refillSlot(-1);
+    return;
   }
+  if (chunk == globalChunk())
+    memory.refillSlot(0);
+  if (spec.offloadActivations <= 0)
+    for (int l = chunkFirstLayer(chunk); l < chunkFirstLayer(chunk) + chunkLayers(); ++l)
+      memory.refillSlot(1 + l);
 }
 
 void ActivationStash::prepareLayer(int layer) {

@@ -74,6 +74,9 @@ private:
   /// slot out to host memory or back in.
   void moveFrame(int slot, int frame, bool out, const std::string &what);
   std::vector<int> freeSlots;
+  /// The slot of micro-batch `mb`'s forward through `chunk`: a free one for
+  /// chunk 0, the micro-batch's own after (a wrong order ends the job).
+  int slotFor(int mb, int chunk);
   /// The stage's layers of chunk `chunk`: [first, first + count).
   int chunkFirstLayer(int chunk) const { return chunk * (spec.layers / spec.chunks); }
   int chunkLayers() const { return spec.layers / spec.chunks; }
