@@ -4,7 +4,7 @@
 # not build on the GPU host: the tiny GPT's train.cu for the GPU-against-CPU
 # check, and the single-GPU GPT-3 trainers with their predictions
 # (bench/h100/make-trainers.sh), and a copy of the cuDNN frontend's headers.
-# All under bench/gpu/work/ (ignored by git): carry that folder with the device call.
+# All under bench/gpu/work/ (ignored by git): carry that folder to the GPU host.
 #   prepare.sh MISTC        (env: WORK, another folder to write; CUDNN_FRONTEND_INCLUDE,
 #                            the frontend's include folder, default /opt/cudnn-frontend/include)
 set -euo pipefail
@@ -50,4 +50,4 @@ else
     "CUDNN_FRONTEND_INCLUDE): the GPU host builds without cuDNN attention (fp32 kernels)" >&2
 fi
 git -C "$root" rev-parse HEAD > "$work/commit" 2>/dev/null || echo "not a git checkout" > "$work/commit"
-echo "prepare.sh: wrote $work (carry it with the device call)"
+echo "prepare.sh: wrote $work (carry it to the GPU host)"

@@ -27,7 +27,7 @@
 # DRY_RUN=1 runs here without a GPU (CI: ctest gpu-run-all-dry-run): it checks
 # that every file and tool a step needs is there, prints the commands instead
 # of running them, and runs the trainer summary on the committed logs of the
-# last GPU run, so a change to the trainer's log lines breaks CI, not a lease.
+# last GPU run, so a change to the trainer's log lines breaks CI, not a GPU run.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -50,7 +50,7 @@ if [[ $dry != 1 ]] && ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 
 missing=0
-need() { # need FILE...: every input a step reads must be there before the lease is spent
+need() { # need FILE...: every input a step reads must be there before the GPU time is spent
   for f in "$@"; do
     [[ -e $f ]] || { echo "run-all.sh: missing $f" >&2; missing=1; }
   done
