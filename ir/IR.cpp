@@ -123,6 +123,23 @@ void Module::assume(const Expr &dividend, const Expr &divisor) {
   assumptions.push_back({dividend, divisor});
 }
 
+void Module::dropBackward() {
+  for (Region *r : regions) {
+    if (!r->bwd)
+      continue;
+    for (auto &a : r->bwd->args)
+      usedNames.erase(a->name);
+    for (auto &op : r->bwd->ops)
+      for (auto &res : op->results)
+        usedNames.erase(res->name);
+    r->bwd.reset();
+  }
+  // The suffix hints assume every smaller suffix is taken: no longer so.
+  nextSuffix.clear();
+  state.differentiated = false;
+  dropCosts();
+}
+
 void Module::dropCosts() {
   for (Region *r : regions) {
     for (Block *b : {&r->fwd, r->bwd ? &*r->bwd : nullptr})

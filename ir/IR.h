@@ -166,6 +166,8 @@ struct TrainConfig {
 /// What has been done to the module; passes check and set these.
 struct ModuleState {
   bool shaped = false, tpSharded = false, differentiated = false, costed = false;
+  /// Sequence parallelism applied (the trainer's module for such a plan).
+  bool sequenceSplit = false;
 };
 
 class Module {
@@ -191,11 +193,17 @@ public:
   /// Removes every op cost and region summary and clears `costed`: a pass
   /// that rewrites ops calls it so no cost of the old ops is printed or used.
   void dropCosts();
+  /// Removes every backward block and clears `differentiated` (and the
+  /// costs), giving the gradients' names back, so that a pass can rewrite
+  /// the forward (sequence-parallel) and backward derive them again under
+  /// the same names.
+  void dropBackward();
 
 private:
-  std::set<std::string> usedNames; ///< never shrinks
+  std::set<std::string> usedNames; ///< shrinks only in dropBackward
   /// Per base name, the suffix to try first: every smaller one is taken
-  /// (names are never released), so uniqueName stays linear overall.
+  /// (dropBackward, which gives names back, clears the hints), so
+  /// uniqueName stays linear overall.
   std::map<std::string, unsigned> nextSuffix;
 };
 

@@ -330,6 +330,7 @@ bool IRParser::parseState() {
   while (tok.is(Tok::Ident)) {
     bool *flag = tok.text == "shaped"           ? &m->state.shaped
                  : tok.text == "tp_sharded"     ? &m->state.tpSharded
+                 : tok.text == "sequence_split" ? &m->state.sequenceSplit
                  : tok.text == "differentiated" ? &m->state.differentiated
                  : tok.text == "costed"         ? &m->state.costed
                                                 : nullptr;

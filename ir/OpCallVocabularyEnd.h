@@ -20,6 +20,7 @@
 #undef SIZE_ATTR
 #undef N
 #undef TP_OFFSET
+#undef FIRST_TOKEN
 #undef F32
 #undef FLAG
 #undef NAMED_FLAG

@@ -173,6 +173,11 @@ LogicalResult inferPositionEmbedding(RuleContext &c) {
     return failure();
   const Symbol *b = c.m.symbols.ofKind(SymbolKind::Batch);
   Expr batch = b ? Expr(b->sym) : Expr(1);
+  // Under sequence parallelism: this tp rank's part of the flattened tokens.
+  if (c.op.boolAttr("sequence_split", false)) {
+    c.m.assume(*len, c.tp);
+    return c.setResult(0, c.act(c.m.train.dtype, {batch * *len / c.tp, *width}, 0));
+  }
   return c.setResult(0, c.act(c.m.train.dtype, {batch, *len, *width}));
 }
 
@@ -492,6 +497,40 @@ LogicalResult inferAllReduce(RuleContext &c) {
   return c.setResult(0, t);
 }
 
+/// Sequence parallelism's all-gather: [b*s/tp, c] split along the tokens
+/// becomes [b, s, c], whole on every rank.
+LogicalResult inferAllGather(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)))
+    return failure();
+  const TensorType &x = c.op.operands[0]->type;
+  const Symbol *b = c.m.symbols.ofKind(SymbolKind::Batch), *s = c.m.symbols.ofKind(SymbolKind::Seq);
+  if (!x.isTokenSplit() || x.rank() != 2 || x.partial)
+    return c.error("all_gather expects an activation split along the tokens ([b*s/tp, "
+                   "channels] shard(0)), got " +
+                   c.str(x));
+  if (!b || !s)
+    return c.error("all_gather needs the module's batch and sequence symbols");
+  TensorType y = x;
+  y.shardAxis = -1;
+  y.shape = {b->sym, s->sym, x.shape[1]};
+  return c.setResult(0, y);
+}
+
+/// Sequence parallelism's reduce-scatter: a partial sum [b, s, c] becomes
+/// this rank's part of the sum, [b*s/tp, c] split along the tokens.
+LogicalResult inferReduceScatter(RuleContext &c) {
+  if (failed(c.expectOperands(1, 1)) || failed(c.expectResults(1)))
+    return failure();
+  const TensorType &x = c.op.operands[0]->type;
+  if (!x.partial || x.role != Role::Act || x.rank() != 3 || x.isSharded())
+    return c.error("reduce_scatter expects a partial sum [b, s, channels], got " + c.str(x));
+  TensorType y = x;
+  y.partial = false;
+  y.shardAxis = 0;
+  y.shape = {x.shape[0] * x.shape[1] / c.tp, x.shape[2]};
+  return c.setResult(0, y);
+}
+
 } // namespace
 
 LogicalResult mist::inferOpTypes(Op &op, Module &m, DiagnosticEngine &diag) {
@@ -533,6 +572,10 @@ LogicalResult mist::inferOpTypes(Op &op, Module &m, DiagnosticEngine &diag) {
     return inferTpCopy(c);
   case OpKind::AllReduce:
     return inferAllReduce(c);
+  case OpKind::AllGather:
+    return inferAllGather(c);
+  case OpKind::ReduceScatter:
+    return inferReduceScatter(c);
   default:
     // Gradient ops are typed by the backward pass from their forward op.
     for (auto &r : op.results)
@@ -604,6 +647,8 @@ bool mist::forwardsOperand(const Op &op, bool singleTpRank) {
   case OpKind::DropoutGrad:
     return op.realAttr("p").value_or(0) == 0 && op.results.size() == 1;
   case OpKind::AllReduce:
+  case OpKind::AllGather:
+  case OpKind::ReduceScatter:
     return singleTpRank;
   default:
     return false;

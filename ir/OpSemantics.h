@@ -28,8 +28,9 @@ SavedSet savedForBackward(const Op &op);
 
 /// Whether `op`'s result is its first operand unchanged, so the result can
 /// share that operand's memory and the op need not run: tp_copy (identity
-/// forward), dropout and its gradient at p = 0, and all_reduce when the tp
-/// group is one rank (`singleTpRank`). The trainer's lowering and the
+/// forward), dropout and its gradient at p = 0, and all_reduce (and
+/// sequence parallelism's all_gather and reduce_scatter) when the tp group
+/// is one rank (`singleTpRank`). The trainer's lowering and the
 /// memory and time models apply the same rule (docs/perf-model.md).
 bool forwardsOperand(const Op &op, bool singleTpRank);
 

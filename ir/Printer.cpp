@@ -85,6 +85,8 @@ private:
       flags.push_back("shaped");
     if (m.state.tpSharded)
       flags.push_back("tp_sharded");
+    if (m.state.sequenceSplit)
+      flags.push_back("sequence_split");
     if (m.state.differentiated)
       flags.push_back("differentiated");
     if (m.state.costed)

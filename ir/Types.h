@@ -34,6 +34,10 @@ struct TensorType {
   bool partial = false; ///< partial sum over the tp group
 
   bool isSharded() const { return shardAxis >= 0; }
+  /// Sequence parallelism's split (passes/SequenceParallel.cpp): an
+  /// activation whose tokens, flattened to axis 0 ([b*s/tp, channels]), are
+  /// split over tp, a contiguous tp-th per rank.
+  bool isTokenSplit() const { return role == Role::Act && shardAxis == 0; }
   unsigned rank() const { return static_cast<unsigned>(shape.size()); }
   Expr numElements() const;
   Expr bytes() const { return numElements() * dtypeBytes(dtype); }

@@ -51,9 +51,9 @@ private:
           fail(op->loc, "operand '%" + v->name + "' of " + opName(op->kind) +
                             " is not defined before it in this region");
         if (v->typed && v->type.partial && op->kind != OpKind::AllReduce &&
-            op->kind != OpKind::GradAdd)
+            op->kind != OpKind::ReduceScatter && op->kind != OpKind::GradAdd)
           fail(op->loc, "partial sum '%" + v->name + "' feeds " + opName(op->kind) +
-                            "; only all_reduce (or grad_add) may consume it");
+                            "; only all_reduce, reduce_scatter (or grad_add) may consume it");
       }
       if (op->results.empty())
         fail(op->loc, opName(op->kind) + " defines no value");
@@ -65,7 +65,7 @@ private:
                               " depends on the micro-batch size '" + batch->name + "'");
       // Flags are read with a default (Op::boolAttr): another kind of value
       // would silently read as the default.
-      for (const char *flag : {"approximate", "bias", "causal", "flash", "tied"})
+      for (const char *flag : {"approximate", "bias", "causal", "flash", "tied", "sequence_split"})
         if (const Attr *a = op->attr(flag); a && !std::holds_alternative<bool>(*a))
           fail(op->loc, std::string("attribute '") + flag + "' of " + opName(op->kind).str() +
                             " must be true or false");
@@ -152,6 +152,8 @@ private:
     case OpKind::AttentionGrad:
       return 2;
     case OpKind::AllReduce:
+    case OpKind::AllGather:
+    case OpKind::ReduceScatter:
     case OpKind::TpCopy:
       return 1;
     case OpKind::GradAdd:

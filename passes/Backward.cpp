@@ -9,6 +9,12 @@
 /// its floating-point operands. `add` and `all_reduce` pass gradients
 /// through; `tp_copy` turns into an all_reduce of its (partial) gradient;
 /// several contributions to one value are summed with `grad_add`.
+/// Under sequence parallelism (passes/SequenceParallel.cpp) an `all_gather`
+/// turns into a reduce_scatter of its gradient and a `reduce_scatter` into
+/// an all_gather; a backward op that reads an all-gathered value gathers it
+/// again (Megatron-LM keeps only the split input), and a parameter read by
+/// an op that sees this rank's tokens only gets a partial gradient (summed
+/// over tp by the runtime once per step).
 /// Parameter gradients have the `grad` role; a parameter used in two regions
 /// (tied embedding) gets one gradient per region, summed by the runtime.
 //===----------------------------------------------------------------------===//
@@ -80,6 +86,29 @@ private:
     return op->results.back().get();
   }
 
+  /// A tp collective of `x` appended to the backward, typed by its rule.
+  Value *collective(OpKind kind, Value *x, const std::string &name, llvm::SMLoc loc) {
+    Op *c = append(kind, loc);
+    c->operands = {x};
+    auto v = std::make_unique<Value>();
+    v->name = m.uniqueName(name);
+    v->def = c;
+    c->results.push_back(std::move(v));
+    if (failed(inferOpTypes(*c, m, diag)))
+      return nullptr;
+    return c->result();
+  }
+
+  /// `gathered` (an all_gather's result) gathered again in the backward,
+  /// once for all the gradient ops that read it.
+  Value *regathered(Value *gathered) {
+    Value *&again = regathers[gathered];
+    if (!again)
+      again = collective(OpKind::AllGather, gathered->def->operands[0],
+                         gathered->name + ".regathered", gathered->def->loc);
+    return again;
+  }
+
   void accumulate(Value *of, Value *g) {
     auto [it, fresh] = grads.emplace(of, g);
     if (fresh)
@@ -106,6 +135,27 @@ private:
     case OpKind::AllReduce:
       accumulate(op.operands[0], dy);
       return success();
+    case OpKind::AllGather: {
+      // The readers of a gathered value are column-parallel: their input
+      // gradients are partial sums over tp.
+      if (!dy->type.partial) {
+        diag.error(op.loc, "sequence parallelism: the gradient of all_gather '%" +
+                               op.result()->name + "' is not a partial sum over tp");
+        return failure();
+      }
+      Value *g = collective(OpKind::ReduceScatter, dy, op.operands[0]->name + ".grad", op.loc);
+      if (!g)
+        return failure();
+      accumulate(op.operands[0], g);
+      return success();
+    }
+    case OpKind::ReduceScatter: {
+      Value *g = collective(OpKind::AllGather, dy, op.operands[0]->name + ".grad", op.loc);
+      if (!g)
+        return failure();
+      accumulate(op.operands[0], g);
+      return success();
+    }
     case OpKind::TpCopy: {
       if (!dy->type.partial) {
         accumulate(op.operands[0], dy);
@@ -126,14 +176,28 @@ private:
       diag.error(op.loc, "no gradient rule for '" + opName(op.kind) + "'");
       return failure();
     }
+    // What the op saved; an all-gathered value is gathered again from its
+    // split operand, in front of the gradient op.
+    std::vector<Value *> reads = {dy};
+    SavedSet saved = savedForBackward(op);
+    for (unsigned i : saved.operands) {
+      Value *v = op.operands[i];
+      if (v->def && v->def->kind == OpKind::AllGather && !(v = regathered(v)))
+        return failure();
+      reads.push_back(v);
+    }
+    for (unsigned i : saved.results)
+      reads.push_back(op.results[i].get());
     Op *bop = append(*gradKind, op.loc);
     bop->attrs = op.attrs;
-    bop->operands.push_back(dy);
-    SavedSet saved = savedForBackward(op);
-    for (unsigned i : saved.operands)
-      bop->operands.push_back(op.operands[i]);
-    for (unsigned i : saved.results)
-      bop->operands.push_back(op.results[i].get());
+    bop->operands = std::move(reads);
+    // An op that sees this rank's tokens only makes a part of its
+    // parameters' gradients.
+    bool tokensSplit = false;
+    for (const Value *v : op.operands)
+      tokensSplit |= v->type.isTokenSplit();
+    for (const auto &res : op.results)
+      tokensSplit |= res->type.isTokenSplit();
     // The input gradient of a column-parallel matmul is a partial sum over tp.
     bool partialInputGrad = (op.kind == OpKind::Linear || op.kind == OpKind::LMHead) &&
                             op.operands[0]->type.role == Role::Act &&
@@ -143,7 +207,7 @@ private:
       if (x->type.dtype == DType::I32 || x->type.dtype == DType::U8)
         continue;
       TensorType t = gradType(*x);
-      if (i == 0 && partialInputGrad)
+      if ((i == 0 && partialInputGrad) || (x->type.role == Role::Param && tokensSplit))
         t.partial = true;
       accumulate(x, addResult(bop, x->name + ".grad", t));
     }
@@ -157,6 +221,7 @@ private:
   Region &r;
   DiagnosticEngine &diag;
   std::map<Value *, Value *> grads;
+  std::map<Value *, Value *> regathers; ///< all-gathered value -> its backward gather
 };
 
 class BackwardPass : public Pass {

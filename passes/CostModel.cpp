@@ -83,7 +83,11 @@ OpCost mist::computeOpCost(const Op &op) {
     break;
   }
   case OpKind::AllReduce:
+  case OpKind::ReduceScatter: // the whole partial sum
     c.comm = bytesOf(op.operands[0]);
+    break;
+  case OpKind::AllGather: // the whole gathered tensor
+    c.comm = bytesOf(op.results[0].get());
     break;
   case OpKind::CrossEntropy:
   case OpKind::CrossEntropyGrad:

@@ -33,6 +33,7 @@ struct PassInfo {
   const char *argument;
   const char *description;
   std::unique_ptr<Pass> (*create)();
+  bool inDefaultPipeline = true;
 };
 llvm::ArrayRef<PassInfo> registeredPasses();
 const PassInfo *lookupPass(llvm::StringRef argument);

@@ -12,7 +12,8 @@ Pass::~Pass() = default;
 
 llvm::ArrayRef<PassInfo> mist::registeredPasses() {
   static const PassInfo infos[] = {
-#define MIST_PASS(Arg, Factory, Description) {Arg, Description, &Factory},
+#define MIST_PASS(Arg, Factory, Description) {Arg, Description, &Factory, true},
+#define MIST_OPTIONAL_PASS(Arg, Factory, Description) {Arg, Description, &Factory, false},
 #include "passes/Passes.def"
   };
   return infos;

@@ -19,7 +19,8 @@ bool mist::buildPipeline(PassManager &pm, const Module &m, const PipelineRequest
         names.push_back(p);
   } else {
     for (const PassInfo &p : registeredPasses())
-      if (request.withCosts || std::string_view(p.argument) != "cost-model")
+      if (p.inDefaultPipeline &&
+          (request.withCosts || std::string_view(p.argument) != "cost-model"))
         names.push_back(p.argument);
   }
   for (const std::string &n : names) {
@@ -35,6 +36,17 @@ bool mist::buildPipeline(PassManager &pm, const Module &m, const PipelineRequest
     pm.add(std::move(pass));
   }
   return true;
+}
+
+bool mist::applySequenceParallel(Module &m, DiagnosticEngine &diag) {
+  if (m.state.sequenceSplit)
+    return true;
+  if (!m.state.shaped || !m.state.tpSharded) {
+    diag.error({}, "sequence parallelism needs a shaped, tp-sharded module");
+    return false;
+  }
+  m.dropBackward();
+  return runPipeline(m, {"sequence-parallel", "backward"}, diag);
 }
 
 bool mist::runPipeline(Module &m, const std::vector<std::string> &passes, DiagnosticEngine &diag) {

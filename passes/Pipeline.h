@@ -34,4 +34,10 @@ bool buildPipeline(PassManager &pm, const Module &m, const PipelineRequest &requ
 /// verifier.
 bool runPipeline(Module &m, const std::vector<std::string> &passes, DiagnosticEngine &diag);
 
+/// The module a plan with sequence parallelism trains: a differentiated,
+/// tp-sharded module's backward dropped, the sequence-parallel pass run and
+/// the backward derived again, then verified. Nothing to do when it is
+/// applied already.
+bool applySequenceParallel(Module &m, DiagnosticEngine &diag);
+
 } // namespace mist

@@ -647,6 +647,14 @@ std::optional<PlanProblem> mist::planProblem(const Plan &plan, const ModelProfil
   if (plan.tpCommOverlap && !plan.sequenceParallel)
     return PlanProblem{-1, "tp_comm_overlap",
                        "tp_comm_overlap needs sequence_parallel (as in Megatron-LM)"};
+  if (plan.sequenceParallel)
+    for (int i = 0; i < S; ++i)
+      if (model.seqLen % plan.stages[i].tp != 0)
+        return PlanProblem{i, "tp",
+                           "stage " + std::to_string(i) + ": sequence parallelism splits the " +
+                               std::to_string(model.seqLen) + " tokens of a sequence over tp " +
+                               std::to_string(plan.stages[i].tp) +
+                               ", which does not divide them (Megatron-LM's rule)"};
   if (expectFirst != model.numLayers) {
     PlanProblem p{S - 1, "layers",
                   "the stages cover " + std::to_string(expectFirst) + " layers but the model has " +

@@ -153,7 +153,7 @@ private:
     // (fp32 for bf16 training unless the model says otherwise), which the
     // IR's `grad` values leave to the train section.
     const DType dtype = v->type.role == Role::Grad ? m.train.gradientDtype() : v->type.dtype;
-    out.buffers.push_back({v->name, dtype, v->type.role, *shape, v->type.shape});
+    out.buffers.push_back({v->name, dtype, v->type.role, *shape, v->type.shape, v->type.partial});
     return index[v] = static_cast<int>(out.buffers.size() - 1);
   }
 

@@ -28,6 +28,10 @@ struct LoweredBuffer {
   Role role = Role::Act;
   std::vector<int64_t> shape;
   std::vector<Expr> dims; ///< the shape in the module's symbols (b, tp unbound)
+  /// A partial sum over tp: of an activation, before its collective; of a
+  /// parameter's gradient (a norm's under sequence parallelism), summed
+  /// over tp by the runtime.
+  bool partial = false;
   int64_t elements() const;
   Expr symbolicElements() const;
 };

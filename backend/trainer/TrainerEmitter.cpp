@@ -491,18 +491,22 @@ void emitParamTable(StageContext &c, llvm::raw_ostream &os) {
       regions.push_back("RegionKind::Post");
     const bool tied = c.plan.stages.size() > 1 && inPre && inPost;
     std::vector<std::string> gradNames;
-    for (int64_t g : sp.grads)
+    bool partialGrad = false; // sequence parallelism's norms and position table
+    for (int64_t g : sp.grads) {
       gradNames.push_back(c.e.named(int(g)));
+      partialGrad |= c.st.buffers[size_t(g)].partial;
+    }
     const ParamKind kind = paramKindOf(c.st, sp.buffer);
     const bool decays = kind == ParamKind::Bias        ? c.train.decayBiases
                         : kind == ParamKind::Norm      ? c.train.decayNorms
                         : kind == ParamKind::Embedding ? c.train.decayEmbeddings
                                                        : true;
     os << fmt::format("      {{.name = \"{}\", .buffer = {}, .grads = {{{}}}, .shape = {{{}}}, "
-                      ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}{}}},\n",
+                      ".shardAxis = {}, .groups = {{{}}}, .regions = {{{}}}{}{}{}}},\n",
                       p.name, c.e.named(sp.buffer), fmt::join(gradNames, ", "),
                       c.e.fullShape(sp.buffer), p.shardAxis, joined(p.groups),
                       fmt::join(regions, ", "), tied ? ", .tiedAcrossStages = true" : "",
+                      partialGrad ? ", .tpPartialGrad = true" : "",
                       decays ? "" : ", .decay = false");
   }
   os << "  };\n";
@@ -603,6 +607,8 @@ void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64
   os << fmt::format("  spec.seqLen = {};\n  spec.vocab = {};\n  spec.gradAccum = {};\n"
                     "  spec.modelFlopsPerSample = {};\n",
                     seqLen, vocab, plan.gradAccum, src.modelFlopsPerSample);
+  if (m.state.sequenceSplit)
+    os << "  spec.sequenceParallel = true; // activations split along the tokens over tp\n";
   os << fmt::format("  spec.device = \"{}\";\n  spec.devicePeakTflops = {};\n", src.deviceName,
                     src.devicePeakTflops);
   os << fmt::format(
@@ -636,6 +642,14 @@ bool mist::emitTrainer(const Module &m, const Plan &plan, const TrainerSource &s
                        DiagnosticEngine &diag, llvm::raw_ostream &os) {
   if (!checkTrainable(m, diag))
     return false;
+  if (m.state.sequenceSplit != plan.sequenceParallel) {
+    diag.error({}, plan.sequenceParallel
+                       ? "a plan with sequence_parallel trains the module after the "
+                         "sequence-parallel pass (passes/Pipeline.h, applySequenceParallel)"
+                       : "a module after the sequence-parallel pass trains only a plan with "
+                         "sequence_parallel");
+    return false;
+  }
   std::vector<LoweredStage> lowered;
   for (const StagePlan &sp : plan.stages) {
     auto st = lowerForStage(m, sp.microBatch, sp.tp, diag);

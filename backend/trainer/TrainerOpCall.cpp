@@ -50,6 +50,9 @@ public:
   std::string factor(const Expr &e) const { return naming.sizes.factor(e); }
   std::string n(int buffer) const { return sz(elements(buffer)); }
   std::string tpOffset(const Expr &e) const { return "C.rank() * " + factor(e); }
+  std::string firstToken(int buffer) const {
+    return flag("sequence_split") ? tpOffset(rows(buffer)) : "0";
+  }
   std::string f32(const char *key, double dflt) const {
     return fmt::format("float({})", num(key, dflt));
   }
@@ -128,6 +131,7 @@ bool mist::runtimeOpCall(const LoweredOp &op, const OpCallNaming &naming, std::s
 #define SIZE_ATTR(key, dflt) a.sizeAttr(key, Expr(dflt))
 #define N(size) a.sz(size)
 #define TP_OFFSET(size) a.tpOffset(size)
+#define FIRST_TOKEN(b) a.firstToken(b)
 #define F32(key, dflt) a.f32(key, dflt)
 #define FLAG(key, dflt) a.flag(key, dflt)
 #define NAMED_FLAG(argName, key) a.namedFlag(#argName, key)

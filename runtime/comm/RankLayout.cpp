@@ -80,8 +80,18 @@ SampleRange samplesOfDpRank(int dpRank, int dp, int64_t globalMicroBatch) {
   return {dpRank * globalMicroBatch / dp, (dpRank + 1) * globalMicroBatch / dp};
 }
 
+SampleRange activationRowsOf(const StageShape &stage, int dpRank, int tpRank,
+                             int64_t globalMicroBatch, int64_t tokensPerSample) {
+  const SampleRange samples = samplesOfDpRank(dpRank, stage.dp, globalMicroBatch);
+  if (tokensPerSample <= 0)
+    return samples;
+  const int64_t part = samples.size() * tokensPerSample / stage.tp;
+  const int64_t begin = samples.begin * tokensPerSample + tpRank * part;
+  return {begin, begin + part};
+}
+
 std::vector<Transfer> reslice(const RankLayout &layout, int fromStage, int toStage,
-                              int64_t globalMicroBatch) {
+                              int64_t globalMicroBatch, int64_t tokensPerSample) {
   int stageCount = static_cast<int>(layout.stages.size());
   if (fromStage < 0 || fromStage >= stageCount || toStage < 0 || toStage >= stageCount)
     throw std::out_of_range("reslice: stage out of range");
@@ -90,19 +100,23 @@ std::vector<Transfer> reslice(const RankLayout &layout, int fromStage, int toSta
   const StageShape &sender = layout.stages[fromStage];
   const StageShape &receiver = layout.stages[toStage];
 
+  // Replicated over tp, a stage's activations are sent by its tp rank 0.
+  const int senderTp = tokensPerSample > 0 ? sender.tp : 1;
   std::vector<Transfer> transfers;
-  for (int q = 0; q < receiver.dp; ++q) {
-    SampleRange wanted = samplesOfDpRank(q, receiver.dp, globalMicroBatch);
+  for (int q = 0; q < receiver.dp; ++q)
     for (int t = 0; t < receiver.tp; ++t) {
-      int to = layout.worldRank(toStage, q, t);
-      for (int r = 0; r < sender.dp; ++r) {
-        SampleRange held = samplesOfDpRank(r, sender.dp, globalMicroBatch);
-        SampleRange common{std::max(wanted.begin, held.begin), std::min(wanted.end, held.end)};
-        if (common.size() > 0)
-          transfers.push_back({layout.worldRank(fromStage, r, 0), to, common});
-      }
+      const int to = layout.worldRank(toStage, q, t);
+      const SampleRange wanted =
+          activationRowsOf(receiver, q, t, globalMicroBatch, tokensPerSample);
+      for (int r = 0; r < sender.dp; ++r)
+        for (int u = 0; u < senderTp; ++u) {
+          const SampleRange held =
+              activationRowsOf(sender, r, u, globalMicroBatch, tokensPerSample);
+          SampleRange common{std::max(wanted.begin, held.begin), std::min(wanted.end, held.end)};
+          if (common.size() > 0)
+            transfers.push_back({layout.worldRank(fromStage, r, u), to, common});
+        }
     }
-  }
   return transfers;
 }
 

@@ -68,12 +68,21 @@ struct SampleRange {
 /// [floor(r * M / dp), floor((r + 1) * M / dp)).
 SampleRange samplesOfDpRank(int dpRank, int dp, int64_t globalMicroBatch);
 
+/// The rows of a global micro-batch's activations that rank (dpRank,
+/// tpRank) of a stage holds between regions: its dp rank's samples, or
+/// under sequence parallelism (`tokensPerSample` > 0) its tp rank's
+/// contiguous tp-th of those samples' tokens (flattened, sample-major), as
+/// global token indices.
+SampleRange activationRowsOf(const StageShape &stage, int dpRank, int tpRank,
+                             int64_t globalMicroBatch, int64_t tokensPerSample = 0);
+
 /// One message of a re-slice: world rank `from` sends world rank `to` the
-/// activations of samples `samples` (global micro-batch indices; subtract the
-/// first sample of each side's samplesOfDpRank for its local offset).
+/// activations of rows `rows`: samples, or under sequence parallelism
+/// tokens (global indices; subtract the first row of each side's
+/// activationRowsOf for its local offset).
 struct Transfer {
   int from = 0, to = 0;
-  SampleRange samples;
+  SampleRange rows;
   bool operator==(const Transfer &) const = default;
 };
 
@@ -82,13 +91,16 @@ struct Transfer {
 /// each sender dp rank (after the stage's tp collectives its activations are
 /// replicated over tp) sends each overlapping sample range to every tp rank
 /// of each receiving dp rank (each needs the full activations of its
-/// samples). Works both ways: forward (i to i + 1) for activations, backward
-/// (i + 1 to i) for their gradients. Ordered by receiver world rank, then
-/// sample; every (receiver, sample) pair appears exactly once. A rank sends
-/// the transfers whose `from` is itself and receives those whose `to` is;
-/// taken in list order with blocking send/recv this cannot deadlock (the
-/// first transfer not yet done is next for both its ranks).
+/// samples). Under sequence parallelism (`tokensPerSample` > 0) each rank
+/// holds and wants only its activationRowsOf, so every rank sends its own
+/// tokens to the ranks that want them. Works both ways: forward (i to i + 1)
+/// for activations, backward (i + 1 to i) for their gradients. Ordered by
+/// receiver world rank, then row; every (receiver, row) pair appears exactly
+/// once. A rank sends the transfers whose `from` is itself and receives
+/// those whose `to` is; taken in list order with blocking send/recv this
+/// cannot deadlock (the first transfer not yet done is next for both its
+/// ranks).
 std::vector<Transfer> reslice(const RankLayout &layout, int fromStage, int toStage,
-                              int64_t globalMicroBatch);
+                              int64_t globalMicroBatch, int64_t tokensPerSample = 0);
 
 } // namespace mist::rt

@@ -104,17 +104,18 @@ void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index to
                       st.in(dout, tokens * channels), tokens, channels, vocab, vocabStart});
 }
 
-void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels) {
+void positionEmbedding(Tensor out, ConstTensor table, Index tokens, Index seq, Index channels,
+                       Index firstToken) {
   Fp32Staging st;
-  k::positionEmbeddingFwdRef({st.out(out, batch * seq * channels), st.in(table, seq * channels),
-                              nullptr, nullptr, batch, seq, channels});
+  k::positionEmbeddingFwdRef({st.out(out, tokens * channels), st.in(table, seq * channels), nullptr,
+                              nullptr, tokens, seq, channels, firstToken});
 }
 
-void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq,
-                           Index channels) {
+void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index tokens, Index seq, Index channels,
+                           Index firstToken) {
   Fp32Staging st;
   k::positionEmbeddingBwdRef({nullptr, nullptr, st.inout(dtable, seq * channels),
-                              st.in(dout, batch * seq * channels), batch, seq, channels});
+                              st.in(dout, tokens * channels), tokens, seq, channels, firstToken});
 }
 
 void add(Tensor outT, ConstTensor aT, ConstTensor bT, Index n) {

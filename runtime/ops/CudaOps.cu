@@ -279,20 +279,21 @@ void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index to
   });
 }
 
-void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels) {
+void positionEmbedding(Tensor out, ConstTensor table, Index tokens, Index seq, Index channels,
+                       Index firstToken) {
   run("positionEmbedding", {out, table}, {}, [&](auto &o) {
-    return k::positionEmbeddingFwdCuda({o.out(out, batch * seq * channels),
-                                        o.in(table, seq * channels), nullptr, nullptr, batch, seq,
-                                        channels},
+    return k::positionEmbeddingFwdCuda({o.out(out, tokens * channels), o.in(table, seq * channels),
+                                        nullptr, nullptr, tokens, seq, channels, firstToken},
                                        currentStream());
   });
 }
 
-void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq,
-                           Index channels) {
+void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index tokens, Index seq, Index channels,
+                           Index firstToken) {
   run("positionEmbeddingGrad", {dout}, {dtable}, [&](auto &o) {
     return k::positionEmbeddingBwdCuda({nullptr, nullptr, o.grad(dtable, seq * channels),
-                                        o.in(dout, batch * seq * channels), batch, seq, channels},
+                                        o.in(dout, tokens * channels), tokens, seq, channels,
+                                        firstToken},
                                        currentStream());
   });
 }

@@ -54,8 +54,13 @@ void embedding(Tensor out, const int32_t *ids, ConstTensor table, Index tokens, 
                Index vocab, Index vocabStart);
 void embeddingGrad(Tensor dtable, ConstTensor dout, const int32_t *ids, Index tokens,
                    Index channels, Index vocab, Index vocabStart);
-void positionEmbedding(Tensor out, ConstTensor table, Index batch, Index seq, Index channels);
-void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index batch, Index seq, Index channels);
+/// Rows [firstToken, firstToken + tokens) of the flattened [batch * seq]
+/// token axis (row r at position r mod seq): every row, or under sequence
+/// parallelism this tp rank's part.
+void positionEmbedding(Tensor out, ConstTensor table, Index tokens, Index seq, Index channels,
+                       Index firstToken);
+void positionEmbeddingGrad(Tensor dtable, ConstTensor dout, Index tokens, Index seq, Index channels,
+                           Index firstToken);
 
 void add(Tensor out, ConstTensor a, ConstTensor b, Index n);
 void copy(Tensor out, ConstTensor in, Index n);

@@ -297,12 +297,18 @@ void GradientSums::reduceGradients() {
       for (size_t l = 0; l < state[p].size(); ++l) {
         State &s = state[p][l];
         offload.swapIn(s.grad, s.gradHost);
+        // Summed already over dp: ZeRO-2's per micro-batch, the rest in the
+        // last backward.
         if (tied(p))
           sumTiedOverStages(p, s);
-        else if (gradsSliced || early[p][l])
-          continue; // summed already: ZeRO-2 per micro-batch, the rest in the last backward
-        else if (dp > 1)
+        else if (!gradsSliced && !early[p][l] && dp > 1)
           reduceOverDp(p, l);
+        // A replicated parameter has the same layout on every tp rank, so
+        // this dp rank's slice of it is the same elements on each.
+        if (spec.params[p].tpPartialGrad && tp > 1) {
+          DeviceTensor &sum = gradSum(p, l);
+          groups.tp.allReduceSum(sum.data(), sum.size(), sum.dtype());
+        }
       }
   });
 }

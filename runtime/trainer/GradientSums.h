@@ -18,8 +18,9 @@
 ///   `foldRegionGradients` runs what applies of the three (pre and post,
 ///   which have no steps of their own);
 /// - `foldGradBuffers` (each micro-batch's end) and `reduceGradients` (the
-///   step's end) do what no step did: parameters with several buffers, and a
-///   weight tied across the pipeline's end stages, summed over both.
+///   step's end) do what no step did: parameters with several buffers, a
+///   weight tied across the pipeline's end stages, summed over both, and
+///   the partial gradients of sequence parallelism, summed over tp.
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -34,7 +34,7 @@ StageRunner::StageRunner(const TrainerSpec &spec, ProcessGroups &groups, TpConte
   const int me = layout.myWorldRank, stages = int(spec.stages.size());
   auto mine = [&](int from, int to, bool sending) {
     std::vector<Transfer> out;
-    for (const Transfer &t : reslice(layout, from, to, samplesPerMicroBatch))
+    for (const Transfer &t : reslice(layout, from, to, samplesPerMicroBatch, splitTokens()))
       if ((sending ? t.from : t.to) == me)
         out.push_back(t);
     return out;
@@ -151,12 +151,20 @@ void StageRunner::loadData(int step, int mb) {
     device::copy(global.ids(stage.targetsBuffer), targets, n * sizeof(int32_t));
 }
 
-void StageRunner::receive(DeviceTensor &into, int mb, bool gradients) {
+int64_t StageRunner::splitTokens() const { return spec.sequenceParallel ? spec.seqLen : 0; }
+
+SampleRange StageRunner::heldRows() const {
   const RankLayout &layout = groups.layout();
-  const size_t perSample =
-      size_t(stage.buffers[size_t(stage.layerIn)].elements) / size_t(stage.microBatch);
-  into.assignZeros(perSample * size_t(stage.microBatch));
-  const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
+  return activationRowsOf(layout.stages[size_t(stageIndex)], layout.dpRank, layout.tpRank,
+                          samplesPerMicroBatch, splitTokens());
+}
+
+void StageRunner::receive(DeviceTensor &into, int mb, bool gradients) {
+  const SampleRange held = heldRows();
+  const size_t elements = size_t(stage.buffers[size_t(stage.layerIn)].elements);
+  const size_t perRow = elements / size_t(held.size());
+  into.assignZeros(elements);
+  const int64_t first = held.begin;
   // Activations come from the previous model chunk, gradients from the next:
   // across the ring's seam that is the other end stage's chunk before or after.
   const int senderChunk = gradients ? (lastStage() ? runChunk + 1 : runChunk)
@@ -165,24 +173,24 @@ void StageRunner::receive(DeviceTensor &into, int mb, bool gradients) {
       StreamKind::G2G, (gradients ? "recv gradients " : "recv activations ") + std::to_string(mb),
       [&] {
         for (const Transfer &t : gradients ? recvBackward : recvForward)
-          groups.pipeline().recv(into.at(size_t(t.samples.begin - first) * perSample).data,
-                                 size_t(t.samples.size()) * perSample * bytesOf(into.dtype()),
-                                 t.from, tagOf(mb, senderChunk, gradients));
+          groups.pipeline().recv(into.at(size_t(t.rows.begin - first) * perRow).data,
+                                 size_t(t.rows.size()) * perRow * bytesOf(into.dtype()), t.from,
+                                 tagOf(mb, senderChunk, gradients));
       });
 }
 
 void StageRunner::send(const DeviceTensor &from, int mb, bool gradients) {
-  const RankLayout &layout = groups.layout();
-  const size_t perSample = from.size() / size_t(stage.microBatch);
-  const int64_t first = samplesOfDpRank(layout.dpRank, stage.dp, samplesPerMicroBatch).begin;
+  const SampleRange held = heldRows();
+  const size_t perRow = from.size() / size_t(held.size());
+  const int64_t first = held.begin;
   // Fenced: the next micro-batch's regions rewrite the buffer being sent.
   streams.runFenced(
       StreamKind::G2G, (gradients ? "send gradients " : "send activations ") + std::to_string(mb),
       [&] {
         for (const Transfer &t : gradients ? sendBackward : sendForward)
-          groups.pipeline().postSend(from.at(size_t(t.samples.begin - first) * perSample).data,
-                                     size_t(t.samples.size()) * perSample * bytesOf(from.dtype()),
-                                     t.to, tagOf(mb, runChunk, gradients));
+          groups.pipeline().postSend(from.at(size_t(t.rows.begin - first) * perRow).data,
+                                     size_t(t.rows.size()) * perRow * bytesOf(from.dtype()), t.to,
+                                     tagOf(mb, runChunk, gradients));
       });
 }
 

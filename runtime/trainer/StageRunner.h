@@ -130,6 +130,12 @@ private:
   /// backward's reduction step (ZeRO-2) rather than part of their backward.
   bool foldedByReduction(int mb) const;
   int64_t samplesPerMicroBatch; ///< M = b dp, the same on every stage
+  /// Sequence parallelism's tokens per sample (the activations between
+  /// stages are split along them), else 0.
+  int64_t splitTokens() const;
+  /// The rows of the global micro-batch's activations this rank holds
+  /// between stages (runtime/comm/RankLayout.h, activationRowsOf).
+  SampleRange heldRows() const;
   std::vector<Transfer> recvForward, sendForward, recvBackward, sendBackward;
   std::vector<int> released; ///< a checkpointed layer's buffers freed after its forward
   std::vector<uint32_t> rowsIn, rowsOut;

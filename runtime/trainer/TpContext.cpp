@@ -12,6 +12,26 @@ void TpContext::allReduce(Tensor out, ConstTensor in, int64_t n) {
     tp->allReduceSum(out.data, size_t(n), out.dtype);
 }
 
+// Both sides of sequence parallelism's collectives have the activations'
+// type (the IR's values are one dtype), so nothing converts here.
+void TpContext::allGather(Tensor out, ConstTensor in, int64_t n) {
+  if (size() == 1) {
+    if (out.data != in.data)
+      device::convert(out, in, size_t(n));
+    return;
+  }
+  tp->allGather(in.data, out.data, size_t(n), out.dtype);
+}
+
+void TpContext::reduceScatter(Tensor out, ConstTensor in, int64_t n) {
+  if (size() == 1) {
+    if (out.data != in.data)
+      device::convert(out, in, size_t(n));
+    return;
+  }
+  tp->reduceScatterSum(in.data, out.data, size_t(n), out.dtype);
+}
+
 void TpContext::crossEntropy(Tensor loss, Tensor stats, ConstTensor logits, const int32_t *targets,
                              int64_t rows, int64_t vocab, bool vocabParallel) {
   const bool split = vocabParallel && size() > 1;

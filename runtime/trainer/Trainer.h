@@ -63,6 +63,10 @@ struct ParamSpec {
   /// Also held by another stage (a tied embedding on the first and last
   /// stage): its gradient is summed over both before the optimizer step.
   bool tiedAcrossStages = false;
+  /// Its gradient is each tp rank's part of a sum: under sequence
+  /// parallelism a norm or the position embedding sees this rank's tokens
+  /// only. Summed over tp once per step, before the optimizer reads it.
+  bool tpPartialGrad = false;
   /// AdamW decays it (the train section's no_decay leaves out biases,
   /// norms and embeddings by default).
   bool decay = true;
@@ -189,6 +193,9 @@ struct TrainerSpec {
   std::string model, plan;
   std::vector<StageSpec> stages;
   int seqLen = 1, vocab = 1, gradAccum = 1;
+  /// Sequence parallelism (the plan's sequence_parallel): the activations
+  /// between regions and stages are each tp rank's part of the tokens.
+  bool sequenceParallel = false;
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
   /// The device the plan was made for and its dense bf16 peak: the log's MFU
   /// is model FLOP/s per rank over this, when the job runs on that device

@@ -82,23 +82,25 @@ void checkEmbedding(Index tokens, Index channels, Index vocab, unsigned seed) {
               1e-5f * tokens / vocab + 1e-5f);
 }
 
-void checkPositionEmbedding(Index batch, Index seq, Index channels, unsigned seed) {
+void checkPositionEmbedding(Index batch, Index seq, Index channels, unsigned seed,
+                            Index firstToken = 0) {
   size_t n = size_t(batch * seq * channels), t = size_t(seq * channels);
   std::string what = "position embedding " + std::to_string(batch) + "x" + std::to_string(seq) +
                      "x" + std::to_string(channels);
   std::vector<float> table = randomVector(t, seed), dout = randomVector(n, seed + 1);
   std::vector<float> out = randomVector(n, seed + 2), dtable = randomVector(t, seed + 3);
   DeviceBuffer<float> dTable(table), dDout(dout), dOut(out), dDtable(dtable);
-  PositionEmbeddingArgs host{out.data(), table.data(), dtable.data(), dout.data(),
-                             batch,      seq,          channels};
-  PositionEmbeddingArgs dev{dOut.ptr, dTable.ptr, dDtable.ptr, dDout.ptr, batch, seq, channels};
+  PositionEmbeddingArgs host{out.data(),  table.data(), dtable.data(), dout.data(),
+                             batch * seq, seq,          channels,      firstToken};
+  PositionEmbeddingArgs dev{dOut.ptr,    dTable.ptr, dDtable.ptr, dDout.ptr,
+                            batch * seq, seq,        channels,    firstToken};
   positionEmbeddingFwdRef(host);
   positionEmbeddingBwdRef(host);
   CHECK_CUDA(positionEmbeddingFwdCuda(dev, nullptr));
   CHECK_CUDA(positionEmbeddingBwdCuda(dev, nullptr));
   CHECK_CUDA(cudaDeviceSynchronize());
   expectClose(what + " fwd", dOut.download(), out, 0.f, 0.f);
-  // The same additions in the same order (b = 0, 1, ...) as the reference.
+  // The same additions in the same order (row order) as the reference.
   expectClose(what + " bwd (accumulated)", dDtable.download(), dtable, 0.f, 0.f);
 }
 
@@ -125,6 +127,7 @@ int main() {
   checkPositionEmbedding(3, 100, 64, 211);
   checkPositionEmbedding(4, 1024, 768, 221);
   checkPositionEmbedding(2, 17, 1031, 231);
+  checkPositionEmbedding(3, 16, 64, 241, /*firstToken=*/40); // a sequence-parallel rank's rows
 
   if (ropeCuda(RopeArgs{nullptr, nullptr, 1, -1, 1, 8}, nullptr) != cudaErrorInvalidValue ||
       embeddingFwdCuda(EmbeddingArgs{nullptr, nullptr, nullptr, nullptr, nullptr, -1, 8, 8, 0},

@@ -258,13 +258,27 @@ TEST(KernelGrad, EmbeddingsOverAVocabularySlice) {
   const Index B = 2, T = 3;
   auto pos = random(T * C, 27), rp = random(B * T * C, 28);
   std::vector<float> pout(B * T * C), dpos(T * C, 0);
-  PositionEmbeddingArgs p{pout.data(), pos.data(), dpos.data(), rp.data(), B, T, C};
+  PositionEmbeddingArgs p{pout.data(), pos.data(), dpos.data(), rp.data(), B * T, T, C, 0};
   auto ploss = [&] {
     positionEmbeddingFwdRef(p);
     return dot(pout, rp);
   };
   positionEmbeddingBwdRef(p);
   expectGradient("dpos", pos, dpos, ploss);
+
+  // A tp rank's part of the flattened tokens under sequence parallelism
+  // (rows 2-4 of 6: positions 2, 0, 1) reads and adds the same rows.
+  std::vector<float> part(3 * C), dpart(T * C, 0);
+  PositionEmbeddingArgs q{part.data(), pos.data(), dpart.data(), rp.data() + 2 * C, 3, T, C, 2};
+  positionEmbeddingFwdRef(p); // the finite differences left it perturbed
+  positionEmbeddingFwdRef(q);
+  for (Index i = 0; i < 3 * C; ++i)
+    EXPECT_EQ(part[size_t(i)], pout[size_t(2 * C + i)]);
+  positionEmbeddingBwdRef(q);
+  for (Index c = 0; c < C; ++c) // position 0 gets row 3 only, position 2 row 2
+    EXPECT_EQ(dpart[size_t(c)], rp[size_t(3 * C + c)]);
+  for (Index c = 0; c < C; ++c)
+    EXPECT_EQ(dpart[size_t(2 * C + c)], rp[size_t(2 * C + c)]);
 }
 
 TEST(KernelGrad, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {

@@ -200,6 +200,7 @@ private:
 #define SIZE_ATTR(key, dflt) int64_t(number(key, double(dflt)))
 #define N(size) int64_t(size)
 #define TP_OFFSET(size) (tp.rank() * int64_t(size))
+#define FIRST_TOKEN(b) (flag("sequence_split", false) ? tp.rank() * ROWS(b) : int64_t(0))
 #define F32(key, dflt) float(number(key, dflt))
 #define FLAG(key, dflt) flag(key, dflt)
 #define NAMED_FLAG(argName, key) flag(key, false)

@@ -165,12 +165,13 @@ cl::opt<bool> nonUniformMeshes("nonuniform-meshes",
 cl::opt<bool> sequenceParallel(
     "sequence-parallel",
     cl::desc("let the tuner use Megatron-LM's sequence parallelism (on by itself for "
-             "--emit=megatron|torchtitan; plans that use it are priced and exported, not run)"),
+             "--emit=megatron|torchtitan; the trainer runs it)"),
     cl::cat(category));
 cl::opt<bool> tpCommOverlap(
     "tp-comm-overlap",
     cl::desc("let the tuner overlap tp collectives with GEMMs (Megatron-LM's --tp-comm-overlap, "
-             "with sequence parallelism; on by itself for --emit=megatron)"),
+             "with sequence parallelism; on by itself for --emit=megatron; priced and exported, "
+             "not run by the trainer)"),
     cl::cat(category));
 cl::opt<bool> interleave(
     "interleave",
@@ -295,15 +296,14 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   // The tp knobs a plan may use are those of the framework that runs it.
   const bool forTrainer = what == Emit::Trainer || what == Emit::Lowered;
   const bool drawn = what == Emit::Timeline || what == Emit::TimelineSvg;
-  if (((sequenceParallel || tpCommOverlap) && forTrainer) || (interleave && drawn)) {
+  if ((tpCommOverlap && forTrainer) || (interleave && drawn)) {
     diag.error({}, fmt::format("--{} makes plans {}: use it with --emit=plan, report, "
-                               "schedule, trainer, megatron or torchtitan",
-                               interleave && drawn ? "interleave"
-                               : sequenceParallel  ? "sequence-parallel"
-                                                   : "tp-comm-overlap",
-                               interleave && drawn ? "the timeline does not draw (it replays "
-                                                     "plain 1F1B)"
-                                                   : "mistc's trainer does not run"));
+                               "schedule, megatron or torchtitan{}",
+                               tpCommOverlap && forTrainer ? "tp-comm-overlap" : "interleave",
+                               tpCommOverlap && forTrainer
+                                   ? "mistc's trainer does not run"
+                                   : "the timeline does not draw (it replays plain 1F1B)",
+                               tpCommOverlap && forTrainer ? "" : ", trainer"));
     return std::nullopt;
   }
   pa.tuner.space.interleaving = interleave || what == Emit::Megatron || what == Emit::TorchTitan;
@@ -448,7 +448,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i)
     if (llvm::StringRef(argv[i]) == "--list-passes") {
       for (const PassInfo &p : registeredPasses())
-        llvm::outs() << "  " << p.argument << "  " << p.description << "\n";
+        llvm::outs() << "  " << p.argument << "  " << p.description
+                     << (p.inDefaultPipeline ? "" : " [not in the default pipeline]") << "\n";
       return checkedStdout(0);
     }
   if (!cl::ParseCommandLineOptions(argc, argv,

@@ -7,6 +7,7 @@
 #include "backend/reports/ScheduleListing.h"
 #include "backend/reports/Timeline.h"
 #include "backend/trainer/Lowering.h"
+#include "passes/Pipeline.h"
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "yaml/ClusterLoader.h"
@@ -419,7 +420,7 @@ bool writeLowered(const Module &m, const Plan &plan, DiagnosticEngine &diag,
 }
 
 /// Writes what --emit asks for of a priced plan.
-bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &opts,
+bool writeOutput(Module &m, const PricedPlan &p, const PlanActionOptions &opts,
                  DiagnosticEngine &diag, llvm::raw_ostream &out) {
   switch (opts.output) {
   case Emit::Trainer:
@@ -445,16 +446,16 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
     }
     if (opts.output != Emit::Trainer && opts.output != Emit::Lowered)
       break; // the schedule and its timeline are the same with either
-    for (auto [on, key] : {std::pair{p.plan.sequenceParallel, "sequence_parallel"},
-                           {p.plan.tpCommOverlap, "tp_comm_overlap"}})
-      if (on) {
-        diag.error(p.where.of(-1, key),
-                   fmt::format("the trainer runs tp with an all-reduce after each row-parallel "
-                               "op: a plan with {} is priced (--emit=report) and exported "
-                               "(--emit=megatron{}), not run",
-                               key, std::string(key) == "sequence_parallel" ? ", torchtitan" : ""));
-        return false;
-      }
+    if (p.plan.tpCommOverlap) {
+      diag.error(p.where.of(-1, "tp_comm_overlap"),
+                 "the trainer runs each tp collective after the GEMM before it: a plan with "
+                 "tp_comm_overlap is priced (--emit=report) and exported (--emit=megatron), not "
+                 "run; without it the plan runs with sequence parallelism");
+      return false;
+    }
+    // Its trainer runs the module with the activations split along the tokens.
+    if (p.plan.sequenceParallel && !applySequenceParallel(m, diag))
+      return false;
     break;
   default:
     break;
@@ -502,7 +503,7 @@ bool writeOutput(const Module &m, const PricedPlan &p, const PlanActionOptions &
 
 } // namespace
 
-int mist::runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+int mist::runPlanActions(Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
                          llvm::raw_ostream &out) {
   if (opts.output == Emit::ProfileShapes)
     return emitProfileShapes(m, opts, diag, out);

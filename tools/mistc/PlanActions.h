@@ -36,8 +36,9 @@ struct PlanActionOptions {
   std::string projectedPlanOut;
 };
 
-/// Returns the process exit status.
-int runPlanActions(const Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
+/// Returns the process exit status. A plan with sequence parallelism
+/// rewrites `m` into the module its trainer runs (--emit=trainer, lowered).
+int runPlanActions(Module &m, const PlanActionOptions &opts, DiagnosticEngine &diag,
                    llvm::raw_ostream &out);
 
 } // namespace mist

@@ -363,7 +363,7 @@ private:
     const int64_t B = ops[0][0], T = ops[0][1], C = ops[0][2];
     Tensor dy = mem.act(B * T * C), dtable = mem.grads(T * C);
     mem.cached(dy.data);
-    return [=] { ops::positionEmbeddingGrad(dtable, dy, B, T, C); };
+    return [=] { ops::positionEmbeddingGrad(dtable, dy, B * T, T, C, 0); };
   }
 
   Call crossEntropy(bool grad) override {

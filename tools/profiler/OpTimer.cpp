@@ -363,7 +363,7 @@ private:
     operands(1, 1);
     need(ops[0].size() == 3, "dy must be [batch, seq, channels]");
     PositionEmbeddingArgsOf<Storage> a{};
-    a.batch = ops[0][0];
+    a.tokens = ops[0][0] * ops[0][1];
     a.seq = ops[0][1];
     a.channels = ops[0][2];
     a.dout = mem.act<Storage>(elements(ops[0]));

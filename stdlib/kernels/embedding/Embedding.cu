@@ -38,18 +38,22 @@ template <typename T> __global__ void embeddingBwdKernel(EmbeddingArgsOf<T> a) {
 }
 
 template <typename T> __global__ void positionEmbeddingFwdKernel(PositionEmbeddingArgsOf<T> a) {
-  Index table = a.seq * a.channels, total = a.batch * table;
-  Index stride = Index(gridDim.x) * blockDim.x;
-  for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride)
-    a.out[k] = a.table[k % table]; // exact in either type
+  Index total = a.tokens * a.channels, stride = Index(gridDim.x) * blockDim.x;
+  for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < total; k += stride) {
+    Index i = k / a.channels, c = k % a.channels;
+    a.out[k] = a.table[((a.firstToken + i) % a.seq) * a.channels + c]; // exact in either type
+  }
 }
 
+// One thread per table element: it adds the rows at its position in row
+// order (deterministic, no atomics).
 template <typename T> __global__ void positionEmbeddingBwdKernel(PositionEmbeddingArgsOf<T> a) {
   Index table = a.seq * a.channels, stride = Index(gridDim.x) * blockDim.x;
   for (Index k = Index(blockIdx.x) * blockDim.x + threadIdx.x; k < table; k += stride) {
+    Index t = k / a.channels, c = k % a.channels;
     float sum = a.dtable[k];
-    for (Index b = 0; b < a.batch; ++b)
-      sum += load(a.dout, b * table + k);
+    for (Index i = ((t - a.firstToken) % a.seq + a.seq) % a.seq; i < a.tokens; i += a.seq)
+      sum += load(a.dout, i * a.channels + c);
     a.dtable[k] = sum;
   }
 }
@@ -74,19 +78,19 @@ template <typename T> cudaError_t embeddingBwd(const EmbeddingArgsOf<T> &a, cuda
 
 template <typename T>
 cudaError_t positionFwd(const PositionEmbeddingArgsOf<T> &a, cudaStream_t stream) {
-  if (a.batch < 0 || a.seq < 0 || a.channels < 0)
+  if (a.tokens < 0 || a.seq < 0 || a.channels < 0 || a.firstToken < 0)
     return cudaErrorInvalidValue;
-  if (a.batch == 0 || a.seq == 0 || a.channels == 0)
+  if (a.tokens == 0 || a.seq == 0 || a.channels == 0)
     return cudaSuccess;
-  positionEmbeddingFwdKernel<T><<<blocksFor(a.batch * a.seq * a.channels), threads, 0, stream>>>(a);
+  positionEmbeddingFwdKernel<T><<<blocksFor(a.tokens * a.channels), threads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t positionBwd(const PositionEmbeddingArgsOf<T> &a, cudaStream_t stream) {
-  if (a.batch < 0 || a.seq < 0 || a.channels < 0)
+  if (a.tokens < 0 || a.seq < 0 || a.channels < 0 || a.firstToken < 0)
     return cudaErrorInvalidValue;
-  if (a.batch == 0 || a.seq == 0 || a.channels == 0)
+  if (a.tokens == 0 || a.seq == 0 || a.channels == 0)
     return cudaSuccess;
   positionEmbeddingBwdKernel<T><<<blocksFor(a.seq * a.channels), threads, 0, stream>>>(a);
   return cudaGetLastError();

@@ -3,6 +3,10 @@
 /// Token embedding over a vocabulary slice [vocabStart, vocabStart + V) of
 /// a vocab-parallel table (ids outside give zeros: the tp all-reduce adds
 /// the owner's row); position embedding adds nothing but a table lookup.
+/// Position embedding runs over a run of `tokens` consecutive rows of the
+/// flattened [B*T] token axis starting at row `firstToken` (row r is at
+/// position r mod T): all of them, or under sequence parallelism the tp
+/// rank's part.
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -25,11 +29,12 @@ void embeddingFwdRef(const EmbeddingArgs &a);
 void embeddingBwdRef(const EmbeddingArgs &a);
 
 template <typename T> struct PositionEmbeddingArgsOf {
-  T *out;         ///< [B, T, C]
+  T *out;         ///< [tokens, C]
   const T *table; ///< [T, C]
   float *dtable;  ///< [T, C], += in backward
-  const T *dout;  ///< [B, T, C]
-  Index batch, seq, channels;
+  const T *dout;  ///< [tokens, C]
+  Index tokens, seq, channels;
+  Index firstToken; ///< the flattened row of out's first row
 };
 using PositionEmbeddingArgs = PositionEmbeddingArgsOf<float>;
 void positionEmbeddingFwdRef(const PositionEmbeddingArgs &a);

@@ -22,7 +22,7 @@ cudaError_t embeddingFwdCuda(const EmbeddingArgs &a, cudaStream_t stream);
 /// deterministic).
 cudaError_t embeddingBwdCuda(const EmbeddingArgs &a, cudaStream_t stream);
 cudaError_t positionEmbeddingFwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream);
-/// dtable[t] += dout[b, t] for b = 0, 1, ... in order (deterministic, no atomics).
+/// dtable[t] += the rows of dout at position t, in row order (deterministic, no atomics).
 cudaError_t positionEmbeddingBwdCuda(const PositionEmbeddingArgs &a, cudaStream_t stream);
 
 /// bf16 activations and tables, fp32 table gradients: the same kernels.

@@ -23,17 +23,19 @@ void embeddingBwdRef(const EmbeddingArgs &a) {
 }
 
 void positionEmbeddingFwdRef(const PositionEmbeddingArgs &a) {
-  for (Index b = 0; b < a.batch; ++b)
-    for (Index t = 0; t < a.seq; ++t)
-      for (Index c = 0; c < a.channels; ++c)
-        a.out[(b * a.seq + t) * a.channels + c] = a.table[t * a.channels + c];
+  for (Index i = 0; i < a.tokens; ++i) {
+    const Index t = (a.firstToken + i) % a.seq;
+    for (Index c = 0; c < a.channels; ++c)
+      a.out[i * a.channels + c] = a.table[t * a.channels + c];
+  }
 }
 
 void positionEmbeddingBwdRef(const PositionEmbeddingArgs &a) {
-  for (Index b = 0; b < a.batch; ++b)
-    for (Index t = 0; t < a.seq; ++t)
-      for (Index c = 0; c < a.channels; ++c)
-        a.dtable[t * a.channels + c] += a.dout[(b * a.seq + t) * a.channels + c];
+  for (Index i = 0; i < a.tokens; ++i) {
+    const Index t = (a.firstToken + i) % a.seq;
+    for (Index c = 0; c < a.channels; ++c)
+      a.dtable[t * a.channels + c] += a.dout[i * a.channels + c];
+  }
 }
 
 } // namespace mist::kernels

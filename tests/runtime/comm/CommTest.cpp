@@ -357,12 +357,12 @@ std::vector<float> runReslice(ProcessGroups &groups, int from, int to, int64_t m
   SampleRange mine = samplesOfDpRank(l.dpRank, dp, microBatch);
   std::vector<float> received(l.stage == to ? mine.size() * width : 0, -1.f);
   for (const Transfer &t : reslice(l, from, to, microBatch)) {
-    size_t bytes = t.samples.size() * width * sizeof(float);
+    size_t bytes = t.rows.size() * width * sizeof(float);
     if (t.from == l.myWorldRank)
-      groups.pipeline().send(held.data() + (t.samples.begin - mine.begin) * width, bytes, t.to, 1);
+      groups.pipeline().send(held.data() + (t.rows.begin - mine.begin) * width, bytes, t.to, 1);
     if (t.to == l.myWorldRank)
-      groups.pipeline().recv(received.data() + (t.samples.begin - mine.begin) * width, bytes,
-                             t.from, 1);
+      groups.pipeline().recv(received.data() + (t.rows.begin - mine.begin) * width, bytes, t.from,
+                             1);
   }
   return received;
 }

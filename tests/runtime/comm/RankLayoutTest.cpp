@@ -177,14 +177,14 @@ void expectCompleteReslice(const std::vector<StageShape> &stages, int from, int 
     EXPECT_EQ(sender.tpRank, 0);
     SampleRange held = samplesOfDpRank(sender.dpRank, stages[from].dp, microBatch);
     SampleRange wanted = samplesOfDpRank(receiver.dpRank, stages[to].dp, microBatch);
-    EXPECT_GT(x.samples.size(), 0);
-    EXPECT_GE(x.samples.begin, std::max(held.begin, wanted.begin));
-    EXPECT_LE(x.samples.end, std::min(held.end, wanted.end));
-    for (int64_t s = x.samples.begin; s < x.samples.end; ++s)
+    EXPECT_GT(x.rows.size(), 0);
+    EXPECT_GE(x.rows.begin, std::max(held.begin, wanted.begin));
+    EXPECT_LE(x.rows.end, std::min(held.end, wanted.end));
+    for (int64_t s = x.rows.begin; s < x.rows.end; ++s)
       ++timesReceived[x.to][s];
     if (i > 0) {
       const Transfer &prev = transfers[i - 1];
-      EXPECT_TRUE(prev.to < x.to || (prev.to == x.to && prev.samples.end <= x.samples.begin));
+      EXPECT_TRUE(prev.to < x.to || (prev.to == x.to && prev.rows.end <= x.rows.begin));
     }
   }
   for (auto &[rank, counts] : timesReceived) {
@@ -256,6 +256,64 @@ TEST(Reslice, EveryShapePairCoversEverySampleOnce) {
         expectCompleteReslice(stages, 1, 2, microBatch);
         expectCompleteReslice(stages, 2, 1, microBatch);
       }
+}
+
+TEST(Reslice, SequenceParallelRanksHoldAContiguousTpThOfTheirSamplesTokens) {
+  // dp 2, tp 2, 3 samples of 4 tokens a dp rank: tp rank 1 of dp rank 1
+  // holds tokens [18, 24) of the 24.
+  const StageShape stage{4, 2, 2};
+  EXPECT_EQ(activationRowsOf(stage, 1, 1, 6, 4), (SampleRange{18, 24}));
+  EXPECT_EQ(activationRowsOf(stage, 0, 1, 6, 4), (SampleRange{6, 12}));
+  EXPECT_EQ(activationRowsOf(stage, 0, 1, 6), (SampleRange{0, 3})); // not split: samples
+}
+
+/// Under sequence parallelism every rank holds and wants its own tokens:
+/// each receiver gets each of its tokens exactly once, from the rank that
+/// holds it, whatever the two stages' dp and tp.
+void expectCompleteSplitReslice(const std::vector<StageShape> &stages, int from, int to,
+                                int64_t microBatch, int64_t tokensPerSample) {
+  SCOPED_TRACE("stage " + std::to_string(from) + " -> " + std::to_string(to) +
+               ", M = " + std::to_string(microBatch));
+  RankLayout l = layoutOf(stages, 0);
+  const int64_t tokens = microBatch * tokensPerSample;
+  std::map<int, std::vector<int>> timesReceived;
+  for (int d = 0; d < stages[to].dp; ++d)
+    for (int t = 0; t < stages[to].tp; ++t)
+      timesReceived[l.worldRank(to, d, t)].assign(size_t(tokens), 0);
+  for (const Transfer &x : reslice(l, from, to, microBatch, tokensPerSample)) {
+    RankLayout sender = layoutOf(stages, x.from), receiver = layoutOf(stages, x.to);
+    ASSERT_EQ(sender.stage, from);
+    ASSERT_EQ(receiver.stage, to);
+    SampleRange held = activationRowsOf(stages[size_t(from)], sender.dpRank, sender.tpRank,
+                                        microBatch, tokensPerSample);
+    EXPECT_GE(x.rows.begin, held.begin);
+    EXPECT_LE(x.rows.end, held.end);
+    for (int64_t r = x.rows.begin; r < x.rows.end; ++r)
+      ++timesReceived[x.to][size_t(r)];
+  }
+  for (auto &[rank, counts] : timesReceived) {
+    RankLayout receiver = layoutOf(stages, rank);
+    SampleRange wanted = activationRowsOf(stages[size_t(to)], receiver.dpRank, receiver.tpRank,
+                                          microBatch, tokensPerSample);
+    for (int64_t r = 0; r < tokens; ++r)
+      EXPECT_EQ(counts[size_t(r)], wanted.begin <= r && r < wanted.end ? 1 : 0)
+          << "rank " << rank << ", token " << r;
+  }
+}
+
+TEST(Reslice, SequenceParallelEveryShapePairCoversEveryTokenOnce) {
+  std::vector<StageShape> shapes{{1, 1, 1}, {2, 2, 1}, {2, 1, 2}, {4, 2, 2}, {4, 1, 4}, {6, 3, 2}};
+  for (const StageShape &a : shapes)
+    for (const StageShape &b : shapes)
+      for (int64_t microBatch : {12, 24, 0}) {
+        std::vector<StageShape> stages{a, b};
+        expectCompleteSplitReslice(stages, 0, 1, microBatch, 8);
+        expectCompleteSplitReslice(stages, 1, 0, microBatch, 8);
+      }
+  // (dp 1, tp 2) -> (dp 2, tp 1), 2 samples of 4 tokens: each sender's
+  // half is one receiver's sample.
+  RankLayout l = layoutOf({{2, 1, 2}, {2, 2, 1}}, 0);
+  EXPECT_EQ(reslice(l, 0, 1, 2, 4), (std::vector<Transfer>{{0, 2, {0, 4}}, {1, 3, {4, 8}}}));
 }
 
 } // namespace
