@@ -281,7 +281,9 @@ private:
 
   /// Under sequence parallelism a tp_copy all-gathers into a buffer of its
   /// own instead of passing its operand through, and the backward
-  /// re-gathers it from the split operand, which is what stays saved.
+  /// re-gathers it from the split operand, which is what stays saved, into
+  /// a transient of its own (`regatheredCopy`), live from the first
+  /// backward read to the last, as the trainer runs it.
   Lifetimes lifetimes(bool singleTpRank, bool sp) const {
     const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
     Lifetimes lt;
@@ -299,8 +301,12 @@ private:
       lt.order.push_back(v);
     };
     auto use = [&](const Value *v, int at) {
-      if (auto it = gatheredFrom.find(v); it != gatheredFrom.end() && at >= F)
+      if (auto it = gatheredFrom.find(v); it != gatheredFrom.end() && at >= F) {
+        const Value *again = regatheredCopy(v);
+        define(again, at);
+        lt.lastUse[again] = std::max(lt.lastUse[again], at);
         v = it->second;
+      }
       v = lt.root(v);
       if (!lt.def.count(v))
         return; // params, module inputs, values of other regions
@@ -429,10 +435,23 @@ private:
       p.savedCkpt = p.savedCkpt + bytesUnder(a.get(), sp);
   }
 
+  /// The backward's all-gather of `gathered` (a tp_copy's result) under
+  /// sequence parallelism: a value of the same type, made once.
+  const Value *regatheredCopy(const Value *gathered) const {
+    std::unique_ptr<Value> &again = regathered[gathered];
+    if (!again) {
+      again = std::make_unique<Value>(*gathered);
+      again->name += ".regathered";
+      again->def = nullptr;
+    }
+    return again.get();
+  }
+
   const Module &m;
   const Region &r;
   DiagnosticEngine &diag;
   std::set<const Value *> seqSplit; ///< findSequenceSplit
+  mutable std::map<const Value *, std::unique_ptr<Value>> regathered; ///< regatheredCopy
 };
 
 double maxOf(const std::vector<Poly> &cands, double b, double tp) {
