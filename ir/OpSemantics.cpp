@@ -639,6 +639,17 @@ SavedSet mist::savedForBackward(const Op &op) {
   return s;
 }
 
+bool mist::fusesWithNext(OpKind first, OpKind second, bool firstRowParallel, bool secondTanhGelu,
+                         bool firstResultReadOnce) {
+  const bool geluForward =
+      first == OpKind::Linear && second == OpKind::Gelu && secondTanhGelu && !firstRowParallel;
+  const bool geluBackward = first == OpKind::LinearGrad && second == OpKind::GeluGrad &&
+                            secondTanhGelu && firstResultReadOnce;
+  const bool residualNorm =
+      first == OpKind::Add && (second == OpKind::LayerNorm || second == OpKind::RMSNorm);
+  return geluForward || geluBackward || residualNorm;
+}
+
 bool mist::forwardsOperand(const Op &op, bool singleTpRank) {
   switch (op.kind) {
   case OpKind::TpCopy:

@@ -34,6 +34,16 @@ SavedSet savedForBackward(const Op &op);
 /// memory and time models apply the same rule (docs/perf-model.md).
 bool forwardsOperand(const Op &op, bool singleTpRank);
 
+/// Whether the trainer runs two ops that follow each other, the second
+/// reading the first's result 0, as one (backend/trainer/FusedOps.h): a
+/// linear layer that is not row-parallel and the tanh GELU of its output;
+/// a linear layer's gradient and the tanh GELU gradient of its input's
+/// gradient, when nothing else reads that gradient (`firstResultReadOnce`);
+/// a residual add and the norm of its sum. The performance model counts
+/// what such a pair touches as live together, as the trainer holds it.
+bool fusesWithNext(OpKind first, OpKind second, bool firstRowParallel, bool secondTanhGelu,
+                   bool firstResultReadOnce);
+
 /// Results of `op` whose gradient flows backward (result 0 for every
 /// forward op; extra results are statistics and masks).
 inline bool isDifferentiableResult(unsigned index) { return index == 0; }

@@ -279,6 +279,45 @@ private:
     }
   };
 
+  /// Each op's program point in its block: its index, but where the trainer
+  /// runs it fused with the op before (ir/OpSemantics.h, fusesWithNext;
+  /// params and ops that run nothing in between), that op's: a pair is one
+  /// op, what either touches live at once.
+  static std::vector<int> programPoints(const Block &b, bool singleTpRank, bool sp) {
+    std::map<const Value *, int> readers;
+    for (auto &op : b.ops)
+      for (const Value *v : op->operands)
+        ++readers[v];
+    std::vector<int> at(b.ops.size());
+    int previous = -1; // the last op that runs, and whether it starts a pair
+    bool pairOpen = false;
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      at[i] = int(i);
+      const Op &op = *b.ops[i];
+      if (op.kind == OpKind::Param ||
+          (forwardsOperand(op, singleTpRank) && !(sp && op.kind == OpKind::TpCopy)))
+        continue;
+      if (previous >= 0 && !pairOpen) {
+        const Op &first = *b.ops[size_t(previous)];
+        const bool yielded =
+            !first.results.empty() && llvm::is_contained(b.yields, first.results[0].get());
+        if (!first.results.empty() && !op.operands.empty() &&
+            op.operands[0] == first.results[0].get() &&
+            fusesWithNext(first.kind, op.kind, first.enumAttr("shard", "none") == "row",
+                          op.boolAttr("approximate", true),
+                          readers[first.results[0].get()] == 1 && !yielded)) {
+          at[i] = at[size_t(previous)];
+          pairOpen = true;
+          previous = int(i);
+          continue;
+        }
+      }
+      pairOpen = false;
+      previous = int(i);
+    }
+    return at;
+  }
+
   /// Under sequence parallelism a tp_copy all-gathers into a buffer of its
   /// own instead of passing its operand through, and the backward
   /// re-gathers it from the split operand, which is what stays saved, into
@@ -322,6 +361,13 @@ private:
       }
       for (const Value *v : op.operands)
         use(v, at);
+      // The gradient op of a partial sum's producer reads its incoming
+      // gradient whole: all-gathered from the split one into a transient.
+      if (sp && at >= F && readsGatheredGradient(op)) {
+        const Value *whole = regatheredCopy(op.operands[0]);
+        define(whole, at);
+        lt.lastUse[whole] = std::max(lt.lastUse[whole], at);
+      }
       for (auto &res : op.results)
         define(res.get(), at);
     };
@@ -336,8 +382,10 @@ private:
           define(in.get(), -1);
           break;
         }
+    const std::vector<int> fwdAt = programPoints(r.fwd, singleTpRank, sp),
+                           bwdAt = programPoints(*r.bwd, singleTpRank, sp);
     for (int i = 0; i < F; ++i)
-      visit(*r.fwd.ops[i], i);
+      visit(*r.fwd.ops[i], fwdAt[size_t(i)]);
     for (const Value *y : r.fwd.yields)
       use(y, F - 1);
     for (auto &a : r.fwd.args) // a checkpoint keeps the layer input
@@ -346,7 +394,7 @@ private:
     for (auto &a : r.bwd->args)
       define(a.get(), F);
     for (int i = 0; i < B; ++i)
-      visit(*r.bwd->ops[i], F + i);
+      visit(*r.bwd->ops[i], F + bwdAt[size_t(i)]);
     for (const Value *y : r.bwd->yields)
       use(y, F + B - 1);
     return lt;
@@ -435,8 +483,18 @@ private:
       p.savedCkpt = p.savedCkpt + bytesUnder(a.get(), sp);
   }
 
-  /// The backward's all-gather of `gathered` (a tp_copy's result) under
-  /// sequence parallelism: a value of the same type, made once.
+  /// Whether a backward op is the gradient of an op whose result is a
+  /// partial sum over tp (a row-parallel linear, a vocabulary-parallel
+  /// embedding): under sequence parallelism its incoming gradient is split
+  /// and it reads it all-gathered.
+  static bool readsGatheredGradient(const Op &op) {
+    return (op.kind == OpKind::LinearGrad && op.enumAttr("shard", "none") == "row") ||
+           (op.kind == OpKind::EmbeddingGrad && op.enumAttr("shard", "none") == "vocab");
+  }
+
+  /// The backward's all-gather of `gathered` (a tp_copy's result, or the
+  /// incoming gradient readsGatheredGradient names) under sequence
+  /// parallelism: a value of the same type, made once, whole.
   const Value *regatheredCopy(const Value *gathered) const {
     std::unique_ptr<Value> &again = regathered[gathered];
     if (!again) {
@@ -450,7 +508,7 @@ private:
   const Module &m;
   const Region &r;
   DiagnosticEngine &diag;
-  std::set<const Value *> seqSplit; ///< findSequenceSplit
+  std::set<const Value *> seqSplit;                                   ///< findSequenceSplit
   mutable std::map<const Value *, std::unique_ptr<Value>> regathered; ///< regatheredCopy
 };
 

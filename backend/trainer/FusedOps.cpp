@@ -1,6 +1,7 @@
 //===- FusedOps.cpp - Which consecutive ops the trainer runs as one -------===//
 #include "backend/trainer/FusedOps.h"
 
+#include "ir/OpSemantics.h"
 #include <algorithm>
 #include <map>
 
@@ -34,13 +35,8 @@ std::vector<bool> mist::fusedWithNext(const std::vector<LoweredOp> &ops,
     const LoweredOp &a = ops[i], &b = ops[i + 1];
     if (a.results.empty() || b.operands.empty() || b.operands[0] != a.results[0])
       continue;
-    const bool geluForward =
-        a.kind == OpKind::Linear && b.kind == OpKind::Gelu && tanhGelu(b) && !rowParallel(a);
-    const bool geluBackward = a.kind == OpKind::LinearGrad && b.kind == OpKind::GeluGrad &&
-                              tanhGelu(b) && readers[a.results[0]] == 1 && !yielded(a.results[0]);
-    const bool residualNorm =
-        a.kind == OpKind::Add && (b.kind == OpKind::LayerNorm || b.kind == OpKind::RMSNorm);
-    if (geluForward || geluBackward || residualNorm) {
+    if (fusesWithNext(a.kind, b.kind, rowParallel(a), tanhGelu(b),
+                      readers[a.results[0]] == 1 && !yielded(a.results[0]))) {
       fused[i] = true;
       ++i; // a pair is not the start of another
     }

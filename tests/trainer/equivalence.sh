@@ -16,7 +16,8 @@
 # to the first plan's, CKPT_MODEL_TOL / CKPT_TENSOR_TOL the checkpoints'
 # (compare-checkpoints.py); the bf16 suites pass wider ones (CMakeLists.txt).
 # TRAINER_FLAGS: more trainer flags for every plan (--overlap: the streams on
-# threads of their own).
+# threads of their own); MISTC_FLAGS: more mistc flags (--cluster NAME
+# --nodes N for plans larger than the default cluster's 8 GPUs).
 set -euo pipefail
 mistc=$1 model=$2 work=$3 batch=$4
 shift 4
@@ -58,7 +59,8 @@ for spec in "$@"; do
   done
   printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nvirtual_stages: %s\nsequence_parallel: %s\nstages:\n%s' \
     "$batch" "$g" "$chunks" "$sp" "$stages" >"$work/$name.yaml"
-  "$here/../../scripts/build-trainer.sh" "$mistc" "$model" "$work/$name.yaml" "$work/$name"
+  # shellcheck disable=SC2086 # MISTC_FLAGS is a list of flags
+  "$here/../../scripts/build-trainer.sh" "$mistc" "$model" "$work/$name.yaml" "$work/$name" ${MISTC_FLAGS:-}
   rm -rf "$work/$name.ckpt"
   # shellcheck disable=SC2086 # TRAINER_FLAGS is a list of flags
   timeout 300 mpirun --oversubscribe -np "$ranks" "$work/$name" --steps 3 --lr 3e-3 --log-every 1 \
