@@ -340,8 +340,8 @@ void emitHeader(const Module &m, const Plan &plan, const TrainerSource &src,
   os << fmt::format("// Run: mpirun -np {} ./train --steps 20 [--threads T] [--lr X] [--seed N] "
                     "[--log-every N] "
                     "[--data tokens.bin [--shuffle]] [--ckpt-dir DIR [--ckpt-every N] [--resume "
-                    "[--reschedule]]] [--trace "
-                    "timeline.json]\n",
+                    "[--reschedule]] [--stop-after N]] [--trace timeline.json] (./train --help "
+                    "lists every flag)\n",
                     ranks);
   os << "// Editing: the training hyper-parameters (lr, betas, eps, weight decay, gradient "
         "clipping,\n"

@@ -205,13 +205,22 @@ std::optional<std::string> TokenFile::read(int64_t begin, int64_t n, uint32_t *o
   return std::nullopt;
 }
 
-std::optional<std::string> TokenFile::checkVocabulary(uint32_t vocabulary) const {
+std::optional<std::string> TokenFile::checkVocabulary(uint32_t vocabulary,
+                                                      uint64_t *tokensHash) const {
   constexpr int64_t kChunk = int64_t(1) << 20;
   std::vector<uint32_t> tokens(size_t(std::min(count, kChunk)));
+  uint64_t hash = 14695981039346656037ull; // FNV-1a over each token's four bytes
   for (int64_t begin = 0; begin < count; begin += kChunk) {
     const int64_t n = std::min(kChunk, count - begin);
     if (auto error = read(begin, n, tokens.data()))
       return error;
+    for (int64_t i = 0; i < n; ++i)
+      for (int byte = 0; byte < 4; ++byte) {
+        hash ^= (tokens[size_t(i)] >> (8 * byte)) & 0xffu;
+        hash *= 1099511628211ull;
+      }
+    if (tokensHash)
+      *tokensHash = hash;
     for (int64_t i = 0; i < n; ++i)
       if (tokens[size_t(i)] >= vocabulary)
         return filePath + ": token " + std::to_string(tokens[size_t(i)]) + " at position " +

@@ -67,8 +67,11 @@ public:
 
   /// nullopt when every token is below `vocabulary`; otherwise the first
   /// token outside it, its position and the file (an embedding lookup with
-  /// it would read out of bounds), or a read error. Reads the whole file.
-  std::optional<std::string> checkVocabulary(uint32_t vocabulary) const;
+  /// it would read out of bounds), or a read error. Reads the whole file,
+  /// and gives the FNV-1a hash of its token values on the way (`tokensHash`,
+  /// when not null): what a resumed run compares, whatever the file's path.
+  std::optional<std::string> checkVocabulary(uint32_t vocabulary,
+                                             uint64_t *tokensHash = nullptr) const;
 
 private:
   TokenFile() = default;

@@ -10,16 +10,29 @@
 
 namespace mist::rt {
 
-void usage(const std::string &why) {
-  std::fprintf(
-      stderr,
-      "mistrt: %s\nusage: train [--steps N] [--lr X] [--warmup-steps N] "
+namespace {
+void printUsage(std::FILE *to) {
+  std::fputs(
+      "usage: train [--steps N] [--lr X] [--warmup-steps N] "
       "[--lr-decay cosine|linear|constant|wsd] [--min-lr X] [--decay-fraction F] [--seed N] "
       "[--log-every N] [--threads N] "
       "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
       "[--reschedule]]] "
-      "[--stop-after N] [--trace FILE] [--any-placement] [--overlap] [--print-sbatch]\n",
-      why.c_str());
+      "[--stop-after N] [--abandon-after N] [--trace FILE] [--any-placement] [--overlap] "
+      "[--print-sbatch] [--help]\n"
+      "  --stop-after N (or --exit-interval N): leave after step N, saving a checkpoint first "
+      "with --ckpt-dir; SIGTERM or SIGUSR1 (Slurm's --signal) does the same after the step "
+      "under way\n"
+      "  --abandon-after N: leave after step N without saving, as a killed job would (to try "
+      "--resume)\n"
+      "docs/launch.md and docs/runtime.md describe every flag.\n",
+      to);
+}
+} // namespace
+
+void usage(const std::string &why) {
+  std::fprintf(stderr, "mistrt: %s\n", why.c_str());
+  printUsage(stderr);
   std::exit(2);
 }
 
@@ -99,8 +112,13 @@ Options parseOptions(int argc, char **argv) {
       o.overlap = true;
     else if (a == "--print-sbatch")
       o.printSbatch = true;
-    else if (a == "--stop-after")
+    else if (a == "--help" || a == "-h") {
+      printUsage(stdout);
+      std::exit(0);
+    } else if (a == "--stop-after" || a == "--exit-interval")
       o.stopAfter = static_cast<int>(integer(value()));
+    else if (a == "--abandon-after")
+      o.abandonAfter = static_cast<int>(integer(value()));
     else
       usage("unknown flag " + a);
   }

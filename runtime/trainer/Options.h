@@ -24,7 +24,12 @@ struct Options {
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;
-  int stopAfter = 0;         ///< > 0: leave after this step as if killed (tests of --resume)
+  /// > 0: leave after this step, saving a checkpoint first when --ckpt-dir
+  /// is given (--stop-after, or Megatron-LM's --exit-interval).
+  int stopAfter = 0;
+  /// > 0: leave after this step without saving, as a killed job would
+  /// (--abandon-after: tests of --resume).
+  int abandonAfter = 0;
   bool reschedule = false;   ///< --resume with this run's lr schedule, not the checkpoint's
   bool anyPlacement = false; ///< run even where the hosts do not match the plan's mesh
   bool printSbatch = false;  ///< print a Slurm batch script for this trainer and leave
@@ -37,8 +42,9 @@ struct Options {
 /// --min-lr X, --decay-fraction F, --seed N, --log-every N, --threads N, --data FILE (an
 /// llm.c-style token file; --shuffle reads its windows in an order drawn
 /// from --seed) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
-/// --resume [--reschedule], --stop-after N, --trace FILE, --any-placement and
-/// --print-sbatch. A bad flag prints the usage and exits with status 2.
+/// --resume [--reschedule], --stop-after N (or --exit-interval N),
+/// --abandon-after N, --trace FILE, --any-placement and --print-sbatch. A bad
+/// flag prints the usage and exits with status 2.
 Options parseOptions(int argc, char **argv);
 
 /// Prints `why` and the usage, and exits with status 2.

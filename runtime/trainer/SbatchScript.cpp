@@ -55,6 +55,9 @@ std::string sbatchScript(const TrainerSpec &spec, const Options &o, int argc, ch
     s += "#SBATCH --gpus-per-node=" + std::to_string(perNode) + "\n";
   s += "#SBATCH --cpus-per-task=" + std::to_string(o.threads) + "\n";
   s += "#SBATCH --time=01:00:00   # your run's limit\n";
+  // Two minutes before the limit every task gets SIGUSR1: the trainer ends
+  // its step, saves (with --ckpt-dir) and leaves (runtime/trainer/StopSignals.h).
+  s += "#SBATCH --signal=USR1@120\n";
   s += "#SBATCH --output=%x-%j.out\n";
   s += "set -euo pipefail\n";
   s += "# Consecutive ranks on each node (block), as the plan places tp groups and stages;\n"

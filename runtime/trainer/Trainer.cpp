@@ -20,6 +20,7 @@
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/SbatchScript.h"
 #include "runtime/trainer/StageRunner.h"
+#include "runtime/trainer/StopSignals.h"
 #include "schedule/Schedule.h"
 #include <algorithm>
 #include <cerrno>
@@ -160,16 +161,24 @@ void reportStagePeaks(const RankLayout &layout, Communicator &world) {
 /// The token file and the sampler over it of a run with --data: every rank
 /// of the first and last stages reads its own rows; the others read none.
 /// The sampler reads the file, so both live where the caller keeps them.
+/// `dataTokens` says what the file holds (its token count and their hash),
+/// for the checkpoints' run record.
 void openTrainingData(const TrainerSpec &spec, const Options &o, const RankLayout &layout,
-                      std::optional<TokenFile> &tokenFile, std::optional<BatchSampler> &sampler) {
+                      std::optional<TokenFile> &tokenFile, std::optional<BatchSampler> &sampler,
+                      std::string &dataTokens) {
   if (o.data.empty() || !(layout.isFirstStage() || layout.isLastStage()))
     return;
   std::string error;
   tokenFile = TokenFile::open(o.data, error);
   if (!tokenFile)
     abortJob(error);
-  if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab)))
+  uint64_t hash = 0;
+  if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab), &hash))
     abortJob(*bad);
+  char text[64];
+  std::snprintf(text, sizeof text, "%lld tokens, FNV-1a %016llx", (long long)tokenFile->size(),
+                (unsigned long long)hash);
+  dataTokens = text;
   sampler = BatchSampler::create(
       *tokenFile, {spec.stages[0].dp, spec.stages[0].microBatch, spec.gradAccum, spec.seqLen},
       error);
@@ -215,30 +224,50 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
 }
 
 /// What a checkpoint records of the run besides its schedule: the plan it
-/// ran, and where its data stood after `step` (the file, its order, the
-/// next sequence a resumed run reads).
+/// ran, and where its data stood after `step` (the file, what it holds
+/// (`dataTokens`: its token count and their hash, empty for synthetic
+/// data), its order, the next sequence a resumed run reads).
 std::map<std::string, std::string> runRecord(const TrainerSpec &spec, const Options &o, int step,
-                                             int64_t samplesPerStep) {
+                                             int64_t samplesPerStep,
+                                             const std::string &dataTokens) {
   return {{"plan", spec.plan},
           {"data", o.data.empty() ? "synthetic" : o.data},
+          {"data_tokens", o.data.empty() ? "synthetic" : dataTokens},
           {"data_order", o.shuffle ? "shuffled, seed " + std::to_string(o.seed) : "file order"},
           {"next_sequence", std::to_string(int64_t(step) * samplesPerStep)}};
 }
 
 /// A resumed run that reads other data, or in another order, than the run
 /// it continues trains on other batches than that run would have: say so.
-void compareData(const OpenedCheckpoint &ckpt, const TrainerSpec &spec, const Options &o) {
+/// The data are compared by what the files hold (their token count and
+/// hash), so a copy under another path is the same data and another file
+/// under the same path is not; a checkpoint from before that record is
+/// compared by path.
+void compareData(const OpenedCheckpoint &ckpt, const TrainerSpec &spec, const Options &o,
+                 const std::string &dataTokens) {
   const auto &meta = ckpt.file->metadata;
-  auto data = meta.find("data"), order = meta.find("data_order");
+  auto data = meta.find("data"), order = meta.find("data_order"), tokens = meta.find("data_tokens");
   if (data == meta.end() || order == meta.end()) // written before the record
     return;
-  const auto now = runRecord(spec, o, 0, 0);
-  if (data->second != now.at("data") || order->second != now.at("data_order"))
-    std::fprintf(stderr,
-                 "mistrt: warning: the checkpoint's run read %s (%s), this run reads %s (%s): "
-                 "from step %d on it trains on other batches than that run would have\n",
-                 data->second.c_str(), order->second.c_str(), now.at("data").c_str(),
-                 now.at("data_order").c_str(), ckpt.step + 1);
+  const auto now = runRecord(spec, o, 0, 0, dataTokens);
+  const bool sameData = tokens != meta.end() ? tokens->second == now.at("data_tokens")
+                                             : data->second == now.at("data");
+  // "synthetic data", or "PATH (N tokens, FNV-1a H; file order)".
+  auto describe = [](const std::string &path, const std::string &contents,
+                     const std::string &order) {
+    return path == "synthetic" ? std::string("synthetic data")
+                               : path + " (" + contents + "; " + order + ")";
+  };
+  if (!sameData || order->second != now.at("data_order"))
+    std::fprintf(
+        stderr,
+        "mistrt: warning: the checkpoint's run read %s, this run reads %s: from step %d on it "
+        "trains on other batches than that run would have\n",
+        describe(data->second, tokens != meta.end() ? tokens->second : "contents not recorded",
+                 order->second)
+            .c_str(),
+        describe(now.at("data"), now.at("data_tokens"), now.at("data_order")).c_str(),
+        ckpt.step + 1);
 }
 
 /// This run's learning-rate schedule: the model's, with the command line's
@@ -266,10 +295,10 @@ LrSchedule runSchedule(const TrainerSpec &spec, const Options &o, float lr) {
 /// --reschedule says otherwise: both are logged.
 int resumeFromCheckpoint(OpenedCheckpoint state, const TrainerSpec &spec, const StageSpec &stage,
                          ParameterStore &store, int worldRank, const Options &o,
-                         LrSchedule &schedule) {
+                         const std::string &dataTokens, LrSchedule &schedule) {
   loadCheckpoint(state, stage, store);
   if (worldRank == 0)
-    compareData(state, spec, o);
+    compareData(state, spec, o, dataTokens);
   state.file.reset(); // the tensors are in the store now
   const int firstStep = state.step + 1;
   const LrSchedule asked = schedule;
@@ -462,7 +491,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // Data: every rank of the first and last stages reads its own rows.
   std::optional<TokenFile> tokenFile;
   std::optional<BatchSampler> sampler;
-  openTrainingData(spec, o, *layout, tokenFile, sampler);
+  std::string dataTokens; // what the token file holds, on the ranks that read it
+  openTrainingData(spec, o, *layout, tokenFile, sampler, dataTokens);
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
   Streams streams(o.overlap);
@@ -477,7 +507,7 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   drawInitialValues(store, o, hostOfRank, worldRank, /*resumed=*/resumed.has_value());
   LrSchedule schedule = runSchedule(spec, o, lr);
   const int firstStep = resumed ? resumeFromCheckpoint(std::move(*resumed), spec, stage, store,
-                                                       worldRank, o, schedule)
+                                                       worldRank, o, dataTokens, schedule)
                                 : 1;
   resumed.reset();
   store.settle();
@@ -495,7 +525,8 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   // --steps 0 --ckpt-dir D: the initial weights, e.g. to load into another framework.
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
     saveCheckpoint(o.ckptDir, spec, groups, *world, store, 0, o.seed, schedule,
-                   runRecord(spec, o, 0, samplesPerStep));
+                   runRecord(spec, o, 0, samplesPerStep, dataTokens));
+  const StopSignals stopSignals; // from here a stop signal ends the run after its step
   for (int step = firstStep; step <= o.steps; ++step) {
     const float stepLr = schedule.at(step);
     const StepFigures f = trainStep(training, step, stepLr);
@@ -504,15 +535,27 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       logStep(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
               samplesPerStep, ranks, f.seconds, offload);
     std::fflush(stdout);
-    if (!o.ckptDir.empty() && ((o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps)) {
+    // A stop asked for (--stop-after, or a signal on any rank) saves first.
+    const int signal = int(world->allReduceMax(double(stopSignals.received())));
+    const bool stopHere = (o.stopAfter > 0 && step == o.stopAfter) || signal != 0;
+    const bool saveNow =
+        (o.ckptEvery > 0 && step % o.ckptEvery == 0) || step == o.steps || stopHere;
+    if (!o.ckptDir.empty() && saveNow) {
       runPendingUpdate(training); // the checkpoint holds the step's updated state
       saveCheckpoint(o.ckptDir, spec, groups, *world, store, step, o.seed, schedule,
-                     runRecord(spec, o, step, samplesPerStep));
+                     runRecord(spec, o, step, samplesPerStep, dataTokens));
     }
-    if (o.stopAfter > 0 && step == o.stopAfter) {
+    if (stopHere || (o.abandonAfter > 0 && step == o.abandonAfter)) {
       runPendingUpdate(training);
+      const std::string why = signal == SIGTERM   ? "SIGTERM"
+                              : signal == SIGUSR1 ? "SIGUSR1"
+                              : stopHere          ? "--stop-after"
+                                                  : "--abandon-after: no checkpoint of this step";
+      const std::string next = stopHere && !o.ckptDir.empty()
+                                   ? "; resume with --ckpt-dir " + o.ckptDir + " --resume"
+                                   : "";
       if (worldRank == 0)
-        std::printf("stopping after step %d (--stop-after)\n", step);
+        std::printf("stopping after step %d (%s)%s\n", step, why.c_str(), next.c_str());
       return 0;
     }
   }

@@ -170,6 +170,10 @@ MIR_CASES = {
     "string-unterminated": mir("shard = \"none\"", "shard = \"none"),
     "nul-byte": mir("%g = gelu", "%g\0 = gelu"),
     "deep-expression": mir("sym d = 4 : model", "sym d = " + "(" * 50000 + "4" + ")" * 50000 + " : model"),
+    # Sequence parallelism's collectives on values they do not take.
+    "all-gather-of-whole": mir("%g = gelu %x.1 : act bf16[b, s, d]", "%g = all_gather %x.1 : act bf16[b, s, d]"),
+    "reduce-scatter-of-whole": mir("%g = gelu %x.1 : act bf16[b, s, d]", "%g = reduce_scatter %x.1 : act bf16[b*s, d] shard(0)"),
+    "sequence-split-flag-real": mir("%g = gelu %x.1 :", "%g = gelu %x.1 {sequence_split = 0.5} :"),
     "many-ops": mir("    yield %g\n", "".join(f"    %g{i} = gelu %x.1 : act bf16[b, s, d]\n" for i in range(20000)) + "    yield %nope\n"),
 }
 

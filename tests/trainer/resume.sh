@@ -68,7 +68,7 @@ run() {
 rm -rf "$work/full" "$work/cut" "$work/moved"
 mkdir -p "$work/full" "$work/cut" "$work/moved"
 run 1 1 --ckpt-dir "$work/full" | losses >"$work/full.txt"
-run 1 1 --ckpt-dir "$work/cut" --ckpt-every 3 --stop-after 4 | losses >"$work/cut-first.txt"
+run 1 1 --ckpt-dir "$work/cut" --ckpt-every 3 --abandon-after 4 | losses >"$work/cut-first.txt"
 run 1 1 --ckpt-dir "$work/cut" --resume | losses >"$work/cut-second.txt"
 echo "uninterrupted:"; cat "$work/full.txt"
 echo "stopped after step 4, resumed from the step-3 checkpoint:"; cat "$work/cut-second.txt"
@@ -100,7 +100,7 @@ run 1 1 --ckpt-dir "$work/moved" --resume >/dev/null
 rm -rf "$work/ppfull" "$work/ppcut"
 mkdir -p "$work/ppfull" "$work/ppcut"
 run 0 0 --ckpt-dir "$work/ppfull" | losses >"$work/ppfull.txt"
-run 0 0 --ckpt-dir "$work/ppcut" --ckpt-every 3 --stop-after 4 >/dev/null
+run 0 0 --ckpt-dir "$work/ppcut" --ckpt-every 3 --abandon-after 4 >/dev/null
 run 0 0 --ckpt-dir "$work/ppcut" --resume | losses >"$work/ppcut.txt"
 echo "two stages, stopped after step 4 and resumed:"; cat "$work/ppcut.txt"
 diff <(tail -3 "$work/ppfull.txt") "$work/ppcut.txt"
@@ -118,7 +118,7 @@ paste <(tail -3 "$work/full.txt") "$work/pp-to-one.txt" | awk '
 rm -rf "$work/bf16full" "$work/bf16cut" "$work/cross"
 mkdir -p "$work/bf16full" "$work/bf16cut" "$work/cross"
 run bf16 0 --ckpt-dir "$work/bf16full" | losses >"$work/bf16full.txt"
-run bf16 0 --ckpt-dir "$work/bf16cut" --ckpt-every 3 --stop-after 4 >/dev/null
+run bf16 0 --ckpt-dir "$work/bf16cut" --ckpt-every 3 --abandon-after 4 >/dev/null
 run bf16 0 --ckpt-dir "$work/bf16cut" --resume | losses >"$work/bf16cut.txt"
 echo "bf16, stopped after step 4 and resumed:"; cat "$work/bf16cut.txt"
 diff <(tail -3 "$work/bf16full.txt") "$work/bf16cut.txt"

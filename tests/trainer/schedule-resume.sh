@@ -97,6 +97,6 @@ with open(sys.argv[1], "wb") as f:
     f.write(struct.pack(f"<{len(tokens)}H", *tokens))
 PY
 run --steps 9 --ckpt-dir "$work/wsd" --resume --data "$work/tokens.bin" >"$work/other-data.log" 2>&1
-grep -q "warning: the checkpoint's run read synthetic (file order), this run reads $work/tokens.bin (file order): from step 9 on" \
+grep -q "warning: the checkpoint's run read synthetic data, this run reads $work/tokens.bin (40000 tokens, FNV-1a [0-9a-f]*; file order): from step 9 on" \
   "$work/other-data.log" || fail "no warning that the resumed run reads other data"
 echo "schedule-resume.sh: schedules (the default and wsd) survive resume; --reschedule and the step-0 checkpoint work"
