@@ -20,6 +20,7 @@
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "tools/mistc/Emit.h"
+#include "tools/mistc/InstallLayout.h"
 #include "tools/mistc/PlanActions.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
@@ -30,22 +31,6 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <glpk.h>
-
-#ifndef MIST_STDLIB_DIR
-#define MIST_STDLIB_DIR ""
-#endif
-#ifndef MIST_SOURCE_DIR
-#define MIST_SOURCE_DIR "."
-#endif
-#ifndef MIST_BUILD_DIR
-#define MIST_BUILD_DIR "build"
-#endif
-#ifndef MIST_CPU_KERNELS_LINK
-#define MIST_CPU_KERNELS_LINK ""
-#endif
-#ifndef MIST_CLUSTER_DIR
-#define MIST_CLUSTER_DIR ""
-#endif
 
 using namespace mist;
 namespace cl = llvm::cl;
@@ -115,8 +100,10 @@ cl::opt<bool> listPasses("list-passes", cl::desc("list the available passes and 
                          cl::cat(category));
 cl::list<std::string> importDirs("I", cl::desc("add a folder to the import path"), cl::Prefix,
                                  cl::value_desc("dir"), cl::cat(category));
-cl::opt<std::string> stdlibDir("stdlib", cl::desc("folder of the standard model library"),
-                               cl::init(MIST_STDLIB_DIR), cl::cat(category));
+cl::opt<std::string> stdlibDir("stdlib",
+                               cl::desc("folder of the standard model library (default: the "
+                                        "one this mistc ships, docs/install.md)"),
+                               cl::cat(category));
 cl::opt<std::string> modelName("model", cl::desc("model instance to compile (default: the last)"),
                                cl::cat(category));
 cl::opt<int64_t> seqLen("seq-len", cl::desc("override train.seq_len"), cl::init(0),
@@ -264,7 +251,8 @@ std::string planOutputPath(Emit what) {
 }
 
 /// The plan actions' options from the command line; nullopt after errors.
-std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &diag) {
+std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &diag,
+                                                   const InstallLayout &layout) {
   auto level = parseSpaceLevel(space);
   if (!level) {
     diag.error({}, "unknown --space '" + space +
@@ -288,7 +276,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   PlanActionOptions pa;
   pa.cluster = clusterName;
   pa.nodes = nodes;
-  pa.presetDirs = {MIST_CLUSTER_DIR};
+  pa.presetDirs = {layout.clusterDir};
   pa.planPath = planPath;
   pa.planOut = planOutputPath(what);
   pa.tuner.space.level = *level;
@@ -322,26 +310,6 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   return pa;
 }
 
-/// What `mpicxx -std=c++20 -O2 -DMIST_CPU -x c++ train.cu -x none FLAGS`
-/// needs to build a trainer for CPU ranks: the runtime's headers and the
-/// libraries of the build this mistc belongs to, so train.cu names no path
-/// of the machine that wrote it.
-std::string cpuTrainerBuildFlags() {
-  const std::string build = MIST_BUILD_DIR;
-  std::string flags = std::string("-I") + MIST_SOURCE_DIR;
-  for (const char *lib :
-       {"runtime/trainer/libmistrtTrainer.a", "runtime/ops/libmistrtOps.a",
-        "runtime/device/libmistrtTensor.a", "runtime/device/libmistrtDeviceHost.a",
-        "runtime/comm/libmistrtComm.a", "runtime/data/libmistrtData.a",
-        "runtime/checkpoint/libmistrtCheckpoint.a", "stdlib/kernels/libmistKernelsCpu.a",
-        "stdlib/kernels/libmistKernelsRef.a", "schedule/libmistSchedule.a",
-        "format/libmistFormat.a"})
-    flags += " " + build + "/" + lib;
-  if (!std::string(MIST_CPU_KERNELS_LINK).empty())
-    flags += std::string(" ") + MIST_CPU_KERNELS_LINK;
-  return flags;
-}
-
 /// --emit=hf: a folder, not a file, so not through the output file.
 int writeHuggingFace(unsigned id, DiagnosticEngine &diag) {
   if (checkpointPath.empty() || outputPath == "-") {
@@ -354,7 +322,7 @@ int writeHuggingFace(unsigned id, DiagnosticEngine &diag) {
   return m && exportHuggingFace(*m, checkpointPath, outputPath, diag) ? 0 : 1;
 }
 
-int run() {
+int run(const InstallLayout &layout) {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::errs());
   diag.setErrorLimit(errorLimit);
@@ -387,7 +355,7 @@ int run() {
   if (!m)
     return 1;
   if (actsOnPlan(*what)) {
-    auto pa = planActionOptions(*what, diag);
+    auto pa = planActionOptions(*what, diag, layout);
     if (!pa)
       return 1;
     int rc = runPlanActions(*m, *pa, diag, out.os());
@@ -434,10 +402,12 @@ int main(int argc, char **argv) {
                     "[--emit=WHAT]\n(mistc --help lists every option)\n";
     return 2;
   }
+  const InstallLayout layout =
+      InstallLayout::locate(llvm::sys::fs::getMainExecutable(argv[0], (void *)&main));
   // --list-passes, --print-build-flags and --print-vocabulary work without an input file.
   for (int i = 1; i < argc; ++i) {
     if (llvm::StringRef(argv[i]) == "--print-build-flags") {
-      llvm::outs() << cpuTrainerBuildFlags() << "\n";
+      llvm::outs() << layout.cpuTrainerBuildFlags << "\n";
       return checkedStdout(0);
     }
     if (llvm::StringRef(argv[i]) == "--print-vocabulary") {
@@ -455,5 +425,7 @@ int main(int argc, char **argv) {
   if (!cl::ParseCommandLineOptions(argc, argv,
                                    "mistc: compile transformer models to training plans\n"))
     return 1;
-  return checkedStdout(run());
+  if (!stdlibDir.getNumOccurrences())
+    stdlibDir = layout.stdlibDir;
+  return checkedStdout(run(layout));
 }
