@@ -78,18 +78,27 @@ template <class Move> void inChunks(size_t n, size_t chunk, Move move) {
 
 } // namespace
 
-[[noreturn]] void abortJob(const std::string &why) {
+namespace {
+void printFailure(const std::string &why) {
   std::string rank = worldRankForMessages >= 0 ? std::to_string(worldRankForMessages) : "?";
   std::fprintf(stderr, "mistrt: rank %s: %s\n", rank.c_str(), why.c_str());
   std::fflush(stderr);
+}
+} // namespace
+
+[[noreturn]] void abortJob(const std::string &why) {
+  printFailure(why);
   if (mpiIsLive())
     MPI_Abort(MPI_COMM_WORLD, 1);
   std::_Exit(1); // not live, or MPI_Abort returned
 }
 
 [[noreturn]] void abortJobTogether(Communicator &group, const std::string &why) {
-  if (group.rank() != 0)
+  // Every rank says it, so per-rank output files (srun -o %t) hold it too.
+  if (group.rank() != 0) {
+    printFailure(why);
     group.barrier(); // rank 0 never arrives: its MPI_Abort ends the wait
+  }
   abortJob(why);
 }
 

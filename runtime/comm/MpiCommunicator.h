@@ -38,8 +38,9 @@ namespace mist::rt {
 [[noreturn]] void abortJob(const std::string &why);
 
 /// For a failure every member of `group` found together (they gathered the
-/// same facts and reached the same verdict): its rank 0 says `why` once and
-/// stops the job; the others wait to be stopped rather than print it again.
+/// same facts and reached the same verdict): every member prints `why` (so
+/// each rank's own output, `srun -o %t`, says why the job ended), then
+/// rank 0 stops the job while the others wait to be stopped.
 [[noreturn]] void abortJobTogether(Communicator &group, const std::string &why);
 
 /// Owns MPI's lifetime: MPI_Init_thread(FUNNELED) on construction,

@@ -47,6 +47,9 @@ refused() {
   local name=$1 pattern=$2; shift 2
   if on2 "$work/$name.log" "$@"; then cat "$work/$name.log"; fail "$name: the job ran"; fi
   grep -qE "$pattern" "$work/$name.log" || { cat "$work/$name.log"; fail "$name: no '$pattern'"; }
+  # Each rank that found it says it (per-rank output files hold it too).
+  grep -qE "mistrt: rank [1-9][0-9]*: .*$pattern" "$work/$name.log" ||
+    { cat "$work/$name.log"; fail "$name: only rank 0 said why"; }
   echo "$name: refused: $(grep -oE "mistrt: rank 0: .{0,160}" "$work/$name.log" | head -1)..."
 }
 
