@@ -526,8 +526,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
     saveCheckpoint(o.ckptDir, spec, groups, *world, store, 0, o.seed, schedule,
                    runRecord(spec, o, 0, samplesPerStep, dataTokens));
-  const StopSignals stopSignals; // from here a stop signal ends the run after its step
+  StopSignals stopSignals(worldRank); // from here a stop signal ends the run after its step
   for (int step = firstStep; step <= o.steps; ++step) {
+    stopSignals.atStep(step);
     const float stepLr = schedule.at(step);
     const StepFigures f = trainStep(training, step, stepLr);
     folderLock.touch();

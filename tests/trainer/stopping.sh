@@ -5,7 +5,8 @@
 # --signal) sent to one rank of a dp 2 job stops every rank after the step
 # under way, with a checkpoint, exit 0; a resume compares the data by what
 # the file holds: a copy under another path is the same data, another file
-# under the old path is not (a warning names both).
+# under the old path is not (a warning names both); a rank killed ends the
+# job (mpirun names it) and the survivor says which step it was in.
 #   stopping.sh MISTC MODEL.mist WORKDIR
 set -euo pipefail
 mistc=$1 model=$2 work=$3
@@ -71,4 +72,20 @@ wait "$job" || fail "the signalled job exited with status $?: $(tail -3 "$work/s
 grep -q "stopping after step [0-9]* (SIGUSR1); resume with" "$work/signal.log" ||
   fail "SIGUSR1 did not stop the run cleanly: $(tail -3 "$work/signal.log")"
 [[ -f $work/signal/model.safetensors ]] || fail "the signalled run wrote no checkpoint"
-echo "stopping.sh: --stop-after and SIGUSR1 save and leave; resumes compare the data by content"
+
+# A rank killed: mpirun names it and ends the job; the survivor says which
+# step it was in when the launcher's SIGTERM came.
+rm -rf "$work/killed"
+run --steps 1000000 --ckpt-dir "$work/killed" >"$work/killed.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do
+  grep -q "^step *3 " "$work/killed.log" 2>/dev/null && break
+  sleep 0.1
+done
+victim=$(pgrep -f "^$work/train " | tail -1)
+kill -KILL "$victim"
+if wait "$job"; then fail "the job with a killed rank exited 0"; fi
+grep -qE "mistrt: rank [0-9]+ \([^)]*\): SIGTERM during step [0-9]+" "$work/killed.log" ||
+  fail "the surviving rank did not say where it was: $(tail -5 "$work/killed.log")"
+echo "stopping.sh: --stop-after and SIGUSR1 save and leave; resumes compare the data by content;"
+echo "  a killed rank ends the job, the survivor naming its step: $(grep -oE "rank [0-9]+ \([^)]*\): SIGTERM during step [0-9]+" "$work/killed.log" | head -1)"
