@@ -24,6 +24,7 @@
 /// prices the same collectives from the plain module (docs/perf-model.md).
 //===----------------------------------------------------------------------===//
 #include "ir/OpSemantics.h"
+#include "passes/LayerTypes.h"
 #include "passes/Pass.h"
 #include <set>
 
@@ -69,8 +70,14 @@ public:
         retypeArgs(m, *r);
       if (failed(splitBlock(m, *r, diag)))
         return failure();
+      // Checked before the next region is retyped, so an error points here.
+      if (r->kind == RegionKind::Pre && failed(checkLayerInputSplit(m, diag)))
+        return failure();
+      if (r->kind == RegionKind::Layer &&
+          failed(checkLayerKeepsTypes(m, diag, "under sequence parallelism the repeated layer")))
+        return failure();
     }
-    return checkBoundaries(m, diag);
+    return success();
   }
 
 private:
@@ -133,9 +140,8 @@ private:
     return failure();
   }
 
-  /// The layers carry split activations: the pre region must yield them
-  /// split, and the layer must keep the types it carries.
-  static LogicalResult checkBoundaries(Module &m, DiagnosticEngine &diag) {
+  /// The layers carry split activations: the pre region must yield them split.
+  static LogicalResult checkLayerInputSplit(Module &m, DiagnosticEngine &diag) {
     for (const Value *y : m.pre.fwd.yields)
       if (y->type.role == Role::Act && !y->type.isTokenSplit()) {
         diag.error(y->def ? y->def->loc : llvm::SMLoc(),
@@ -145,16 +151,6 @@ private:
                        "token embedding must be vocabulary-parallel");
         return failure();
       }
-    for (size_t i = 0; i < m.layer.fwd.args.size() && i < m.layer.fwd.yields.size(); ++i) {
-      const Value *in = m.layer.fwd.args[i].get(), *out = m.layer.fwd.yields[i];
-      if (!in->type.equals(out->type)) {
-        diag.error(out->def ? out->def->loc : llvm::SMLoc(),
-                   "sequence parallelism turns the layer's '%" + in->name + "' of type " +
-                       in->type.str(m.symbols) + " into " + out->type.str(m.symbols) +
-                       "; a layer must keep the types it carries");
-        return failure();
-      }
-    }
     return success();
   }
 };

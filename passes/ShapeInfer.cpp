@@ -8,6 +8,7 @@
 /// instead of overwritten, so the pass also validates parsed IR.
 //===----------------------------------------------------------------------===//
 #include "ir/OpSemantics.h"
+#include "passes/LayerTypes.h"
 #include "passes/Pass.h"
 
 using namespace mist;
@@ -23,16 +24,8 @@ public:
     if (failed(flowInto(m.pre.fwd, m.layer.fwd, m, diag)) ||
         failed(inferBlock(m.layer.fwd, m, diag)))
       return failure();
-    for (size_t i = 0; i < m.layer.fwd.args.size() && i < m.layer.fwd.yields.size(); ++i) {
-      const Value *in = m.layer.fwd.args[i].get(), *out = m.layer.fwd.yields[i];
-      if (!in->type.equals(out->type)) {
-        diag.error(out->def ? out->def->loc : llvm::SMLoc(),
-                   "the repeated layer turns '%" + in->name + "' of type " +
-                       in->type.str(m.symbols) + " into " + out->type.str(m.symbols) +
-                       "; a layer must keep the types it carries");
-        return failure();
-      }
-    }
+    if (failed(checkLayerKeepsTypes(m, diag, "the repeated layer")))
+      return failure();
     if (failed(flowInto(m.layer.fwd, m.post.fwd, m, diag)) ||
         failed(inferBlock(m.post.fwd, m, diag)))
       return failure();

@@ -15,6 +15,7 @@
 /// checks it again).
 //===----------------------------------------------------------------------===//
 #include "ir/OpSemantics.h"
+#include "passes/LayerTypes.h"
 #include "passes/Pass.h"
 #include <map>
 
@@ -49,7 +50,9 @@ public:
         retypeArgs(m, *r);
       if (failed(shardBlock(m, r->fwd, replaced, diag)))
         return failure();
-      if (r->kind == RegionKind::Layer && failed(checkLayerKeepsTypes(m, *r, diag)))
+      if (r->kind == RegionKind::Layer &&
+          failed(
+              checkLayerKeepsTypes(m, diag, "after tensor-parallel sharding the repeated layer")))
         return failure();
     }
     return success();
@@ -65,26 +68,6 @@ private:
       r.fwd.args[i]->type = from.yields[i]->type;
       r.fwd.args[i]->typed = from.yields[i]->typed;
     }
-  }
-
-  /// The sharded layer must still map its carried types to themselves. Checked
-  /// here, before post is retyped, so that the error points at the layer
-  /// rather than at the first op of post that the wrong type upsets.
-  static LogicalResult checkLayerKeepsTypes(Module &m, Region &r, DiagnosticEngine &diag) {
-    for (size_t i = 0; i < r.fwd.args.size() && i < r.fwd.yields.size(); ++i) {
-      const Value *in = r.fwd.args[i].get(), *out = r.fwd.yields[i];
-      if (!in->typed || !out->typed || in->type.equals(out->type))
-        continue;
-      std::string hint = out->type.isSharded() && !in->type.isSharded()
-                             ? " (a column-parallel linear must be followed by a row-parallel one)"
-                             : "";
-      diag.error(out->def ? out->def->loc : llvm::SMLoc(),
-                 "after tensor-parallel sharding the repeated layer turns '%" + in->name +
-                     "' of type " + in->type.str(m.symbols) + " into " + out->type.str(m.symbols) +
-                     "; a layer must keep the types it carries" + hint);
-      return failure();
-    }
-    return success();
   }
 
   static bool needsCopy(const Op &op) {

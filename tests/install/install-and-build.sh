@@ -18,17 +18,7 @@ flags=$("$prefix/bin/mistc" --print-build-flags)
 for tree in "$source" "$build"; do
   [[ $flags != *"$tree"* ]] || { echo "the installed mistc's build flags name $tree: $flags" >&2; exit 1; }
 done
-cat >"$work/plan.yaml" <<'PLAN'
-mist_plan: 1
-global_batch: 16
-grad_accum: 2
-stages:
-  - layers: [0, 1]
-    mesh: {nodes: 1, gpus_per_node: 2}
-    micro_batch: 4
-    dp: 2
-    tp: 1
-PLAN
+cp "$source/tests/trainer/tiny-gpt-2ranks.yaml" "$work/plan.yaml"
 cat >"$work/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.20)
 project(installed_trainer CXX)

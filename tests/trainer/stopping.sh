@@ -15,21 +15,17 @@ mkdir -p "$work"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fail() { echo "stopping.sh: $*" >&2; exit 1; }
 lossOf() { sed -n "s/^step *$1 *loss \([^ ]*\) .*/\1/p" "$2"; }
-cat >"$work/dp2.yaml" <<'PLAN'
-mist_plan: 1
-global_batch: 16
-grad_accum: 2
-stages:
-  - layers: [0, 1]
-    mesh: {nodes: 1, gpus_per_node: 2}
-    micro_batch: 4
-    dp: 2
-    tp: 1
-PLAN
-"$root/scripts/build-trainer.sh" "$mistc" "$model" "$work/dp2.yaml" "$work/train"
+"$root/scripts/build-trainer.sh" "$mistc" "$model" "$root/tests/trainer/tiny-gpt-2ranks.yaml" "$work/train"
 python3 "$root/scripts/make-tokens.py" "$root/docs/tutorial.md" --out "$work/a.bin" >/dev/null
 python3 "$root/scripts/make-tokens.py" "$root/docs/runtime.md" --out "$work/b.bin" >/dev/null
 run() { timeout 300 mpirun --oversubscribe -np 2 "$work/train" --log-every 1 --data "$work/data.bin" "$@" </dev/null; }
+# untilStep N LOG: waits (up to a minute) until the job logging to LOG is past step N.
+untilStep() {
+  for _ in $(seq 600); do
+    grep -q "^step *$1 " "$2" 2>/dev/null && return
+    sleep 0.1
+  done
+}
 
 # --stop-after saves; the resume goes on as if never stopped.
 cp "$work/a.bin" "$work/data.bin"
@@ -61,10 +57,7 @@ rm -rf "$work/signal"
 cp "$work/a.bin" "$work/data.bin"
 run --steps 1000000 --ckpt-dir "$work/signal" >"$work/signal.log" 2>&1 &
 job=$!
-for _ in $(seq 600); do
-  grep -q "^step *3 " "$work/signal.log" 2>/dev/null && break
-  sleep 0.1
-done
+untilStep 3 "$work/signal.log"
 rank=$(pgrep -f "^$work/train " | head -1)
 [[ -n $rank ]] || fail "no trainer process to signal"
 kill -USR1 "$rank"
@@ -78,10 +71,7 @@ grep -q "stopping after step [0-9]* (SIGUSR1); resume with" "$work/signal.log" |
 rm -rf "$work/killed"
 run --steps 1000000 --ckpt-dir "$work/killed" >"$work/killed.log" 2>&1 &
 job=$!
-for _ in $(seq 600); do
-  grep -q "^step *3 " "$work/killed.log" 2>/dev/null && break
-  sleep 0.1
-done
+untilStep 3 "$work/killed.log"
 victim=$(pgrep -f "^$work/train " | tail -1)
 kill -KILL "$victim"
 if wait "$job"; then fail "the job with a killed rank exited 0"; fi
