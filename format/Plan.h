@@ -79,6 +79,11 @@ struct Plan {
   /// Megatron-LM's --tp-comm-overlap: a layer's tp collectives run in
   /// chunks beside its GEMMs. Needs sequenceParallel.
   bool tpCommOverlap = false;
+  /// Selective recomputation: every layer not checkpointed drops the
+  /// outputs of its norms and activation functions after the forward and
+  /// computes them again before its backward (ir/OpSemantics.h,
+  /// recomputedSelectively).
+  bool selectiveRecompute = false;
   /// Data-parallel gradient reductions of the last micro-batch run layer by
   /// layer beside its backward (mistc's trainer, DDP, DeepSpeed, Megatron-LM's
   /// --overlap-grad-reduce). false: all of them after the backward, as

@@ -639,6 +639,19 @@ SavedSet mist::savedForBackward(const Op &op) {
   return s;
 }
 
+bool mist::recomputedSelectively(OpKind kind) {
+  switch (kind) {
+  case OpKind::LayerNorm:
+  case OpKind::RMSNorm:
+  case OpKind::Gelu:
+  case OpKind::Silu:
+  case OpKind::Mul:
+    return true;
+  default:
+    return false;
+  }
+}
+
 bool mist::fusesWithNext(OpKind first, OpKind second, bool firstRowParallel, bool secondTanhGelu,
                          bool firstResultReadOnce) {
   const bool geluForward =

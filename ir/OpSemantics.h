@@ -34,6 +34,15 @@ SavedSet savedForBackward(const Op &op);
 /// memory and time models apply the same rule (docs/perf-model.md).
 bool forwardsOperand(const Op &op, bool singleTpRank);
 
+/// Whether selective recomputation (plan key `selective_recompute`) drops an
+/// op's first result after the forward and computes it again before the
+/// backward: norms and activation functions, whose inputs the backward keeps
+/// anyway and whose cost is one pass over memory; the GEMMs' and
+/// attention's outputs stay saved (TorchTitan's op-level selective
+/// activation checkpointing; Megatron-LM's --recompute-modules layernorm
+/// covers the norms).
+bool recomputedSelectively(OpKind kind);
+
 /// Whether the trainer runs two ops that follow each other, the second
 /// reading the first's result 0, as one (backend/trainer/FusedOps.h): a
 /// linear layer that is not row-parallel and the tanh GELU of its output;

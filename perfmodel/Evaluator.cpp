@@ -30,6 +30,7 @@ StageEvaluator::StageEvaluator(const StageNumbers &n, const Cluster &cluster,
   base.gradAccum = ctx.gradAccum;
   base.sequenceParallel = ctx.sequenceParallel;
   base.tpCommOverlap = ctx.tpCommOverlap;
+  base.selectiveRecompute = ctx.selectiveRecompute;
   constants = makeStageConstants(base, n, cluster);
 }
 

@@ -20,6 +20,7 @@ struct StageContext {
   bool first = true, last = true;
   int inflight = 1, gradAccum = 1;
   bool sequenceParallel = false, tpCommOverlap = false; ///< StageKnobs'
+  bool selectiveRecompute = false;                      ///< StageKnobs'
 };
 
 /// Candidate strategies, one entry per strategy.

@@ -57,6 +57,7 @@ public:
     if (!compile(tiedParams(), p.tiedParams))
       return std::nullopt;
     findSequenceSplit();
+    fwdList = &p.fwd;
     for (auto &op : r.fwd.ops)
       if (op->kind != OpKind::Param && !addOp(*op, p.fwd))
         return std::nullopt;
@@ -222,6 +223,16 @@ private:
     return true;
   }
 
+  /// Whether a backward op reads `v` (or a tp_copy of it, which passes it
+  /// through): the forward keeps it.
+  bool readByBackward(const Value *v) const {
+    for (auto &op : r.bwd->ops)
+      for (const Value *x : op->operands)
+        if (x == v || (x->def && x->def->kind == OpKind::TpCopy && x->def->operands[0] == v))
+          return true;
+    return false;
+  }
+
   bool addOp(const Op &op, std::vector<OpProfile> &list) {
     if (forwardsOperand(op, /*singleTpRank=*/false))
       return true; // nothing runs (all_reduce at tp = 1 is priced as a no-op already)
@@ -237,6 +248,8 @@ private:
       p.flopDiscount = 0.5;
     p.tpCollective = op.kind == OpKind::AllReduce || !c.comm.expand().is_zero();
     p.splitUnderSp = !p.tpCollective && splitUnderSp(op);
+    p.selectiveRecompute = &list == fwdList && recomputedSelectively(op.kind) &&
+                           !op.results.empty() && readByBackward(op.result());
     if (!addKernelShapes(op, p))
       return false;
     for (const Value *v : op.operands) {
@@ -427,11 +440,12 @@ private:
   /// the arena (all of them, or, for a checkpointed forward, those up to
   /// their last forward use) plus the arena's size; dominated ones dropped.
   void peaks(RegionMemory &p, const Lifetimes &lt, const std::set<const Value *> &arenaSet,
+             const std::set<const Value *> &dropped,
              const std::map<const Value *, Poly> &size) const {
     const int F = static_cast<int>(r.fwd.ops.size()), B = static_cast<int>(r.bwd->ops.size());
-    std::vector<Poly> fwdFull, fwdCkpt, bwd, fwdArena, bwdArena;
+    std::vector<Poly> fwdFull, fwdCkpt, fwdSelective, bwd, fwdArena, bwdArena;
     for (int i = 0; i < F + B; ++i) {
-      Poly full, ckpt, arena;
+      Poly full, ckpt, selective, arena;
       for (const Value *v : lt.order) {
         const bool transient = arenaSet.count(v);
         const int def = lt.def.at(v);
@@ -439,10 +453,14 @@ private:
           (transient ? arena : full) = (transient ? arena : full) + size.at(v);
         if (i < F && !transient && def <= i && i <= lt.lastFwdUse.at(v))
           ckpt = ckpt + size.at(v);
+        const int end = dropped.count(v) ? lt.lastFwdUse.at(v) : lt.lastUse.at(v);
+        if (i < F && !transient && def <= i && i <= end)
+          selective = selective + size.at(v);
       }
       if (i < F) {
         fwdFull.push_back(full);
         fwdCkpt.push_back(ckpt);
+        fwdSelective.push_back(selective);
         fwdArena.push_back(arena);
       } else {
         bwd.push_back(full);
@@ -453,16 +471,32 @@ private:
     bwdArena = pruneDominated(bwdArena);
     fwdFull = sumsOfPairs(pruneDominated(fwdFull), fwdArena);
     fwdCkpt = sumsOfPairs(pruneDominated(fwdCkpt), fwdArena);
+    fwdSelective = sumsOfPairs(pruneDominated(fwdSelective), fwdArena);
     bwd = sumsOfPairs(pruneDominated(bwd), bwdArena);
     p.fwdPeakFull = pruneDominated(fwdFull);
     p.fwdPeakCkpt = pruneDominated(fwdCkpt);
+    p.fwdPeakSelective = pruneDominated(fwdSelective);
     p.bwdPeak = pruneDominated(bwd);
-    if (p.fwdPeakFull.empty())
-      p.fwdPeakFull.push_back(Poly());
-    if (p.fwdPeakCkpt.empty())
-      p.fwdPeakCkpt.push_back(Poly());
-    if (p.bwdPeak.empty())
-      p.bwdPeak.push_back(Poly());
+    for (std::vector<Poly> *peak :
+         {&p.fwdPeakFull, &p.fwdPeakCkpt, &p.fwdPeakSelective, &p.bwdPeak})
+      if (peak->empty())
+        peak->push_back(Poly());
+  }
+
+  /// What selective recomputation drops after the forward: the saved first
+  /// results of the ops it runs again (recomputedSelectively), but what the
+  /// region hands on.
+  std::set<const Value *> selectivelyDropped(const Lifetimes &lt) const {
+    const int F = static_cast<int>(r.fwd.ops.size());
+    std::set<const Value *> handedOn;
+    for (const Value *y : r.fwd.yields)
+      handedOn.insert(lt.root(y));
+    std::set<const Value *> dropped;
+    for (const Value *v : lt.order)
+      if (v->def && v == v->def->results[0].get() && recomputedSelectively(v->def->kind) &&
+          lt.def.at(v) < F && lt.lastUse.at(v) >= F && !handedOn.count(v))
+        dropped.insert(v);
+    return dropped;
   }
 
   /// A run's peak is the largest live set outside the arena plus its arena;
@@ -474,10 +508,14 @@ private:
     std::map<const Value *, Poly> size;
     for (const Value *v : lt.order)
       size[v] = bytesUnder(v, sp);
-    peaks(p, lt, arenaValues(lt), size);
+    const std::set<const Value *> dropped = selectivelyDropped(lt);
+    peaks(p, lt, arenaValues(lt), dropped, size);
     for (const Value *v : lt.order) {
-      if (lt.def.at(v) < F && lt.lastUse.at(v) >= F)
+      if (lt.def.at(v) < F && lt.lastUse.at(v) >= F) {
         p.savedFull = p.savedFull + size[v];
+        if (!dropped.count(v))
+          p.savedSelective = p.savedSelective + size[v];
+      }
     }
     for (auto &a : r.fwd.args)
       p.savedCkpt = p.savedCkpt + bytesUnder(a.get(), sp);
@@ -510,6 +548,7 @@ private:
   DiagnosticEngine &diag;
   std::set<const Value *> seqSplit;                                   ///< findSequenceSplit
   mutable std::map<const Value *, std::unique_ptr<Value>> regathered; ///< regatheredCopy
+  const std::vector<OpProfile> *fwdList = nullptr; ///< the profile's forward ops, being built
 };
 
 double maxOf(const std::vector<Poly> &cands, double b, double tp) {
@@ -651,8 +690,18 @@ RegionNumbers ModelProfile::evaluate(RegionKind kind, int b, int tp, const Clust
   const RegionMemory &mem = tp == 1 ? p.memoryAtTp1 : sp ? p.memorySp : p.memory;
   n.savedFull = mem.savedFull.eval(b, tp);
   n.savedCkpt = mem.savedCkpt.eval(b, tp);
+  n.savedSelective = mem.savedSelective.eval(b, tp);
   n.fwdPeakFull = maxOf(mem.fwdPeakFull, b, tp);
   n.fwdPeakCkpt = maxOf(mem.fwdPeakCkpt, b, tp);
+  n.fwdPeakSelective = maxOf(mem.fwdPeakSelective, b, tp);
+  // What selective recomputation runs again before the backward.
+  std::vector<OpProfile> again;
+  for (const OpProfile &op : p.fwd)
+    if (op.selectiveRecompute)
+      again.push_back(op);
+  double gemm = 0, tpComm = 0, beside = 0;
+  opTimes(again, b, tp, c, fp32Training, paramBytes, sp, n.selectiveRecompute, gemm, tpComm,
+          beside);
   n.bwdPeak = maxOf(mem.bwdPeak, b, tp);
   n.gradIn = (sp ? p.gradInSp : p.gradIn).eval(b, tp);
   n.output = (sp ? p.outputSp : p.output).eval(b, tp);

@@ -55,6 +55,9 @@ struct OpProfile {
   /// weight gradient (the forward keeps only the split input, as Megatron-LM
   /// does), which runs beside the op's input-gradient GEMM.
   bool besideGemm = false;
+  /// A forward op selective recomputation runs again before the backward
+  /// (ir/OpSemantics.h, recomputedSelectively; its result is saved).
+  bool selectiveRecompute = false;
   std::string name; ///< first result, for measured-table lookups and traces
   std::vector<std::vector<Poly>> operandShapes;
   std::vector<GemmShape> gemms;            ///< linear, lm_head and their gradients
@@ -69,6 +72,11 @@ struct RegionMemory {
   std::vector<Poly> fwdPeakFull; ///< live bytes at forward program points
   std::vector<Poly> fwdPeakCkpt; ///< same when only the inputs are kept
   std::vector<Poly> bwdPeak;     ///< live bytes at backward program points
+  /// Under selective recomputation: what stays saved (the recomputed
+  /// results dropped), and the forward's live bytes with those freed after
+  /// their last forward use.
+  Poly savedSelective;
+  std::vector<Poly> fwdPeakSelective;
 };
 
 struct RegionProfile {
@@ -112,6 +120,10 @@ struct RegionNumbers {
   double tpBwdBesideGemm = 0;
   double savedFull = 0, savedCkpt = 0;
   double fwdPeakFull = 0, fwdPeakCkpt = 0, bwdPeak = 0;
+  /// Selective recomputation (of a layer not checkpointed): its saved bytes
+  /// and forward peak, and the seconds of the forward ops it runs again
+  /// before the backward.
+  double savedSelective = 0, fwdPeakSelective = 0, selectiveRecompute = 0;
   double gradIn = 0, output = 0;
   double fwdFlops = 0, bwdFlops = 0;
 };

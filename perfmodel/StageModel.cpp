@@ -115,6 +115,12 @@ double edgeOptimizerSeconds(const StageKnobs &k, const StageConstants &sc) {
   return optimizerSeconds(params, k, sc) + clearGradSeconds(params, k, sc);
 }
 
+/// What a layer that is not checkpointed keeps for its backward: all it
+/// saves, or under selective recomputation all but what it computes again.
+double savedNotCheckpointed(const RegionNumbers &L, const StageKnobs &k) {
+  return k.selectiveRecompute ? L.savedSelective : L.savedFull;
+}
+
 /// Loads of one layer in one phase: the cost of each of the layer's steps
 /// in the schedule, summed per stream (host copies as bytes, moved in one
 /// transfer per stream); `ckpt` layers recompute their forward.
@@ -125,7 +131,7 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
          shardO = k.zero.optimizer ? k.dp : 1;
   double W = L.paramBytes * L.params, Gr = L.gradBytes * L.params,
          O = optimizerBytesPerParam(k, L) * L.params;
-  double saved = ckpt ? L.savedCkpt : L.savedFull;
+  double saved = ckpt ? L.savedCkpt : savedNotCheckpointed(L, k);
   PhaseLoad p;
   double &C = p.busy[0], &G = p.busy[1];
   double hBytes = 0, dBytes = 0;
@@ -160,8 +166,9 @@ PhaseLoad layerLoad(Phase ph, bool ckpt, const StageKnobs &k, const StageConstan
     case StepKind::SwapInActivations:
       hBytes += o.activations * saved;
       break;
-    case StepKind::Backward:
-      C += L.bwdCompute + foldedGradClearSeconds(L.params, k, sc);
+    case StepKind::Backward: // after selective recomputation's forward ops, where it runs
+      C += L.bwdCompute + (k.selectiveRecompute && !ckpt ? L.selectiveRecompute : 0) +
+           foldedGradClearSeconds(L.params, k, sc);
       p.tp += L.tpBwd;
       p.tpGemm += L.gemmBwd;
       p.tpBeside += L.tpBwdBesideGemm;
@@ -318,8 +325,8 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   const RegionNumbers &L = n.layer;
   const OffloadRatios &o = k.offload;
   int full = k.layers - k.ckpt;
-  double perMicroBatch =
-      full * L.savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
+  const double savedFull = savedNotCheckpointed(L, k); // of a layer not checkpointed
+  double perMicroBatch = full * savedFull + k.ckpt * L.savedCkpt + (k.first ? n.pre.savedFull : 0);
   double keep = 1 - o.activations;
   double waiting = std::max(0, k.inflight - 1) * perMicroBatch * keep;
   // The run under way: everything before its last layer, kept (or being
@@ -330,7 +337,7 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
     // Interleaved: the waiting chunk-runs hold a chunk's layers each (the
     // stage's share), the waiting micro-batches of the first stage their
     // embeddings; the run under way is one chunk's.
-    const double chunkSaved = (full * L.savedFull + k.ckpt * L.savedCkpt) / k.chunks;
+    const double chunkSaved = (full * savedFull + k.ckpt * L.savedCkpt) / k.chunks;
     waiting = (std::max(0, k.chunksInFlight - 1) * chunkSaved +
                std::max(0, k.inflight - 1) * (k.first ? n.pre.savedFull : 0)) *
               keep;
@@ -339,14 +346,16 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   }
   int fullBefore = std::min(runLayers - 1, full), ckptBefore = runLayers - 1 - fullBefore;
   double before =
-      ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
-          keep +
-      (o.activations > 0 ? o.activations * (fullBefore > 0 ? L.savedFull : L.savedCkpt) : 0);
+      ((k.first ? n.pre.savedFull : 0) + fullBefore * savedFull + ckptBefore * L.savedCkpt) * keep +
+      (o.activations > 0 ? o.activations * (fullBefore > 0 ? savedFull : L.savedCkpt) : 0);
   bool lastCkpt = k.ckpt > 0;
-  double fwdWork = lastCkpt ? L.fwdPeakCkpt : L.fwdPeakFull;
+  double fwdWork = lastCkpt               ? L.fwdPeakCkpt
+                   : k.selectiveRecompute ? L.fwdPeakSelective
+                                          : L.fwdPeakFull;
+  // A checkpointed layer's recompute keeps everything until its backward.
   double bwdWork = std::max(L.bwdPeak, lastCkpt ? L.fwdPeakFull + L.gradIn : 0.0);
   if (k.last) {
-    double lastSaved = lastCkpt ? L.savedCkpt : L.savedFull;
+    double lastSaved = lastCkpt ? L.savedCkpt : savedFull;
     double head = lastSaved + std::max(n.post.fwdPeakFull, n.post.bwdPeak);
     fwdWork = std::max(fwdWork, head);
   }
@@ -354,10 +363,9 @@ MemoryBreakdown withActivations(const StageKnobs &k, const StageNumbers &n, Memo
   m.perInflight = perMicroBatch * keep;
   // The offloaded share of the same activations waits in pinned host memory.
   m.hostPerInflight = perMicroBatch * o.activations;
-  m.host +=
-      std::max(0, k.inflight - 1) * m.hostPerInflight +
-      ((k.first ? n.pre.savedFull : 0) + fullBefore * L.savedFull + ckptBefore * L.savedCkpt) *
-          o.activations;
+  m.host += std::max(0, k.inflight - 1) * m.hostPerInflight +
+            ((k.first ? n.pre.savedFull : 0) + fullBefore * savedFull + ckptBefore * L.savedCkpt) *
+                o.activations;
   m.savedActivations = waiting + before;
   m.transient = std::max(fwdWork, bwdWork);
   m.fwdPeak = states + waiting + before + fwdWork;
@@ -468,7 +476,7 @@ StageEstimate mist::estimateStage(const StageKnobs &k, const StageConstants &sc,
   const StageNumbers &n = sc.numbers;
   RegionTimes &r = e.regions;
   r.layerFwd = n.layer.fwdCompute;
-  r.layerBwd = n.layer.bwdCompute;
+  r.layerBwd = n.layer.bwdCompute + (k.selectiveRecompute ? n.layer.selectiveRecompute : 0);
   r.layerOptimizer = optimizerSeconds(n.layer.params, k, sc);
   if (k.first) {
     r.preFwd = n.pre.fwdCompute;
@@ -562,6 +570,7 @@ StageEstimate estimatePlannedStage(const Plan &plan, int i, const ModelProfile &
   k.inflight = inflightMicroBatches(i, S, plan.gradAccum, plan.virtualStages);
   k.chunksInFlight = inflightChunks(i, S, plan.gradAccum, std::max(1, plan.virtualStages));
   k.sequenceParallel = plan.sequenceParallel;
+  k.selectiveRecompute = plan.selectiveRecompute;
   k.tpCommOverlap = plan.tpCommOverlap;
   k.overlapGradReduce = plan.overlapGradReduce;
   const bool sp = plan.sequenceParallel;

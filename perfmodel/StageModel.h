@@ -50,6 +50,9 @@ struct StageKnobs : ScheduleKnobs {
   /// evaluated with it) and tp-communication overlap: each layer's tp
   /// collectives run beside its GEMMs instead of between them.
   bool sequenceParallel = false, tpCommOverlap = false;
+  /// Plan::selectiveRecompute: the layers not checkpointed recompute their
+  /// norms and activation functions (RegionNumbers' *Selective figures).
+  bool selectiveRecompute = false;
   /// Plan::overlapGradReduce: false prices the last backward's gradient
   /// reductions after it instead of beside it.
   bool overlapGradReduce = true;

@@ -153,17 +153,24 @@ std::vector<int64_t> mist::divisorsOf(int64_t n) {
   return small;
 }
 
-std::vector<TpChoice> SearchSpace::tpChoices() const {
-  std::vector<TpChoice> choices{{false, false}};
+std::vector<PlanWideChoice> SearchSpace::planWideChoices() const {
+  std::vector<PlanWideChoice> tp{{false, false}};
   if (sequenceParallel)
-    choices.push_back({true, false});
+    tp.push_back({true, false});
   if (sequenceParallel && tpCommOverlap)
-    choices.push_back({true, true});
+    tp.push_back({true, true});
+  std::vector<PlanWideChoice> choices = tp;
+  if (selectiveRecompute)
+    for (PlanWideChoice c : tp) {
+      c.selectiveRecompute = true;
+      choices.push_back(c);
+    }
   return choices;
 }
 
-std::string mist::tpChoiceText(const TpChoice &c) {
-  return c.commOverlap        ? ", sequence parallel, tp overlap"
-         : c.sequenceParallel ? ", sequence parallel"
-                              : "";
+std::string mist::planWideChoiceText(const PlanWideChoice &c) {
+  return std::string(c.commOverlap        ? ", sequence parallel, tp overlap"
+                     : c.sequenceParallel ? ", sequence parallel"
+                                          : "") +
+         (c.selectiveRecompute ? ", selective recomputation" : "");
 }

@@ -40,10 +40,12 @@ enum class SpaceLevel { Megatron = 0, Zero = 1, Ckpt = 2, Offload = 3, Full = 4,
 std::optional<SpaceLevel> parseSpaceLevel(llvm::StringRef s);
 const char *spaceLevelName(SpaceLevel s);
 
-/// How tp runs plan-wide: plain (all-reduces between the GEMMs), with
-/// sequence parallelism, and with tp-communication overlap on top.
-struct TpChoice {
+/// The plan-wide knobs: how tp runs (plain: all-reduces between the GEMMs;
+/// with sequence parallelism; with tp-communication overlap on top), and
+/// whether the layers not checkpointed recompute selectively.
+struct PlanWideChoice {
   bool sequenceParallel = false, commOverlap = false;
+  bool selectiveRecompute = false;
 };
 
 struct SearchSpace {
@@ -66,6 +68,10 @@ struct SearchSpace {
   /// that runs them (--emit=megatron: both; --emit=torchtitan: sequence
   /// parallelism) or when asked to.
   bool sequenceParallel = false, tpCommOverlap = false;
+  /// Whether plans may use selective recomputation (plan key
+  /// selective_recompute): off by default, on when asked to
+  /// (--selective-recompute).
+  bool selectiveRecompute = false;
   /// Whether plans may use interleaved 1F1B (virtual stages). Off by
   /// default, so that tuned plans stay what the timeline can replay; on for
   /// --emit=megatron|torchtitan or when asked to (--interleave; the trainer
@@ -88,7 +94,7 @@ struct SearchSpace {
 
   /// The plan-wide tp settings to search: plain tp always, then sequence
   /// parallelism and tp-communication overlap where allowed.
-  std::vector<TpChoice> tpChoices() const;
+  std::vector<PlanWideChoice> planWideChoices() const;
 
   /// Whether a stage of a `stages`-stage pipeline may combine these knobs
   /// (the deepspeed space's rules; every combination elsewhere).
@@ -114,6 +120,6 @@ struct SearchSpace {
 
 std::vector<int64_t> divisorsOf(int64_t n);
 /// ", sequence parallel" and the like, for progress lines ("" for plain tp).
-std::string tpChoiceText(const TpChoice &c);
+std::string planWideChoiceText(const PlanWideChoice &c);
 
 } // namespace mist

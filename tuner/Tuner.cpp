@@ -125,7 +125,7 @@ private:
     return stats.timedOut;
   }
   const StageNumbers &numbers(int b, int tp) {
-    const bool sp = tpChoice.sequenceParallel;
+    const bool sp = planWide.sequenceParallel;
     auto key = std::make_tuple(b, tp, sp);
     auto it = numberCache.find(key);
     if (it == numberCache.end())
@@ -211,7 +211,7 @@ private:
   std::vector<int> validTp;                                       ///< tp degrees the model allows
   std::map<std::tuple<int, int, bool>, StageNumbers> numberCache; ///< (b, tp, sp)
   /// How tp runs in this search (one search per choice the space allows).
-  TpChoice tpChoice;
+  PlanWideChoice planWide;
   std::map<std::tuple<int, bool, bool, bool>, StrategyBatch> batchCache;
   /// In a space with uniform recomputation: whether this search recomputes
   /// every layer of every stage (else none).
@@ -294,8 +294,9 @@ void Tuner::scoreSlot(const StageSlot &slot, int onlyTp, std::vector<ScoredConte
     ctx.last = slot.cls.last;
     ctx.inflight = slot.fewest;
     ctx.gradAccum = slot.G;
-    ctx.sequenceParallel = tpChoice.sequenceParallel;
-    ctx.tpCommOverlap = tpChoice.commOverlap;
+    ctx.sequenceParallel = planWide.sequenceParallel;
+    ctx.tpCommOverlap = planWide.commOverlap;
+    ctx.selectiveRecompute = planWide.selectiveRecompute;
     const StageNumbers &n = numbers(b, tp);
     StageEvaluator eval(n, cluster, ctx);
     const StrategyBatch &batch = strategies(slot.layers, dp, slot.S);
@@ -402,8 +403,9 @@ void Tuner::consider(int S, int G, const StageTable &table, int totalGpus) {
   // Only tp > 1 has anything to split or overlap; plans without it say so.
   const bool anyTp = std::any_of(plan.stages.begin(), plan.stages.end(),
                                  [](const StagePlan &st) { return st.tp > 1; });
-  plan.sequenceParallel = anyTp && tpChoice.sequenceParallel;
-  plan.tpCommOverlap = anyTp && tpChoice.commOverlap;
+  plan.sequenceParallel = anyTp && planWide.sequenceParallel;
+  plan.tpCommOverlap = anyTp && planWide.commOverlap;
+  plan.selectiveRecompute = planWide.selectiveRecompute;
   // Judge every plan by the report's own estimate: the megatron ablation
   // chooses blind to d, and non-uniform tables assume the slower p2p.
   keepIfBest(plan);
@@ -527,11 +529,12 @@ std::optional<TuneResult> Tuner::run() {
   std::string tpFailure;
   validTp = validTpDegrees(model, cluster, &tpFailure);
   bool anyBatchSplit = false;
-  // Sequence parallelism and tp-communication overlap are plan-wide (as in
-  // Megatron-LM): each setting the space allows is a search of its own;
+  // Sequence parallelism, tp-communication overlap and selective
+  // recomputation are plan-wide (as in Megatron-LM): each setting the space
+  // allows is a search of its own;
   // the best plan found so far bounds the later searches' MILPs.
-  for (const TpChoice &choice : opts.space.tpChoices()) {
-    tpChoice = choice;
+  for (const PlanWideChoice &choice : opts.space.planWideChoices()) {
+    planWide = choice;
     for (int S = 1; S <= std::min(gpus, model.numLayers) && !outOfTime(); ++S) {
       const bool uniform = gpus % S == 0 && meshOf(gpus / S, gpn);
       const std::vector<int> mixed = opts.space.nonUniformMeshSizes(S, gpus, gpn);
@@ -541,8 +544,8 @@ std::optional<TuneResult> Tuner::run() {
       if (opts.progress)
         llvm::errs() << fmt::format("mistc: tuned {} stage{}{}: {} strategies scored, {} MILPs, "
                                     "best {:.4g} s, {:.1f} s elapsed\n",
-                                    S, S == 1 ? "" : "s", tpChoiceText(choice), stats.evaluations,
-                                    stats.milps, bestObjective, elapsed());
+                                    S, S == 1 ? "" : "s", planWideChoiceText(choice),
+                                    stats.evaluations, stats.milps, bestObjective, elapsed());
     }
   }
   stats.seconds = elapsed();

@@ -31,6 +31,7 @@ public:
                                            "virtual_stages",
                                            "sequence_parallel",
                                            "tp_comm_overlap",
+                                           "selective_recompute",
                                            "overlap_grad_reduce"};
     YamlMap m(r, *top, "plan", keys);
     if (locations) {
@@ -55,6 +56,7 @@ public:
     m.getInt("virtual_stages", p.virtualStages, Need::Optional, Range::Count);
     m.getBool("sequence_parallel", p.sequenceParallel, Need::Optional);
     m.getBool("tp_comm_overlap", p.tpCommOverlap, Need::Optional);
+    m.getBool("selective_recompute", p.selectiveRecompute, Need::Optional);
     m.getBool("overlap_grad_reduce", p.overlapGradReduce, Need::Optional);
     if (auto stages = m.get("stages", Need::Required))
       parseStages(*stages, m.valueLoc("stages"));

@@ -74,6 +74,8 @@ void mist::writePlan(const Plan &plan, llvm::raw_ostream &os) {
     os << "sequence_parallel: true\n";
   if (plan.tpCommOverlap)
     os << "tp_comm_overlap: true\n";
+  if (plan.selectiveRecompute)
+    os << "selective_recompute: true\n";
   if (!plan.overlapGradReduce)
     os << "overlap_grad_reduce: false\n";
   os << "stages:\n";

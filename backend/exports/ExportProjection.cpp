@@ -320,6 +320,17 @@ ExportProjection mist::projectForExport(const Plan &plan, const TrainConfig &tra
     p.overlapGradReduce = true;
     notes.push_back("gradient reductions overlapped with the last backward (FSDP always does)");
   }
+  // Selective recomputation as mistc runs it (the norms' and activation
+  // functions' outputs computed again) is none of the frameworks': Megatron-
+  // LM's selective granularity recomputes the attention core and
+  // --recompute-modules layernorm only the norms; TorchTitan's op-level
+  // selective AC saves every other matmul instead; DeepSpeed recomputes
+  // whole layers. The export runs without it, priced so.
+  if (plan.selectiveRecompute) {
+    p.selectiveRecompute = false;
+    notes.push_back("no selective recomputation (the norms' and activation functions' outputs "
+                    "stay saved: the framework has no recomputation of just those)");
+  }
   if (plan.tpCommOverlap && target != ExportTarget::Megatron) {
     p.tpCommOverlap = false;
     notes.push_back("tp collectives between the GEMMs instead of overlapped with them");

@@ -131,6 +131,9 @@ void mist::printReport(const Plan &plan, const PipelineEstimate &est, const Clus
                ? "tp with sequence parallelism and its collectives overlapped with the GEMMs "
                  "(tp collectives below: the time they add)\n"
                : "tp with sequence parallelism\n");
+  if (plan.selectiveRecompute)
+    os << "selective recomputation: the layers not checkpointed compute their norms and "
+          "activation functions again before their backward\n";
   if (!plan.overlapGradReduce)
     os << "gradient reductions after the last backward, not beside it (overlap_grad_reduce: "
           "false)\n";

@@ -119,14 +119,17 @@ public:
   /// reads it last, as the performance model's liveness assumes.
   /// In a layer's forward, `recomputed` (the activations a checkpointed
   /// layer's backward recomputes) are released after their last use only
-  /// when the frame says so (Frame::releaseIfRecomputed).
+  /// when the frame says so (Frame::releaseIfRecomputed); of them,
+  /// `selective` (what selective recomputation writes again) also in a
+  /// layer that recomputes selectively.
   /// `allocatedAtWrite` (what the run hands to the next one, and what a
   /// checkpointed layer drops) gets memory right before the op that writes
   /// it, when it has none (Frame::allocate).
   bool function(const std::string &name, const std::vector<LoweredOp> &ops,
                 const std::vector<int> &outputs, DiagnosticEngine &diag,
                 const std::set<int> &releaseAfterLastRead = {},
-                const std::set<int> &recomputed = {}, const std::set<int> &allocatedAtWrite = {}) {
+                const std::set<int> &recomputed = {}, const std::set<int> &allocatedAtWrite = {},
+                const std::set<int> &selective = {}) {
     std::map<int, size_t> lastRead, lastUse, firstWrite;
     for (size_t i = ops.size(); i-- > 0;)
       for (int b : ops[i].results)
@@ -177,7 +180,10 @@ public:
       std::vector<std::string> dropped;
       for (auto [b, at] : lastUse)
         if (inSpan(at))
-          dropped.push_back(fmt::format("L.releaseIfRecomputed({});", named(b)));
+          dropped.push_back(
+              selective.count(b)
+                  ? fmt::format("L.releaseIfRecomputed({}, /*selectively=*/true);", named(b))
+                  : fmt::format("L.releaseIfRecomputed({});", named(b)));
       if (!dropped.empty())
         body += fmt::format("  {} // last forward use; recomputed if checkpointed\n",
                             fmt::join(dropped, " "));
@@ -417,11 +423,24 @@ bool emitRegionFunctions(StageContext &c, DiagnosticEngine &diag, llvm::raw_ostr
     const std::set<int> recomputed =
         r == 1 ? recomputedByCheckpoint(c.st, c.savedBy[1]) : std::set<int>{};
     fwdOut.insert(recomputed.begin(), recomputed.end());
+    const std::vector<int> selectiveList = r == 1 && c.plan.selectiveRecompute
+                                               ? selectivelyRecomputed(c.st, recomputed)
+                                               : std::vector<int>{};
+    const std::set<int> selective(selectiveList.begin(), selectiveList.end());
     if (!c.e.function(prefix + regionFunctions[r][0], lr.forward, lr.outputs, diag, {}, recomputed,
-                      fwdOut) ||
+                      fwdOut, selective) ||
         !c.e.function(prefix + regionFunctions[r][1], lr.backward, lr.gradOutputs, diag,
                       releasedBy[r], {}, bwdOut))
       return false;
+    if (!selective.empty()) {
+      // Selective recomputation: the forward ops that write them, again.
+      std::vector<LoweredOp> again;
+      for (const LoweredOp &op : lr.forward)
+        if (!op.results.empty() && selective.count(op.results[0]))
+          again.push_back(op);
+      if (!c.e.function(prefix + "layerRecomputeSelective", again, {}, diag, {}, {}, selective))
+        return false;
+    }
   }
   return true;
 }
@@ -545,6 +564,17 @@ void emitStageTable(StageContext &c, llvm::raw_ostream &os) {
                     fmt::join(arena.bytes, ", "));
   emitBufferTable(c, arena, os);
   emitParamTable(c, os);
+  if (c.plan.selectiveRecompute) {
+    const std::vector<int> selective =
+        selectivelyRecomputed(c.st, recomputedByCheckpoint(c.st, c.savedBy[1]));
+    std::vector<std::string> names;
+    for (int b : selective)
+      names.push_back(c.e.named(b));
+    os << "  spec.selectiveRecompute = true; // norms and activation functions again\n";
+    os << fmt::format("  spec.selectiveBuffers = {{{}}};\n", fmt::join(names, ", "));
+    if (!selective.empty())
+      os << fmt::format("  spec.layerRecomputeSelective = s{}_layerRecomputeSelective;\n", i);
+  }
   const LoweredRegion &pre = c.pre(), &layer = c.layer(), &post = c.post();
   auto io = [&](const char *field, int value, bool present) {
     os << fmt::format("  spec.{} = {};\n", field, present ? c.e.named(value) : "-1");

@@ -1,6 +1,8 @@
 //===- TrainerStageUse.cpp - What one stage of a plan runs ----------------===//
 #include "backend/trainer/TrainerStageUse.h"
 
+#include "ir/OpSemantics.h"
+
 #include <algorithm>
 
 using namespace mist;
@@ -76,6 +78,15 @@ std::set<int> mist::recomputedByCheckpoint(const LoweredStage &st,
         std::find(layer.inputs.begin(), layer.inputs.end(), b) == layer.inputs.end() &&
         std::find(layer.outputs.begin(), layer.outputs.end(), b) == layer.outputs.end())
       out.insert(b);
+  return out;
+}
+
+std::vector<int> mist::selectivelyRecomputed(const LoweredStage &st,
+                                             const std::set<int> &recomputed) {
+  std::vector<int> out;
+  for (const LoweredOp &op : st.region(RegionKind::Layer).forward)
+    if (recomputedSelectively(op.kind) && !op.results.empty() && recomputed.count(op.results[0]))
+      out.push_back(op.results[0]);
   return out;
 }
 

@@ -49,6 +49,12 @@ bool isParameterBuffer(const std::vector<StageParam> &params, int b);
 /// the same set as StageMemory::recomputed().
 std::set<int> recomputedByCheckpoint(const LoweredStage &st, const std::set<int> &layerSaved);
 
+/// What selective recomputation drops after a layer's forward and writes
+/// again before its backward: of what a checkpointed layer recomputes, the
+/// first results of the ops ir/OpSemantics.h's recomputedSelectively names
+/// (norms, activation functions), in forward order of their ops.
+std::vector<int> selectivelyRecomputed(const LoweredStage &st, const std::set<int> &recomputed);
+
 /// Whether `region`'s ops read buffer `b`.
 bool reads(const LoweredRegion &region, int b);
 

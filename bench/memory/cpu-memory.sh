@@ -68,9 +68,10 @@ plans=(
   "small-b4-bf16 small-gpt-bf16 1 4 0 0 0 4 exact"
 )
 # Several ranks: name model G b mesh (a stage per '|': dp,tp,zero[,layers])
-# check [v [sp]]; zero is the ZeRO stage (0-3), layers the stage's (default:
-# the model's 2 split evenly), v the model chunks per stage (interleaved
-# 1F1B), sp: sequence parallelism.
+# check [v [knobs]]; zero is the ZeRO stage (0-3), layers the stage's
+# (default: the model's 2 split evenly), v the model chunks per stage
+# (interleaved 1F1B), knobs a comma list of sp (sequence parallelism) and sel
+# (selective recomputation).
 # Each stage's largest rank against its prediction.
 multi=(
   "gpt-dp2 tiny-gpt 2 4 2,1,0 exact"
@@ -94,18 +95,25 @@ multi=(
   "gpt-pp2-tp2-sp tiny-gpt 4 4 1,2,0|1,2,0 exact 1 sp"
   "llama-tp2-sp tiny-llama 4 4 1,2,0 exact 1 sp"
   "gpt-tp2-sp-bf16 tiny-gpt-bf16 4 4 1,2,0 exact 1 sp"
+  "gpt-sel tiny-gpt 4 4 1,1,0 exact 1 sel"
+  "gpt-dp2-zero1-sel tiny-gpt 2 4 2,1,1 exact 1 sel"
+  "gpt-tp2-sp-sel tiny-gpt 4 4 1,2,0 exact 1 sp,sel"
+  "gpt-pp2-sel tiny-gpt 4 4 1,1,0|1,1,0 exact 1 sel"
+  "llama-sel tiny-llama 4 4 1,1,0 exact 1 sel"
+  "gpt-sel-bf16 tiny-gpt-bf16 4 4 1,1,0 exact 1 sel"
 )
 # A plan of several ranks: stages of their given layers, or splitting the
 # 2 layers evenly.
-multi_plan() { # G b mesh [v [sp]]
-  local g=$1 b=$2 mesh=$3 v=${4:-1} sp=${5:-} stages first=0 dp tp z layers
+multi_plan() { # G b mesh [v [knobs]]
+  local g=$1 b=$2 mesh=$3 v=${4:-1} knobs=,${5:-}, stages first=0 dp tp z layers
   IFS='|' read -ra stages <<<"$mesh"
   IFS=, read -r dp tp z layers <<<"${stages[0]}"
   echo "mist_plan: 1"
   echo "global_batch: $((dp * g * b))"
   echo "grad_accum: $g"
   echo "virtual_stages: $v"
-  [[ $sp != sp ]] || echo "sequence_parallel: true"
+  [[ $knobs != *,sp,* ]] || echo "sequence_parallel: true"
+  [[ $knobs != *,sel,* ]] || echo "selective_recompute: true"
   echo "stages:"
   for st in "${stages[@]}"; do
     IFS=, read -r dp tp z layers <<<"$st"
@@ -158,14 +166,14 @@ for p in "${plans[@]}"; do
   measure "$name" "$model" $((g * b)) 1 "$check" "$(printf '"ranks": 1, "grad_accum": %s, "micro_batch": %s, "ckpt_layers": %s, "offload_optimizer": %s, "offload_activations": %s, "offload_grads": %s' "$g" "$b" "$ck" "$oo" "$oa" "$og")"
 done
 for p in "${multi[@]}"; do
-  read -r name model g b mesh check v sp <<<"$p"
+  read -r name model g b mesh check v knobs <<<"$p"
   v=${v:-1}
-  multi_plan "$g" "$b" "$mesh" "$v" "${sp:-}" > "$work/$name.yaml"
+  multi_plan "$g" "$b" "$mesh" "$v" "${knobs:-}" > "$work/$name.yaml"
   ranks=0
   IFS='|' read -ra stages <<<"$mesh"
   for st in "${stages[@]}"; do IFS=, read -r dp tp z layers <<<"$st"; ranks=$((ranks + dp * tp)); done
   IFS=, read -r dp tp z layers <<<"${stages[0]}"
-  measure "$name" "$model" $((dp * g * b)) "$ranks" "$check" "$(printf '"ranks": %s, "grad_accum": %s, "micro_batch": %s, "mesh": "%s", "virtual_stages": %s, "sequence_parallel": %s' "$ranks" "$g" "$b" "$mesh" "$v" "$([[ ${sp:-} == sp ]] && echo true || echo false)")"
+  measure "$name" "$model" $((dp * g * b)) "$ranks" "$check" "$(printf '"ranks": %s, "grad_accum": %s, "micro_batch": %s, "mesh": "%s", "virtual_stages": %s, "sequence_parallel": %s, "selective_recompute": %s' "$ranks" "$g" "$b" "$mesh" "$v" "$([[ ,${knobs:-}, == *,sp,* ]] && echo true || echo false)" "$([[ ,${knobs:-}, == *,sel,* ]] && echo true || echo false)")"
 done
 printf '\n]\n' >> "$out"
 echo "written $out"

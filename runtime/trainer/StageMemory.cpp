@@ -39,6 +39,10 @@ StageMemory::StageMemory(const StageSpec &stage, int slots)
       recomputedBuffers.push_back(int(b));
       recomputedMask[b] = true;
     }
+  selectiveMask.assign(spec.buffers.size(), false);
+  for (int b : spec.selectiveBuffers)
+    if (b >= 0 && size_t(b) < spec.buffers.size())
+      selectiveMask[size_t(b)] = true;
   parameters = makeArrays(BufferRole::Parameter, true);
   placeLayerGradients();
   scratch = makeArrays(BufferRole::Scratch, true);

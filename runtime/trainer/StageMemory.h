@@ -115,10 +115,15 @@ private:
   std::vector<int> aliasOf;
   std::vector<int> recomputedBuffers;
   std::vector<bool> recomputedMask; ///< by buffer: in recomputedBuffers
+  std::vector<bool> selectiveMask;  ///< by buffer: in StageSpec::selectiveBuffers
   /// Whether buffer b of frame f (0 global, 1 + l layer l) is one a
-  /// checkpointed layer drops between its forward and its recompute.
+  /// checkpointed layer drops between its forward and its recompute, or a
+  /// layer that recomputes selectively between its forward and backward.
   bool droppedBetweenPasses(size_t f, size_t b) const {
-    return recomputedMask[b] && int(f) - 1 >= spec.layers - spec.ckptLayers;
+    if (f == 0)
+      return false; // the global frame's
+    const bool checkpointed = int(f) - 1 >= spec.layers - spec.ckptLayers;
+    return checkpointed ? recomputedMask[b] : spec.selectiveRecompute && selectiveMask[b];
   }
   void freeGlobal(size_t b);  ///< a saved global buffer of the bound slot
   Arrays parameters, scratch; ///< scratch: views into the arenas, or own arrays

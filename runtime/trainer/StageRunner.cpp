@@ -367,14 +367,18 @@ void StageRunner::forward(int layer, int mb) {
   handIn(frame.vec(stage.layerIn), x);
   memory.enter(RegionKind::Layer, true);
   frame.dropRecomputed = checkpointed(l);
+  frame.dropSelective = recomputesSelectively(l);
   run(stage.layerForward, frame, layerName(l) + " F" + std::to_string(mb));
-  frame.dropRecomputed = false;
+  frame.dropRecomputed = frame.dropSelective = false;
   handOut(frame.vec(stage.layerOut), x);
   memory.leave(RegionKind::Layer, true);
   store.weights.release(StageRegion::ofLayer(l));
   if (checkpointed(l))
     for (int i : released)
       frame.vec(i).clear(); // recomputed before the backward
+  if (recomputesSelectively(l))
+    for (int i : stage.selectiveBuffers)
+      frame.vec(i).clear(); // written again before the backward
 }
 
 void StageRunner::swapOutActivations(int layer, int mb) { stash.saveLayer(mb, local(layer)); }
@@ -400,6 +404,8 @@ void StageRunner::backward(int layer, int mb) {
     store.weights.prefetch(StageRegion::pre());
   store.weights.acquire(StageRegion::ofLayer(l));
   Frame &frame = layers[size_t(l)];
+  if (recomputesSelectively(l)) // its norms' and activations' outputs, again
+    run(stage.layerRecomputeSelective, frame, layerName(l) + " S" + std::to_string(mb));
   handIn(frame.vec(stage.layerGradIn), dx);
   store.gradients.prepareGradBuffers(StageRegion::ofLayer(l));
   memory.enter(RegionKind::Layer, false);

@@ -121,6 +121,9 @@ private:
   /// the stage does not hold it: a hand-edited train.cu).
   int local(int layer) const;
   bool checkpointed(int l) const { return l >= stage.layers - stage.ckptLayers; }
+  /// Whether layer l recomputes its norms and activation functions before
+  /// its backward (selective recomputation, of a layer not checkpointed).
+  bool recomputesSelectively(int l) const { return stage.selectiveRecompute && !checkpointed(l); }
   /// Ends the job when the region's weights are not yet the ones the last
   /// step's update computed (a schedule that uses them before its update).
   void requireUpdated(StageRegion region, const char *what);

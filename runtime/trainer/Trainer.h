@@ -105,12 +105,14 @@ public:
   void allocate(int i, int64_t n);
   /// In the first forward of a checkpointed layer, frees buffer i after its
   /// last forward read: the backward recomputes it (StageRunner marks that
-  /// forward with dropRecomputed); otherwise does nothing.
-  void releaseIfRecomputed(int i) {
-    if (dropRecomputed)
+  /// forward with dropRecomputed); otherwise does nothing. A buffer that
+  /// selective recomputation writes again (`selectively`) is freed also in
+  /// the forward of a layer that recomputes selectively (dropSelective).
+  void releaseIfRecomputed(int i, bool selectively = false) {
+    if (dropRecomputed || (selectively && dropSelective))
       release(i);
   }
-  bool dropRecomputed = false;
+  bool dropRecomputed = false, dropSelective = false;
   /// A layer's weight gradients as one array, where StageMemory keeps them
   /// so (summed in place for the step): empty otherwise.
   DeviceTensor allGradients;
@@ -167,7 +169,13 @@ struct StageSpec {
   int microBatch = 1;
   int dp = 1, tp = 1; ///< ranks of the stage: dp x tp, tp innermost
   int ckptLayers = 0; ///< the last ckptLayers layers keep only their input and recompute
-  StageMesh mesh;     ///< the plan's nodes x GPUs per node for the stage
+  /// Selective recomputation (plan key selective_recompute): the layers not
+  /// checkpointed drop `selectiveBuffers` (their norms' and activation
+  /// functions' outputs) after the forward, and `layerRecomputeSelective`
+  /// writes them again before the backward.
+  bool selectiveRecompute = false;
+  std::vector<int> selectiveBuffers;
+  StageMesh mesh; ///< the plan's nodes x GPUs per node for the stage
   /// The scratch arenas of the forward and backward runs of pre, layer and
   /// post (2 x region + 1 for a backward), each held while such a run goes on.
   std::array<int64_t, 6> scratchBytes{};
@@ -186,6 +194,7 @@ struct StageSpec {
   int postGradIn = -1, postGradOut = -1, layerGradIn = -1, layerGradOut = -1, preGradIn = -1;
   RegionFn preForward = nullptr, layerForward = nullptr, postForward = nullptr;
   RegionFn postBackward = nullptr, layerBackward = nullptr, preBackward = nullptr;
+  RegionFn layerRecomputeSelective = nullptr;
   IterationFn iteration = nullptr; ///< the step's forwards and backwards
 };
 

@@ -11,7 +11,8 @@
 # the fractions W,G,O,A of weights, gradients, optimizer state and
 # activations kept in host memory. Example: 4/1:2:1:2:1/1:1:2:4::2:0,0,0.5,0
 # G@V interleaves: V model chunks per stage (virtual_stages), e.g. 4@2/2:1:1:4/2:1:1:4.
-# G+sp (after any @V) turns on sequence parallelism (sequence_parallel), e.g. 4+sp/4:1:2:4.
+# G+sp (after any @V) turns on sequence parallelism (sequence_parallel), G+sel
+# selective recomputation (selective_recompute), e.g. 4+sp+sel/4:1:2:4.
 # Tolerances: LOSS_TOLERANCE (default 1e-5) bounds each step's loss relative
 # to the first plan's, CKPT_MODEL_TOL / CKPT_TENSOR_TOL the checkpoints'
 # (compare-checkpoints.py); the bf16 suites pass wider ones (CMakeLists.txt).
@@ -28,17 +29,20 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 reference=""
 for spec in "$@"; do
   IFS=/ read -r -a parts <<<"$spec"
-  IFS=+ read -r head knob <<<"${parts[0]}"
-  IFS=@ read -r g chunks <<<"$head"
-  chunks=${chunks:-1} sp=false
-  case ${knob:-} in
-  '') ;;
-  sp) sp=true ;;
-  *) echo "equivalence.sh: unknown plan knob '+$knob' in $spec" >&2; exit 2 ;;
-  esac
+  IFS=+ read -r -a knobs <<<"${parts[0]}"
+  IFS=@ read -r g chunks <<<"${knobs[0]}"
+  chunks=${chunks:-1} sp=false sel=false
+  for knob in "${knobs[@]:1}"; do
+    case $knob in
+    sp) sp=true ;;
+    sel) sel=true ;;
+    *) echo "equivalence.sh: unknown plan knob '+$knob' in $spec" >&2; exit 2 ;;
+    esac
+  done
   name="g$g" ranks=0 first=0
   [[ $chunks == 1 ]] || name+="v$chunks"
   [[ $sp == false ]] || name+="sp"
+  [[ $sel == false ]] || name+="sel"
   stages=""
   for stage in "${parts[@]:1}"; do
     IFS=: read -r layers dp tp b ckpt zero offload <<<"$stage"
@@ -57,8 +61,8 @@ for spec in "$@"; do
 "
     first=$((first + layers)) ranks=$((ranks + dp * tp))
   done
-  printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nvirtual_stages: %s\nsequence_parallel: %s\nstages:\n%s' \
-    "$batch" "$g" "$chunks" "$sp" "$stages" >"$work/$name.yaml"
+  printf 'mist_plan: 1\nglobal_batch: %s\ngrad_accum: %s\nvirtual_stages: %s\nsequence_parallel: %s\nselective_recompute: %s\nstages:\n%s' \
+    "$batch" "$g" "$chunks" "$sp" "$sel" "$stages" >"$work/$name.yaml"
   # shellcheck disable=SC2086 # MISTC_FLAGS is a list of flags
   "$here/../../scripts/build-trainer.sh" "$mistc" "$model" "$work/$name.yaml" "$work/$name" ${MISTC_FLAGS:-}
   rm -rf "$work/$name.ckpt"

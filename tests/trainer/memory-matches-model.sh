@@ -5,8 +5,10 @@
 # on several: 18 rows, one per stage; and 10 bf16 plans of the same kinds: 11
 # rows; 5 interleaved two-stage pipelines of 2 chunks per stage, one uneven,
 # one in bf16: 10 rows; 6 plans with sequence parallelism (tp 2 and 4, dp 2
-# x tp 2 with ZeRO-1, a two-stage pipeline, Llama, bf16): 7 rows; the test
-# leaves out the bench's two rows of a hidden-256 GPT: 44 rows) and checks each row as its `check`
+# x tp 2 with ZeRO-1, a two-stage pipeline, Llama, bf16): 7 rows; 6 with
+# selective recomputation (one rank, dp 2 with ZeRO-1, tp 2 with sequence
+# parallelism, a two-stage pipeline, Llama, bf16): 7 rows; the test leaves
+# out the bench's two rows of a hidden-256 GPT: 51 rows) and checks each row as its `check`
 # says: `exact` rows within TOLERANCE (a fraction, default 0.01) of the
 # prediction, `bound` rows at most the prediction. Allocation sizes on CPU ranks
 # are deterministic, so this is exact work, not a timing.
@@ -22,7 +24,7 @@ python3 - "$work/memory.json" "$tolerance" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))
 tolerance = float(sys.argv[2])
-assert len(rows) == 44, f"expected 44 rows, got {len(rows)}"
+assert len(rows) == 51, f"expected 51 rows, got {len(rows)}"
 bad = []
 for r in rows:
     predicted, measured = r["predicted_peak_mib"], r["measured_peak_mib"]

@@ -154,6 +154,11 @@ cl::opt<bool> sequenceParallel(
     cl::desc("let the tuner use Megatron-LM's sequence parallelism (on by itself for "
              "--emit=megatron|torchtitan; the trainer runs it)"),
     cl::cat(category));
+cl::opt<bool> selectiveRecompute(
+    "selective-recompute",
+    cl::desc("let the tuner use selective recomputation (the layers not checkpointed compute their "
+             "norms and activation functions again before the backward; the trainer runs it)"),
+    cl::cat(category));
 cl::opt<bool> tpCommOverlap(
     "tp-comm-overlap",
     cl::desc("let the tuner overlap tp collectives with GEMMs (Megatron-LM's --tp-comm-overlap, "
@@ -298,6 +303,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.tuner.space.sequenceParallel =
       sequenceParallel || tpCommOverlap || what == Emit::Megatron || what == Emit::TorchTitan;
   pa.tuner.space.tpCommOverlap = tpCommOverlap || what == Emit::Megatron;
+  pa.tuner.space.selectiveRecompute = selectiveRecompute;
   pa.tuner.paretoLimit = paretoK;
   pa.tuner.timeLimitSeconds = timeLimit;
   pa.tuner.dumpMilpDir = dumpMilp;
