@@ -38,7 +38,7 @@ logs=/tmp/gpu-logs
 build=$root/build-gpu
 jobs=${JOBS:-$(nproc)}
 # GPT-3 2.7B has head dim 80: its attention needs cuDNN (the fp32 kernels have 64 and 128).
-plans=${PLANS:-gpt13-b4 gpt27-b4 gpt67-tuned gpt67-offload-all}
+plans=${PLANS:-gpt13-b4 gpt13-b8-sel gpt27-b4 gpt67-tuned gpt67-offload-all}
 steps=${STEPS:-5}
 # model:mode pairs; TORCH_RUNS="" runs none.
 torchRuns=${TORCH_RUNS-gpt3-1.3b:compile gpt3-2.7b:compile}

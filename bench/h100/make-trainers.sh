@@ -60,6 +60,11 @@ for p in "${plans[@]}"; do
   "$root/scripts/single-gpu-plan.sh" "$layers" "$g" "$b" "$ck" "$oo" "$oa" |
     sed "2i model: ${model//[-.]/_}\ncluster: $(basename "$cluster" .yaml)" > "$out/$name.yaml"
 done
+# GPT-3 1.3B at micro-batch 8 with selective recomputation (the norms' and
+# GELU's outputs computed again before each layer's backward).
+"$root/scripts/single-gpu-plan.sh" 24 1 8 0 0 0 |
+  sed "2i model: gpt3_1_3b\ncluster: $(basename "$cluster" .yaml)\nselective_recompute: true" \
+    > "$out/gpt13-b8-sel.yaml"
 # The tuner's own plan for GPT-3 6.7B on one GPU.
 "$mistc" "$out/models/gpt3-6.7b.mist" --cluster "$cluster" --global-batch 8 --emit=plan \
   -o "$out/gpt67-tuned.yaml" 2> "$out/gpt67-tuned.log" || { cat "$out/gpt67-tuned.log" >&2; exit 1; }
