@@ -6,7 +6,7 @@
 # train.cu, all under OUT (default bench/h100/trainers), for
 # run-trainers.sh to build and run on the GPU host. With the default cluster
 # each plan is also priced on the dgx-h200-141g preset (PLAN.h200.report,
-# "on_h200" in predicted.json), for a run lent an H200:
+# "on_h200" in predicted.json), for a run on an H200:
 #   make-trainers.sh MISTC [OUT] [CLUSTER.yaml]
 # Plans (sequence 2048, one GPU, dp = tp = 1) differ in micro-batch,
 # checkpointed layers, optimizer-state offload and activation offload; the
