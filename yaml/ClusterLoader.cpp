@@ -1,6 +1,8 @@
 //===- ClusterLoader.cpp - Read a cluster description ---------------------===//
 #include "yaml/ClusterLoader.h"
 
+#include "yaml/HostCluster.h"
+
 #include "format/ClosestMatch.h"
 #include "format/ClusterReader.h"
 #include "ir/IR.h"
@@ -100,5 +102,8 @@ std::optional<Cluster> mist::loadClusterByName(llvm::StringRef nameOrPath, int n
     return std::nullopt;
   }
   unsigned id = diag.sourceMgr().AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
-  return loadCluster(id, diag, nodesOverride);
+  std::optional<Cluster> c = loadCluster(id, diag, nodesOverride);
+  if (c && !looksLikePath(nameOrPath) && nameOrPath == hostClusterName)
+    fitHostCluster(*c); // this machine's cores and memory
+  return c;
 }

@@ -3,7 +3,10 @@
 #include "SourceDiagnostics.h"
 #include "perfmodel/ClusterLinks.h"
 #include "perfmodel/Collectives.h"
+#include "yaml/HostCluster.h"
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 using namespace mist;
 
@@ -93,10 +96,12 @@ TEST(ClusterLoader, BaseClusterLoadsWithDefaults) {
 TEST(ClusterLoader, EveryPresetLoads) {
   std::vector<std::string> dirs = {MIST_CLUSTER_DIR};
   std::vector<std::string> presets = listClusterPresets(dirs);
-  EXPECT_EQ(presets,
-            (std::vector<std::string>{"a100-40g", "a100-80g", "dgx-a100-40g", "dgx-a100-80g",
-                                      "dgx-h100-80g", "dgx-h200-141g", "h100-80g", "l4-24g"}));
+  EXPECT_EQ(presets, (std::vector<std::string>{"a100-40g", "a100-80g", "dgx-a100-40g",
+                                               "dgx-a100-80g", "dgx-h100-80g", "dgx-h200-141g",
+                                               "h100-80g", "host", "l4-24g"}));
   for (const std::string &name : presets) {
+    if (name == hostClusterName)
+      continue; // fitted to the machine: HostPresetIsThisMachine
     auto l = loadPreset(name);
     ASSERT_TRUE(l->cluster) << name << ":\n" << l->errors();
     const Cluster &c = *l->cluster;
@@ -110,6 +115,29 @@ TEST(ClusterLoader, EveryPresetLoads) {
     // Multi-node groups are never faster than the same group inside a node.
     EXPECT_LE(groupBusGBs(c, 2, 8), groupBusGBs(c, 1, 8)) << name;
   }
+}
+
+TEST(ClusterLoader, HostPresetIsThisMachine) {
+  auto l = loadPreset(hostClusterName);
+  ASSERT_TRUE(l->cluster) << l->errors();
+  const Cluster &c = *l->cluster;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(c.nodes, 1);
+  EXPECT_EQ(c.gpusPerNode, CPU_COUNT(&set));
+  const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGE_SIZE)) /
+                        double(1ull << 30) / CPU_COUNT(&set);
+  EXPECT_NEAR(c.device.memoryGiB, memory, 1e-9);
+  if (c.gpusPerNode >= 2) { // the measured pair's rates, for a group of every core
+    ASSERT_EQ(c.collectives.size(), 1u);
+    EXPECT_EQ(c.collectives[0].gpusPerNode, c.gpusPerNode);
+    EXPECT_DOUBLE_EQ(c.collectives[0].busGBs, 3.78);
+  }
+  // As a file (not by the preset's name) it is what it says.
+  auto asFile = loadPreset(std::string(MIST_CLUSTER_DIR) + "/host.yaml");
+  ASSERT_TRUE(asFile->cluster);
+  EXPECT_EQ(asFile->cluster->gpusPerNode, 2);
 }
 
 TEST(ClusterLoader, PresetFigures) {
@@ -291,7 +319,7 @@ TEST(ClusterLoader, UnknownPreset) {
   EXPECT_FALSE(l->cluster);
   EXPECT_NE(l->errors().find("unknown cluster preset 'a100-40'; did you mean 'a100-40g'? "
                              "(presets: a100-40g a100-80g dgx-a100-40g dgx-a100-80g dgx-h100-80g "
-                             "dgx-h200-141g h100-80g l4-24g)"),
+                             "dgx-h200-141g h100-80g host l4-24g)"),
             std::string::npos)
       << l->errors();
   auto missing = loadPreset("/nonexistent/cluster.yaml");

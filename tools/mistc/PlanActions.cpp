@@ -11,6 +11,7 @@
 #include "support/InputFile.h"
 #include "support/OutputFile.h"
 #include "yaml/ClusterLoader.h"
+#include "yaml/HostCluster.h"
 #include "yaml/PlanLoader.h"
 #include "yaml/PlanWriter.h"
 #include "llvm/Support/FileSystem.h"
@@ -237,6 +238,14 @@ std::optional<std::string> chooseCluster(const Module &m, const PlanActionOption
     return plan->cluster;
   if (!required)
     return std::string();
+  // Nothing named: the machine mistc runs on, its CPU cores as ranks.
+  if (isPreset(hostClusterName) && opts.output != Emit::ProfileShapes) {
+    llvm::errs() << fmt::format("mistc: no cluster named: planning for this machine's CPU cores "
+                                "(preset {}; --cluster NAME or `cluster = \"NAME\"` in the train "
+                                "section for another: {})\n",
+                                hostClusterName, presetList);
+    return std::string(hostClusterName);
+  }
   const std::string needs =
       opts.output == Emit::ProfileShapes
           ? "--plan (the plan's stages) or a cluster (every stage shape the tuner evaluates)"
