@@ -49,6 +49,10 @@ CASES = [
     ("llama7-does-not-fit", "llama2-7b", ["--cluster", "a100-40g"], "llama7-does-not-fit.yaml"),
     ("gpt13-pp2-v3", "gpt3-1.3b", ["--cluster", "a100-40g"], "gpt13-pp2-v3.yaml"),
     ("gpt67-tp4-sp-overlap", "gpt3-6.7b", ["--cluster", "a100-40g"], "gpt67-tp4-sp-overlap.yaml"),
+    ("gpt67-selective", "gpt3-6.7b", ["--cluster", "dgx-a100-40g"], "gpt67-selective.yaml"),
+    ("llama70-sp-8nodes", "llama2-70b", ["--cluster", "dgx-h100-80g", "--nodes", "8"],
+     "llama70-sp-8nodes.yaml"),
+    ("gpt13-pp2-v2-uneven", "gpt3-1.3b", ["--cluster", "a100-40g"], "gpt13-pp2-v2-uneven.yaml"),
     # Megatron-LM's own default loss (fused_loss = false): no --cross-entropy-loss-fusion.
     ("gpt13-unfused-loss", "bench/exports/models/gpt3-1.3b-unfused-loss", ["--cluster", "a100-40g"],
      "gpt13-pp2-v3.yaml"),
