@@ -96,12 +96,16 @@ void header(const ExportProjection &projected, const ExportModel &model,
      << ".py in a folder on PYTHONPATH and start, on every node:\n"
         "#   torchrun --nproc_per_node=<GPUs per node> -m torchtitan.train \\\n"
         "#     --module mistc_"
-     << model.name << " --config mistc_plan [--hf_assets_path ... --dataloader.dataset ...]\n";
+     << model.name
+     << " --config mistc_plan --hf_assets_path TOKENIZER_DIR [--dataloader.dataset c4|...]\n"
+        "# (the loss is TorchTitan's cross-entropy; the data C4 from the Hugging Face hub, "
+        "streamed,\n"
+        "# unless --dataloader.dataset names another of its datasets)\n";
 }
 
 /// The Llama 3 model: a registered flavor, or the model's own dimensions
 /// registered under `mistc_<name>` through the llama3 package's builders.
-void modelSpec(const ExportModel &m, const Flavor *flavor, llvm::raw_ostream &os) {
+void modelSpec(const ExportModel &m, const Flavor *flavor, bool tie, llvm::raw_ostream &os) {
   os << "\ndef _model_spec():\n";
   if (flavor) {
     os << fmt::format("    return llama3.model_registry(\"{}\")\n", flavor->name);
@@ -142,7 +146,7 @@ void modelSpec(const ExportModel &m, const Flavor *flavor, llvm::raw_ostream &os
       "    llama3.llama3_configs[\"mistc_{}\"] = with_eps\n"
       "    return llama3.model_registry(\"mistc_{}\")\n",
       m.hidden, m.heads, kv, m.layers, m.vocab, m.ffn > 0 ? m.ffn : 4 * m.hidden, m.normEps,
-      m.seqLen, m.ropeTheta, m.tiedHead ? "True" : "False", m.name, m.name);
+      m.seqLen, m.ropeTheta, tie ? "True" : "False", m.name, m.name);
 }
 
 /// AdamW as the model says, with its no_decay groups as regex groups over
@@ -181,6 +185,14 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
   std::vector<std::string> remarks = modelRemarks(model);
   if (t.dtype != DType::F32 && t.gradientDtype() != DType::F32)
     remarks.push_back("TorchTitan reduces gradients in fp32 (the plan: bf16)");
+  // TorchTitan ties no weights across pipeline stages (its decoder refuses
+  // enable_weight_tying with pipeline parallelism).
+  const bool untied = model.tiedHead && S > 1;
+  if (untied)
+    remarks.push_back("the LM head is untied from the token embedding: TorchTitan ties no "
+                      "weights across pipeline stages, so the last stage's table trains on its "
+                      "own (mistc prices the tied copy, whose gradient sum over the end stages "
+                      "TorchTitan leaves out)");
   header(projected, model, remarks, os);
 
   os << "from torchtitan.components.optimizer import (\n"
@@ -188,12 +200,14 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
         "    OptimizersContainer,\n"
         "    ParamGroupConfig,\n"
         ")\n"
+        "from torchtitan.components.loss import CrossEntropyLoss\n"
         "from torchtitan.config import ParallelismConfig, TrainingConfig\n"
         "from torchtitan.distributed.activation_checkpoint import FullAC\n"
+        "from torchtitan.hf_datasets.text_datasets import HuggingFaceTextDataLoader\n"
         "from torchtitan.models import llama3\n"
         "from torchtitan.models.common import ComplexRoPE, Embedding, Linear, RMSNorm\n"
         "from torchtitan.trainer import Trainer\n\n";
-  modelSpec(model, flavor, os);
+  modelSpec(model, flavor, !untied && model.tiedHead, os);
 
   os << "\n\ndef mistc_plan() -> Trainer.Config:\n";
   optimizer(t, os);
@@ -207,8 +221,14 @@ void mist::writeTorchTitanConfig(const ExportProjection &projected, const Export
   // mistc's schedule: linear warmup, then its decay to min_lr (a constant
   // rate decays to itself; wsd decays linearly over the last decay_ratio).
   const bool constant = t.lrDecay == "constant";
+  // The loss mistc trains (token cross-entropy over the whole vocabulary),
+  // and a dataset TorchTitan ships a loader for: C4 from the Hugging Face
+  // hub, streamed (--dataloader.dataset and --hf_assets_path, the
+  // tokenizer's folder, choose others).
   os << "    return Trainer.Config(\n"
-        "        model_spec=_model_spec(),\n"
+        "        model_spec=_model_spec(),\n";
+  os << fmt::format("        loss=CrossEntropyLoss.Config(global_vocab_size={}),\n", model.vocab);
+  os << "        dataloader=HuggingFaceTextDataLoader.Config(dataset=\"c4\"),\n"
         "        optimizer=OptimizersContainer.Config(param_groups=groups),\n";
   os << fmt::format("        lr_scheduler=LRSchedulersContainer.Config(\n"
                     "            warmup_steps={}, decay_type=\"{}\", min_lr_factor={:g}{}),\n",

@@ -133,11 +133,13 @@ def train_values(mistc, case):
     fields = dict(re.findall(r'(\w+) = ("[^"]*"|[-+.\w]+)', line))
     value = lambda k: fields[k].strip('"')
     seq = re.search(r"sym s = (\d+) : seq", ir)
+    vocab = re.search(r"sym vocab = (\d+) : model", ir)
     return {"optimizer.lr": float(value("lr")),
             "optimizer.betas": [float(value("beta1")), float(value("beta2"))],
             "optimizer.eps": float(value("eps")), "optimizer.weight_decay": float(value("weight_decay")),
             "max_norm": float(value("grad_clip")), "warmup_steps": int(value("warmup_steps")),
             "dtype": value("dtype"), "seq_len": int(seq.group(1)) if seq else None,
+            "vocab": int(vocab.group(1)) if vocab else None,
             # The loss's form (the cross_entropy op's `fused` attribute).
             "fused_loss": re.search(r"= cross_entropy .*\{fused = true", ir) is not None}
 
@@ -358,9 +360,14 @@ def check_megatron_core(argv, plan):
 
 def check_torchtitan(path, plan):
     """TorchTitan 0.3: the export is a config module; its ConfigManager imports
-    it (--module/--config), then the model it names is built on the meta device
-    and every optimizer parameter group must match a parameter of it (what
-    TorchTitan's optimizer container requires)."""
+    it (--module/--config); the model's own checks against the parallelism
+    run (update_from_config: e.g. no weight tying with pipeline parallelism),
+    the model it names is built on the meta device and every optimizer
+    parameter group must match a parameter of it (what TorchTitan's
+    optimizer container requires); the loss must be TorchTitan's
+    cross-entropy over the model's vocabulary and the data one of its
+    loaders (both defaults are abstract). The trainer itself, even in its
+    fake_backend dry run, needs a GPU device (Trainer sets one first)."""
     import shutil
     import torch
     from importlib.metadata import version as dist_version
@@ -395,6 +402,13 @@ def check_torchtitan(path, plan):
         ckpt = split
     else:
         raise ValueError(f"activation checkpointing {type(ac).__qualname__}: not what mistc prices")
+    from torchtitan.components.loss import CrossEntropyLoss
+    from torchtitan.hf_datasets.text_datasets import HuggingFaceTextDataLoader
+    if not isinstance(c.loss, CrossEntropyLoss.Config):
+        raise ValueError(f"loss {type(c.loss).__qualname__}: not TorchTitan's cross-entropy")
+    if not isinstance(c.dataloader, HuggingFaceTextDataLoader.Config):
+        raise ValueError(f"dataloader {type(c.dataloader).__qualname__}: not a loader TorchTitan builds")
+    c.model_spec.model.update_from_config(config=c)  # the model's checks of the parallelism
     with torch.device("meta"):
         model = c.model_spec.model.build()
     names = [n for n, _ in model.named_parameters()]
@@ -416,6 +430,7 @@ def check_torchtitan(path, plan):
         "max_norm": tr.max_norm, "warmup_steps": c.lr_scheduler.warmup_steps,
         "dtype": {"bfloat16": "bf16", "float32": "f32", "float16": "f16"}[tr.mixed_precision_param],
         "seq_len": tr.seq_len,
+        "vocab": c.loss.global_vocab_size,
     }
     return "torchtitan " + dist_version("torchtitan"), derived
 
