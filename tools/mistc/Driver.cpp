@@ -371,7 +371,8 @@ int run(const InstallLayout &layout) {
   }
   if (*what == Emit::Summary) {
     if (!m->state.costed) {
-      diag.error({}, "--emit=summary needs the cost-model pass");
+      diag.error({}, "--emit=summary needs the cost-model pass: add it to --passes (after "
+                     "backward), or print the IR with --emit=ir");
       return 1;
     }
     printSummary(*m, out.os());
