@@ -639,6 +639,9 @@ void emitMain(const Module &m, const Plan &plan, const TrainerSource &src, int64
                     seqLen, vocab, plan.gradAccum, src.modelFlopsPerSample);
   if (m.state.sequenceSplit)
     os << "  spec.sequenceParallel = true; // activations split along the tokens over tp\n";
+  if (src.predictedIterationSeconds > 0)
+    os << fmt::format("  spec.predictedStepSeconds = {:g}; // the plan's, for --log-dir\n",
+                      src.predictedIterationSeconds);
   os << fmt::format("  spec.device = \"{}\";\n  spec.devicePeakTflops = {};\n", src.deviceName,
                     src.devicePeakTflops);
   os << fmt::format(

@@ -19,7 +19,9 @@ void printUsage(std::FILE *to) {
       "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
       "[--reschedule]]] "
       "[--stop-after N] [--abandon-after N] [--trace FILE] [--any-placement] [--overlap] "
-      "[--print-sbatch] [--help]\n"
+      "[--print-sbatch] [--log-dir DIR] [--help]\n"
+      "  --log-dir DIR (or --tensorboard-dir DIR): every step's loss, learning rate, gradient "
+      "norm, throughput and memory into DIR/metrics.jsonl and a TensorBoard event file\n"
       "  --stop-after N (or --exit-interval N): leave after step N, saving a checkpoint first "
       "with --ckpt-dir; SIGTERM or SIGUSR1 (Slurm's --signal) does the same after the step "
       "under way\n"
@@ -115,6 +117,10 @@ Options parseOptions(int argc, char **argv) {
     else if (a == "--help" || a == "-h") {
       printUsage(stdout);
       std::exit(0);
+    } else if (a == "--log-dir" || a == "--tensorboard-dir") {
+      o.logDir = value();
+      if (o.logDir.empty())
+        usage(a + " needs a folder");
     } else if (a == "--stop-after" || a == "--exit-interval")
       o.stopAfter = static_cast<int>(integer(value()));
     else if (a == "--abandon-after")

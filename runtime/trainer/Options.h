@@ -19,8 +19,9 @@ struct Options {
   float minLr = -2;               ///< -2: the model's (-1 is "a tenth of lr")
   float decayFraction = -1;       ///< < 0: the model's
   std::string trace;              ///< write the last step's measured timeline here
-  std::string data;               ///< token file; empty: synthetic data
-  bool shuffle = false;           ///< read the token file's windows in a seeded shuffled order
+  std::string logDir;   ///< --log-dir (--tensorboard-dir): metrics.jsonl and TensorBoard events
+  std::string data;     ///< token file; empty: synthetic data
+  bool shuffle = false; ///< read the token file's windows in a seeded shuffled order
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;

@@ -17,6 +17,7 @@
 #include "runtime/trainer/CheckpointFolder.h"
 #include "runtime/trainer/CheckpointLock.h"
 #include "runtime/trainer/Checkpointing.h"
+#include "runtime/trainer/MetricsLog.h"
 #include "runtime/trainer/Options.h"
 #include "runtime/trainer/SbatchScript.h"
 #include "runtime/trainer/StageRunner.h"
@@ -110,20 +111,38 @@ void describeUtilization(const TrainerSpec &spec, const std::string &runningOn) 
 /// One step's log line: loss, gradient norm, learning rate, throughput, the
 /// model FLOP/s per rank (the report's definition: no recompute), the peak
 /// of the device memory the runtime allocated, and what was offloaded.
-void logStep(const TrainerSpec &spec, double peakTflops, int step, double loss, double norm,
-             float stepLr, int64_t samplesPerStep, int ranks, double seconds,
-             const OffloadEngine &offload) {
+/// A step's figures: the loss and norm, its throughput (model FLOP/s per
+/// rank, and MFU where the job runs on the planned device, peakTflops > 0)
+/// and memory.
+StepRecord stepRecord(const TrainerSpec &spec, double peakTflops, int step, double loss,
+                      double norm, float stepLr, int64_t samplesPerStep, int ranks, double seconds,
+                      const OffloadEngine &offload) {
+  StepRecord r;
+  r.step = step;
+  r.loss = loss;
+  r.gradNorm = norm;
+  r.lr = stepLr;
+  r.seconds = seconds;
   const double flopsPerRank =
       spec.modelFlopsPerSample * double(samplesPerStep) / ranks / std::max(seconds, 1e-9);
+  r.tokensPerSecond = double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9);
+  r.tflopsPerRank = flopsPerRank / 1e12;
+  if (peakTflops > 0)
+    r.mfu = flopsPerRank / (peakTflops * 1e12);
+  r.peakMiB = double(device::peakBytes()) / (1 << 20);
+  r.offloadedMiB = double(offload.peakHostBytes()) / (1 << 20);
+  r.predictedSeconds = spec.predictedStepSeconds;
+  return r;
+}
+
+void printStep(const StepRecord &r) {
   std::printf("step %4d  loss %.6f  grad norm %.4f  lr %.3g  %.0f tokens/s  %.4g TFLOP/s/rank  "
               "%.2f MiB peak",
-              step, loss, norm, stepLr,
-              double(samplesPerStep) * spec.seqLen / std::max(seconds, 1e-9), flopsPerRank / 1e12,
-              double(device::peakBytes()) / (1 << 20));
-  if (peakTflops > 0)
-    std::printf("  MFU %.2g%%", 100 * flopsPerRank / (peakTflops * 1e12));
-  if (offload.peakHostBytes() > 0)
-    std::printf("  offloaded %.2f MiB", double(offload.peakHostBytes()) / (1 << 20));
+              r.step, r.loss, r.gradNorm, r.lr, r.tokensPerSecond, r.tflopsPerRank, r.peakMiB);
+  if (r.mfu >= 0)
+    std::printf("  MFU %.2g%%", 100 * r.mfu);
+  if (r.offloadedMiB > 0)
+    std::printf("  offloaded %.2f MiB", r.offloadedMiB);
   std::printf("\n");
 }
 
@@ -526,15 +545,25 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
     saveCheckpoint(o.ckptDir, spec, groups, *world, store, 0, o.seed, schedule,
                    runRecord(spec, o, 0, samplesPerStep, dataTokens));
+  // --log-dir: rank 0 holds the loss, and writes what users plot.
+  std::unique_ptr<MetricsLog> metrics;
+  if (worldRank == 0 && !o.logDir.empty())
+    metrics = std::make_unique<MetricsLog>(o.logDir, hostOfRank[0]);
   StopSignals stopSignals(worldRank); // from here a stop signal ends the run after its step
   for (int step = firstStep; step <= o.steps; ++step) {
     stopSignals.atStep(step);
     const float stepLr = schedule.at(step);
     const StepFigures f = trainStep(training, step, stepLr);
     folderLock.touch();
-    if (worldRank == 0 && (step % o.logEvery == 0 || step == o.steps || step == firstStep))
-      logStep(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
-              samplesPerStep, ranks, f.seconds, offload);
+    if (worldRank == 0) {
+      const StepRecord record =
+          stepRecord(spec, utilizationPeakTflops(spec, deviceName), step, f.loss, f.norm, stepLr,
+                     samplesPerStep, ranks, f.seconds, offload);
+      if (step % o.logEvery == 0 || step == o.steps || step == firstStep)
+        printStep(record);
+      if (metrics)
+        metrics->write(record); // every step, whatever --log-every prints
+    }
     std::fflush(stdout);
     // A stop asked for (--stop-after, or a signal on any rank) saves first.
     const int signal = int(world->allReduceMax(double(stopSignals.received())));

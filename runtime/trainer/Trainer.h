@@ -206,6 +206,9 @@ struct TrainerSpec {
   /// between regions and stages are each tp rank's part of the tokens.
   bool sequenceParallel = false;
   double modelFlopsPerSample = 0; ///< model FLOPs of one sequence, forward and backward
+  /// The plan's predicted iteration time (what the tuner minimized), for
+  /// the metrics log; 0: none.
+  double predictedStepSeconds = 0;
   /// The device the plan was made for and its dense bf16 peak: the log's MFU
   /// is model FLOP/s per rank over this, when the job runs on that device
   /// (on CPU ranks and other GPUs the log shows no MFU).
