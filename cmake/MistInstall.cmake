@@ -8,7 +8,7 @@ set(MIST_INSTALL_SHARE ${CMAKE_INSTALL_DATADIR}/mist)
 set(MIST_INSTALL_LIB ${CMAKE_INSTALL_LIBDIR}/mist)
 set(MIST_INSTALL_INCLUDE ${CMAKE_INSTALL_INCLUDEDIR}/mist)
 
-foreach(tool mistc mist-profile-cpu mist-profile mist-bench-kernels)
+foreach(tool mistc mist-data mist-profile-cpu mist-profile mist-bench-kernels)
   if(TARGET ${tool})
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()

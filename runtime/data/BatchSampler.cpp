@@ -7,13 +7,32 @@
 
 namespace mist::rt {
 
+namespace {
+
+/// The shape's counts are at least 1 and a step's tokens fit in int64.
+std::optional<std::string> checkShape(const std::string &source, const BatchShape &shape) {
+  if (shape.dp < 1 || shape.microBatch < 1 || shape.gradAccum < 1 || shape.seqLen < 1)
+    return source + ": batch shape needs dp, micro-batch, gradient accumulation and " +
+           "sequence length of at least 1 (got dp " + std::to_string(shape.dp) + ", micro-batch " +
+           std::to_string(shape.microBatch) + ", accumulation " + std::to_string(shape.gradAccum) +
+           ", sequence " + std::to_string(shape.seqLen) + ")";
+  // sequenceStart multiplies B * T; keep it (and k * T) inside int64.
+  int64_t sequencesPerStep = 0, tokensPerStep = 0;
+  if (__builtin_mul_overflow(int64_t(shape.dp) * shape.microBatch, int64_t(shape.gradAccum),
+                             &sequencesPerStep) ||
+      __builtin_mul_overflow(sequencesPerStep, int64_t(shape.seqLen), &tokensPerStep))
+    return source + ": a global batch of " + std::to_string(shape.dp) + " * " +
+           std::to_string(shape.microBatch) + " * " + std::to_string(shape.gradAccum) +
+           " sequences of " + std::to_string(shape.seqLen) + " tokens is too large";
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<BatchSampler> BatchSampler::create(const TokenFile &tokens, const BatchShape &shape,
                                                  std::string &error) {
-  if (shape.dp < 1 || shape.microBatch < 1 || shape.gradAccum < 1 || shape.seqLen < 1) {
-    error = tokens.path() + ": batch shape needs dp, micro-batch, gradient accumulation and " +
-            "sequence length of at least 1 (got dp " + std::to_string(shape.dp) + ", micro-batch " +
-            std::to_string(shape.microBatch) + ", accumulation " + std::to_string(shape.gradAccum) +
-            ", sequence " + std::to_string(shape.seqLen) + ")";
+  if (auto bad = checkShape(tokens.path(), shape)) {
+    error = *bad;
     return std::nullopt;
   }
   if (tokens.size() < int64_t(shape.seqLen) + 1) {
@@ -23,17 +42,29 @@ std::optional<BatchSampler> BatchSampler::create(const TokenFile &tokens, const 
             ": the inputs and the next token)";
     return std::nullopt;
   }
-  // sequenceStart multiplies B * T; keep it (and k * T) inside int64.
-  int64_t sequencesPerStep = 0, tokensPerStep = 0;
-  if (__builtin_mul_overflow(int64_t(shape.dp) * shape.microBatch, int64_t(shape.gradAccum),
-                             &sequencesPerStep) ||
-      __builtin_mul_overflow(sequencesPerStep, int64_t(shape.seqLen), &tokensPerStep)) {
-    error = tokens.path() + ": a global batch of " + std::to_string(shape.dp) + " * " +
-            std::to_string(shape.microBatch) + " * " + std::to_string(shape.gradAccum) +
-            " sequences of " + std::to_string(shape.seqLen) + " tokens is too large";
+  return BatchSampler(&tokens, nullptr, shape);
+}
+
+std::optional<BatchSampler> BatchSampler::create(const MegatronData &data, const BatchShape &shape,
+                                                 int64_t steps, std::string &error) {
+  if (auto bad = checkShape("Megatron-LM data", shape)) {
+    error = *bad;
     return std::nullopt;
   }
-  return BatchSampler(tokens, shape);
+  if (steps < 0 || steps > data.size() / shape.globalBatch()) {
+    error = "Megatron-LM data: " + std::to_string(steps) + " steps of " +
+            std::to_string(shape.globalBatch()) + " samples need more than the " +
+            std::to_string(data.size()) + " samples built";
+    return std::nullopt;
+  }
+  return BatchSampler(nullptr, &data, shape);
+}
+
+std::optional<std::string> BatchSampler::readSequence(int64_t step, int64_t k,
+                                                      uint32_t *out) const {
+  if (megatron)
+    return megatron->read(step * batchShape.globalBatch() + k, out);
+  return tokens->read(sequenceStart(step, k), int64_t(batchShape.seqLen) + 1, out);
 }
 
 int64_t BatchSampler::shuffledWindow(int64_t pass, int64_t index, int64_t windows) const {
@@ -78,19 +109,19 @@ std::optional<std::string> BatchSampler::fillSamples(int64_t step, int microBatc
                                                      uint32_t *inputs, uint32_t *targets) const {
   const int64_t samplesPerMicroBatch = int64_t(batchShape.dp) * batchShape.microBatch;
   if (step < 0)
-    return tokens->path() + ": step " + std::to_string(step) + " is negative";
+    return source() + ": step " + std::to_string(step) + " is negative";
   if (microBatch < 0 || microBatch >= batchShape.gradAccum)
-    return tokens->path() + ": micro-batch " + std::to_string(microBatch) +
-           " is out of range for " + std::to_string(batchShape.gradAccum) + " per step";
+    return source() + ": micro-batch " + std::to_string(microBatch) + " is out of range for " +
+           std::to_string(batchShape.gradAccum) + " per step";
   if (firstSample < 0 || count < 0 || firstSample + count > samplesPerMicroBatch)
-    return tokens->path() + ": samples [" + std::to_string(firstSample) + ", " +
+    return source() + ": samples [" + std::to_string(firstSample) + ", " +
            std::to_string(firstSample + count) + ") are out of range for a micro-batch of " +
            std::to_string(samplesPerMicroBatch);
   const int64_t T = batchShape.seqLen;
   std::vector<uint32_t> window(size_t(T) + 1); // a sequence and its next token
   for (int64_t i = 0; i < count; ++i) {
     const int64_t k = microBatch * samplesPerMicroBatch + firstSample + i;
-    if (auto error = tokens->read(sequenceStart(step, k), T + 1, window.data()))
+    if (auto error = readSequence(step, k, window.data()))
       return error;
     std::copy(window.begin(), window.end() - 1, inputs + i * T);
     std::copy(window.begin() + 1, window.end(), targets + i * T);
@@ -101,7 +132,7 @@ std::optional<std::string> BatchSampler::fillSamples(int64_t step, int microBatc
 std::optional<std::string> BatchSampler::fill(int64_t step, int microBatch, int dpRank,
                                               uint32_t *inputs, uint32_t *targets) const {
   if (dpRank < 0 || dpRank >= batchShape.dp)
-    return tokens->path() + ": dp rank " + std::to_string(dpRank) + " is out of range for dp " +
+    return source() + ": dp rank " + std::to_string(dpRank) + " is out of range for dp " +
            std::to_string(batchShape.dp);
   return fillSamples(step, microBatch, int64_t(dpRank) * batchShape.microBatch,
                      batchShape.microBatch, inputs, targets);

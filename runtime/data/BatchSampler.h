@@ -29,9 +29,15 @@
 /// where perm_p is a pseudo-random permutation of [0, W) keyed by the seed
 /// and p (a Feistel network over the next power of four, walked until it
 /// lands below W). Every pass reads each window once, in a new order.
+///
+/// Over Megatron-LM data (MegatronData, the trainer's --data-path), global
+/// sequence j is Megatron-LM's training sample j, which is the order of
+/// Megatron-LM's own sampler (consecutive samples fill a global batch, its
+/// micro-batches and then its dp ranks, as above).
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/data/MegatronData.h"
 #include "runtime/data/TokenFile.h"
 
 #include <cstdint>
@@ -62,6 +68,10 @@ public:
   /// fewer than T + 1 tokens (one input window and its targets).
   static std::optional<BatchSampler> create(const TokenFile &tokens, const BatchShape &shape,
                                             std::string &error);
+  /// A sampler over Megatron-LM data, which must outlive it and hold at
+  /// least `steps` global batches.
+  static std::optional<BatchSampler> create(const MegatronData &data, const BatchShape &shape,
+                                            int64_t steps, std::string &error);
 
   const BatchShape &shape() const { return batchShape; }
 
@@ -96,13 +106,19 @@ public:
                                          int64_t count, uint32_t *inputs, uint32_t *targets) const;
 
 private:
-  BatchSampler(const TokenFile &tokens, const BatchShape &shape)
-      : tokens(&tokens), batchShape(shape) {}
+  BatchSampler(const TokenFile *tokens, const MegatronData *megatron, const BatchShape &shape)
+      : tokens(tokens), megatron(megatron), batchShape(shape) {}
+
+  /// The data's name for messages.
+  std::string source() const { return tokens ? tokens->path() : "Megatron-LM data"; }
+  /// Sequence k of step `step`: T + 1 tokens.
+  std::optional<std::string> readSequence(int64_t step, int64_t k, uint32_t *out) const;
 
   /// Window `index` of pass `pass` over the W windows, shuffled.
   int64_t shuffledWindow(int64_t pass, int64_t index, int64_t windows) const;
 
-  const TokenFile *tokens;
+  const TokenFile *tokens = nullptr; ///< one of the two
+  const MegatronData *megatron = nullptr;
   BatchShape batchShape;
   std::optional<uint64_t> shuffleSeed;
 };

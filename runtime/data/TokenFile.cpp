@@ -1,6 +1,8 @@
 //===- TokenFile.cpp - Token files in llm.c's format ----------------------===//
 #include "runtime/data/TokenFile.h"
 
+#include "runtime/data/ReadExactly.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -25,23 +27,6 @@ void writeInt32LE(unsigned char *p, int32_t v) {
   uint32_t u = uint32_t(v);
   for (int i = 0; i < 4; ++i)
     p[i] = static_cast<unsigned char>(u >> (8 * i));
-}
-
-/// Reads exactly `n` bytes at `offset`; false (errno set, or 0 for a short
-/// file) otherwise. pread may return less than asked, so loop.
-bool readExactly(int fd, unsigned char *out, size_t n, off_t offset) {
-  while (n > 0) {
-    ssize_t got = ::pread(fd, out, n, offset);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0) {
-      if (got == 0)
-        errno = 0;
-      return false;
-    }
-    out += got, n -= size_t(got), offset += got;
-  }
-  return true;
 }
 
 bool writeAll(int fd, const unsigned char *data, size_t n) {
@@ -125,6 +110,7 @@ std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &e
   const int32_t magic = readInt32LE(header);
   const int32_t version = readInt32LE(header + 4);
   const int32_t count = readInt32LE(header + 8);
+  const int32_t vocabulary = readInt32LE(header + 12);
   bool magicKnown = false;
   std::optional<TokenFormat> format;
   for (TokenFormat f : kFormats) {
@@ -159,8 +145,15 @@ std::optional<TokenFile> TokenFile::open(const std::string &path, std::string &e
     return std::nullopt;
   }
 
+  if (vocabulary < 0) {
+    error = path + ": the header's vocabulary size is " + std::to_string(vocabulary) +
+            " (0 when not recorded, else the tokenizer's vocabulary)";
+    return std::nullopt;
+  }
+
   file.fileFormat = *format;
   file.count = count;
+  file.vocabularySize = vocabulary;
   return file;
 }
 
@@ -173,6 +166,7 @@ TokenFile &TokenFile::operator=(TokenFile &&other) noexcept {
     filePath = std::move(other.filePath);
     fileFormat = other.fileFormat;
     count = std::exchange(other.count, 0);
+    vocabularySize = other.vocabularySize;
     fd = std::exchange(other.fd, -1);
   }
   return *this;

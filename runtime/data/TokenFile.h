@@ -2,7 +2,11 @@
 /// \file
 /// A token file is a header of 256 little-endian int32 followed by the
 /// tokens: header[0] is a magic number, header[1] a version, header[2] the
-/// number of tokens; the rest of the header is unused (zero). The pair
+/// number of tokens; the rest of the header is unused (zero) except, in
+/// files scripts/make-tokens.py writes, header[3]: the size of the
+/// vocabulary the tokens were made with (llm.c leaves it 0; 0 is "not
+/// recorded"). The trainer refuses a file made for a larger vocabulary
+/// than its model's. The pair
 /// (magic, version) names the token type (TokenFormat): llm.c's data
 /// scripts write GPT-2 files (20240520, 1: uint16) and LLaMA-3 files
 /// (20240801, 7: uint32); (20240520, 2) is this project's uint32 variant of
@@ -59,6 +63,8 @@ public:
   TokenFormat format() const { return fileFormat; }
   int tokenBytes() const { return tokenFormatInfo(fileFormat).tokenBytes; }
   int64_t size() const { return count; }
+  /// header[3]: the tokenizer's vocabulary size, 0 when not recorded.
+  int64_t vocabulary() const { return vocabularySize; }
 
   /// Tokens [begin, begin + n) into `out` (the range must be inside the
   /// file). Returns the error (the file changed since it was opened, or an
@@ -79,6 +85,7 @@ private:
   std::string filePath;
   TokenFormat fileFormat = TokenFormat::Gpt2;
   int64_t count = 0;
+  int64_t vocabularySize = 0;
   int fd = -1; ///< open from open() to the destructor
 };
 

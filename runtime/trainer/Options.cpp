@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,10 +17,14 @@ void printUsage(std::FILE *to) {
       "usage: train [--steps N] [--lr X] [--warmup-steps N] "
       "[--lr-decay cosine|linear|constant|wsd] [--min-lr X] [--decay-fraction F] [--seed N] "
       "[--log-every N] [--threads N] "
-      "[--data FILE [--shuffle] | --synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
+      "[--data FILE [--shuffle] | --data-path [W1] PREFIX1 [W2 PREFIX2 ...] [--split A,B,C] | "
+      "--synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
       "[--reschedule]]] "
       "[--stop-after N] [--abandon-after N] [--trace FILE] [--any-placement] [--overlap] "
       "[--print-sbatch] [--log-dir DIR] [--help]\n"
+      "  --data FILE: an llm.c token file; --data-path: Megatron-LM indexed datasets "
+      "(PREFIX.bin and PREFIX.idx), blended by the weights before the prefixes and split by "
+      "--split (default 969,30,1) as Megatron-LM does, read in Megatron-LM's order for --seed\n"
       "  --log-dir DIR (or --tensorboard-dir DIR): every step's loss, learning rate, gradient "
       "norm, throughput and memory into DIR/metrics.jsonl and a TensorBoard event file\n"
       "  --stop-after N (or --exit-interval N): leave after step N, saving a checkpoint first "
@@ -92,8 +97,18 @@ Options parseOptions(int argc, char **argv) {
         usage(fraction ? "--decay-fraction takes a fraction in (0, 1], not " + v
                        : "--min-lr takes a learning rate >= 0 (a float), not " + v);
       (fraction ? o.decayFraction : o.minLr) = float(x);
-    } else if (a == "--synthetic")
+    } else if (a == "--synthetic") {
       o.data.clear();
+      o.dataPath.clear();
+    } else if (a == "--data-path") {
+      // Megatron-LM's form: the words up to the next flag.
+      o.dataPath.clear();
+      while (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0)
+        o.dataPath += (o.dataPath.empty() ? "" : " ") + std::string(argv[++i]);
+      if (o.dataPath.empty())
+        usage("--data-path needs a dataset prefix, or weights and prefixes");
+    } else if (a == "--split")
+      o.split = value();
     else if (a == "--trace")
       o.trace = value();
     else if (a == "--data")
@@ -133,7 +148,13 @@ Options parseOptions(int argc, char **argv) {
   if (o.reschedule && !o.resume)
     usage("--reschedule needs --resume (it replaces a checkpoint's learning-rate schedule)");
   if (o.shuffle && o.data.empty())
-    usage("--shuffle needs --data (synthetic data has no order to shuffle)");
+    usage(o.dataPath.empty()
+              ? "--shuffle needs --data (synthetic data has no order to shuffle)"
+              : "--shuffle is for --data; Megatron-LM data is always read in its shuffled order");
+  if (!o.data.empty() && !o.dataPath.empty())
+    usage("--data and --data-path both name training data; give one");
+  if (o.seed > UINT32_MAX)
+    usage("--seed takes 0 to 4294967295");
   return o;
 }
 

@@ -22,6 +22,11 @@ struct Options {
   std::string logDir;   ///< --log-dir (--tensorboard-dir): metrics.jsonl and TensorBoard events
   std::string data;     ///< token file; empty: synthetic data
   bool shuffle = false; ///< read the token file's windows in a seeded shuffled order
+  /// Megatron-LM indexed datasets (--data-path, its words joined by
+  /// spaces: a prefix, or weights and prefixes), read in Megatron-LM's order
+  /// (runtime/data/MegatronData.h); empty: none.
+  std::string dataPath;
+  std::string split = "969,30,1"; ///< --split: Megatron-LM's train/valid/test shares
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;
@@ -42,7 +47,8 @@ struct Options {
 /// Parses --steps N, --lr X, --warmup-steps N, --lr-decay cosine|linear|constant|wsd,
 /// --min-lr X, --decay-fraction F, --seed N, --log-every N, --threads N, --data FILE (an
 /// llm.c-style token file; --shuffle reads its windows in an order drawn
-/// from --seed) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
+/// from --seed), --data-path PREFIX | W1 PREFIX1 W2 PREFIX2 ... [--split A,B,C]
+/// (Megatron-LM indexed datasets) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
 /// --resume [--reschedule], --stop-after N (or --exit-interval N),
 /// --abandon-after N, --trace FILE, --any-placement and --print-sbatch. A bad
 /// flag prints the usage and exits with status 2.

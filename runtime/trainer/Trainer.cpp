@@ -177,34 +177,63 @@ void reportStagePeaks(const RankLayout &layout, Communicator &world) {
                 reported / (1 << 20));
 }
 
-/// The token file and the sampler over it of a run with --data: every rank
-/// of the first and last stages reads its own rows; the others read none.
-/// The sampler reads the file, so both live where the caller keeps them.
-/// `dataTokens` says what the file holds (its token count and their hash),
-/// for the checkpoints' run record.
+/// A run's training data: a token file (--data) or Megatron-LM datasets
+/// (--data-path), and the sampler over them. The sampler points into the
+/// others, so this stays where the caller made it.
+struct TrainingData {
+  std::optional<TokenFile> tokenFile;
+  std::optional<MegatronData> megatron;
+  std::optional<BatchSampler> sampler;
+  /// What the data hold (a token file's count and hash, the Megatron-LM
+  /// indexes' hashes and order), for the checkpoints' run record.
+  std::string contents;
+};
+
+/// Opens the data of a run with --data or --data-path: every rank of the
+/// first and last stages reads its own rows; the others read none.
 void openTrainingData(const TrainerSpec &spec, const Options &o, const RankLayout &layout,
-                      std::optional<TokenFile> &tokenFile, std::optional<BatchSampler> &sampler,
-                      std::string &dataTokens) {
-  if (o.data.empty() || !(layout.isFirstStage() || layout.isLastStage()))
+                      TrainingData &data) {
+  if ((o.data.empty() && o.dataPath.empty()) || !(layout.isFirstStage() || layout.isLastStage()))
     return;
   std::string error;
-  tokenFile = TokenFile::open(o.data, error);
-  if (!tokenFile)
+  const BatchShape shape{spec.stages[0].dp, spec.stages[0].microBatch, spec.gradAccum, spec.seqLen};
+  if (!o.dataPath.empty()) {
+    MegatronDataRequest r;
+    r.dataPath = o.dataPath;
+    r.split = o.split;
+    r.samples = int64_t(o.steps) * shape.globalBatch();
+    r.seqLen = spec.seqLen;
+    r.seed = uint32_t(o.seed);
+    r.vocabulary = uint64_t(spec.vocab);
+    data.megatron = MegatronData::open(r, error);
+    if (!data.megatron)
+      abortJob(error);
+    data.contents = data.megatron->fingerprint();
+    data.sampler = BatchSampler::create(*data.megatron, shape, o.steps, error);
+    if (!data.sampler)
+      abortJob(error);
+    return;
+  }
+  data.tokenFile = TokenFile::open(o.data, error);
+  if (!data.tokenFile)
     abortJob(error);
+  if (data.tokenFile->vocabulary() > spec.vocab)
+    abortJob(o.data + " was tokenized for a vocabulary of " +
+             std::to_string(data.tokenFile->vocabulary()) + " tokens (its header says so); " +
+             spec.model + "'s vocabulary is " + std::to_string(spec.vocab) +
+             ": tokenize it for this model, or train a model with that vocabulary");
   uint64_t hash = 0;
-  if (auto bad = tokenFile->checkVocabulary(uint32_t(spec.vocab), &hash))
+  if (auto bad = data.tokenFile->checkVocabulary(uint32_t(spec.vocab), &hash))
     abortJob(*bad);
   char text[64];
-  std::snprintf(text, sizeof text, "%lld tokens, FNV-1a %016llx", (long long)tokenFile->size(),
+  std::snprintf(text, sizeof text, "%lld tokens, FNV-1a %016llx", (long long)data.tokenFile->size(),
                 (unsigned long long)hash);
-  dataTokens = text;
-  sampler = BatchSampler::create(
-      *tokenFile, {spec.stages[0].dp, spec.stages[0].microBatch, spec.gradAccum, spec.seqLen},
-      error);
-  if (!sampler)
+  data.contents = text;
+  data.sampler = BatchSampler::create(*data.tokenFile, shape, error);
+  if (!data.sampler)
     abortJob(error);
   if (o.shuffle)
-    sampler->shuffle(o.seed);
+    data.sampler->shuffle(o.seed);
 }
 
 /// The groups that sum a tied weight's gradients over the first and last
@@ -249,10 +278,17 @@ void printStageMemory(const RankLayout &layout, const StageSpec &stage, const St
 std::map<std::string, std::string> runRecord(const TrainerSpec &spec, const Options &o, int step,
                                              int64_t samplesPerStep,
                                              const std::string &dataTokens) {
+  const bool synthetic = o.data.empty() && o.dataPath.empty();
+  const std::string order = !o.dataPath.empty()
+                                ? "Megatron-LM's order, seed " + std::to_string(o.seed)
+                            : o.shuffle ? "shuffled, seed " + std::to_string(o.seed)
+                                        : "file order";
   return {{"plan", spec.plan},
-          {"data", o.data.empty() ? "synthetic" : o.data},
-          {"data_tokens", o.data.empty() ? "synthetic" : dataTokens},
-          {"data_order", o.shuffle ? "shuffled, seed " + std::to_string(o.seed) : "file order"},
+          {"data", synthetic            ? "synthetic"
+                   : o.dataPath.empty() ? o.data
+                                        : "--data-path " + o.dataPath + " --split " + o.split},
+          {"data_tokens", synthetic ? "synthetic" : dataTokens},
+          {"data_order", order},
           {"next_sequence", std::to_string(int64_t(step) * samplesPerStep)}};
 }
 
@@ -448,13 +484,15 @@ void drawInitialValues(ParameterStore &store, const Options &o,
 /// What rank 0 says before the first step: the model, plan and data, the
 /// precision, the ops and what utilization is measured against.
 void printRunHeader(const TrainerSpec &spec, const Options &o, const std::string &deviceName,
-                    int ranks, float lr, int64_t samplesPerStep, const TokenFile *tokenFile) {
+                    int ranks, float lr, int64_t samplesPerStep, const TrainingData &data) {
   std::printf("mistrt: training %s (%s) for %d steps on %d rank%s (%s): %d micro-batches of "
               "%lld sequences of %d tokens, lr %g\n",
               spec.model.c_str(), spec.plan.c_str(), o.steps, ranks, ranks == 1 ? "" : "s",
               deviceName.c_str(), spec.gradAccum, (long long)(samplesPerStep / spec.gradAccum),
               spec.seqLen, lr);
-  if (tokenFile)
+  if (data.megatron)
+    std::printf("mistrt: data: %s\n", data.megatron->summary().c_str());
+  if (const TokenFile *tokenFile = data.tokenFile ? &*data.tokenFile : nullptr)
     std::printf("mistrt: data %s (%s, %lld tokens), %s\n", o.data.c_str(),
                 tokenFormatInfo(tokenFile->format()).name, (long long)tokenFile->size(),
                 o.shuffle ? ("windows shuffled with seed " + std::to_string(o.seed)).c_str()
@@ -508,10 +546,9 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   world->barrier(); // no rank goes on while rank 0 may still refuse the folder
   const float lr = o.lr > 0 ? o.lr : spec.lr;
   // Data: every rank of the first and last stages reads its own rows.
-  std::optional<TokenFile> tokenFile;
-  std::optional<BatchSampler> sampler;
-  std::string dataTokens; // what the token file holds, on the ranks that read it
-  openTrainingData(spec, o, *layout, tokenFile, sampler, dataTokens);
+  TrainingData data;
+  openTrainingData(spec, o, *layout, data);
+  const std::string &dataTokens = data.contents; // on the ranks that read the data
   // The streams first: every device operation from here on is enqueued on
   // the compute stream unless a piece of work says otherwise.
   Streams streams(o.overlap);
@@ -534,12 +571,11 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   streams.synchronize();
   printStageMemory(*layout, stage, memory, stash);
   StageRunner runner(spec, groups, tpContext, memory, store, stash, streams,
-                     sampler ? &*sampler : nullptr);
+                     data.sampler ? &*data.sampler : nullptr);
   const int64_t samplesPerStep =
       int64_t(spec.stages[0].microBatch) * spec.stages[0].dp * spec.gradAccum;
   if (worldRank == 0)
-    printRunHeader(spec, o, deviceName, ranks, lr, samplesPerStep,
-                   tokenFile ? &*tokenFile : nullptr);
+    printRunHeader(spec, o, deviceName, ranks, lr, samplesPerStep, data);
   const RankTraining training{spec, stage, *layout, *world, groups, streams, store, runner};
   // --steps 0 --ckpt-dir D: the initial weights, e.g. to load into another framework.
   if (o.steps == 0 && !o.ckptDir.empty() && !o.resume)
