@@ -9,5 +9,5 @@ venv=${1:-$root/.venv-exports}
 python3 -m venv "$venv"
 "$venv/bin/pip" install -q torch
 "$venv/bin/pip" install -q deepspeed==0.19.8 megatron-core==0.16.1 torchtitan==0.3.0 pyyaml typing_extensions \
-  tokenizers safetensors
+  tokenizers safetensors transformers
 "$venv/bin/python" -c "import deepspeed, megatron.core, torchtitan; print('frameworks ready in $venv')"

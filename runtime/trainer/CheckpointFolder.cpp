@@ -157,8 +157,10 @@ void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkp
 
 OpenedCheckpoint openCheckpointOnEveryRank(const std::string &dir, const TrainerSpec &spec,
                                            const StageSpec &stage, MpiCommunicator &world,
-                                           const std::vector<std::string> &hostOfRank) {
-  OpenedCheckpoint opened = openCheckpoint(dir, spec, stage);
+                                           const std::vector<std::string> &hostOfRank,
+                                           bool weightsOnly) {
+  OpenedCheckpoint opened =
+      weightsOnly ? openInitialWeights(dir, spec, stage) : openCheckpoint(dir, spec, stage);
   char identity[17];
   std::snprintf(identity, sizeof identity, "%016llx", (unsigned long long)opened.identity);
   const std::string mine = opened.file
@@ -172,7 +174,8 @@ OpenedCheckpoint openCheckpointOnEveryRank(const std::string &dir, const Trainer
     return opened;
   if (same) // every rank found the same problem: say it once
     abortJobTogether(world, opened.error);
-  abortJobTogether(world, "--resume: the ranks did not find the same checkpoint in " + dir + " (" +
+  abortJobTogether(world, std::string(weightsOnly ? "--init-from" : "--resume") +
+                              ": the ranks did not find the same checkpoint in " + dir + " (" +
                               byVerdict(verdicts, hostOfRank) + "); " + sharedFolderAdvice);
 }
 

@@ -33,8 +33,10 @@ void prepareCheckpointFolder(const std::string &dir, bool resume, int64_t checkp
 
 /// Every rank opens the checkpoint in folder `dir`; returns it when all found the same one,
 /// else ends the job naming what each rank found. Collective over `world`.
+/// `weightsOnly`: --init-from's weights (openInitialWeights), else --resume's checkpoint.
 OpenedCheckpoint openCheckpointOnEveryRank(const std::string &dir, const TrainerSpec &spec,
                                            const StageSpec &stage, MpiCommunicator &world,
-                                           const std::vector<std::string> &hostOfRank);
+                                           const std::vector<std::string> &hostOfRank,
+                                           bool weightsOnly = false);
 
 } // namespace mist::rt

@@ -21,9 +21,9 @@ namespace mist::rt {
 namespace {
 
 constexpr int checkpointTag = 30002;
-constexpr const char *legacyFormat = "mistrt-checkpoint-1";   ///< one file: latest.safetensors
-constexpr const char *modelFormat = "mistrt-model-1";         ///< the weights, for sharing
-constexpr const char *optimizerFormat = "mistrt-optimizer-1"; ///< masters and Adam moments
+constexpr const char *legacyFormat = legacyCheckpointFormat;
+constexpr const char *modelFormat = modelFileFormat;
+constexpr const char *optimizerFormat = optimizerFileFormat;
 
 const ParamTensor allTensors[] = {ParamTensor::Weight, ParamTensor::Master, ParamTensor::AdamM,
                                   ParamTensor::AdamV};
@@ -379,6 +379,79 @@ OpenedCheckpoint openCheckpoint(const std::string &dir, const TrainerSpec &spec,
   if (!error.empty())
     return fail(opened.source + ": " + error);
   return opened;
+}
+
+OpenedCheckpoint openInitialWeights(const std::string &dir, const TrainerSpec &spec,
+                                    const StageSpec &stage) {
+  OpenedCheckpoint opened;
+  auto fail = [&](std::string why) {
+    opened.file.reset();
+    opened.error = std::move(why);
+    return std::move(opened);
+  };
+  std::set<std::string, std::less<>> weights, masters;
+  for (size_t p = 0; p < stage.params.size(); ++p)
+    for (int l = 0; l < copiesOf(stage, p); ++l) {
+      weights.insert(tensorName(stage, p, l));
+      masters.insert(tensorName(stage, p, l) + suffixOf(ParamTensor::Master));
+    }
+  const std::string modelPath = dir + "/" + checkpointModelFile,
+                    optimizerPath = dir + "/" + checkpointOptimizerFile;
+  opened.source = modelPath;
+  if (!exists(modelPath))
+    return fail("--init-from: no " + std::string(checkpointModelFile) + " in " + dir +
+                " (a trainer checkpoint folder, or what mistc --emit=checkpoint --from-hf wrote)");
+  std::string error = readPart(
+      modelPath, spec, modelFormat, [&](std::string_view n) { return weights.count(n) > 0; },
+      opened.file);
+  if (!error.empty())
+    return fail(error);
+  if (std::string problem = structureProblem(*opened.file, spec, modelPath); !problem.empty())
+    return fail(problem);
+  opened.identity = fnv1a(describe(opened.file->metadata));
+  for (TensorData &t : opened.file->tensors)
+    widenToF32(t);
+  // The masters of the same save are the exact fp32 values of a bf16 run.
+  std::optional<SafetensorsFile> optimizer;
+  const auto save = opened.file->metadata.find("save");
+  if (save != opened.file->metadata.end() && exists(optimizerPath) &&
+      readPart(
+          optimizerPath, spec, optimizerFormat,
+          [&](std::string_view n) { return masters.count(n) > 0; }, optimizer)
+          .empty() &&
+      optimizer->metadata.count("save") && optimizer->metadata.at("save") == save->second) {
+    opened.source += " and " + std::string(checkpointOptimizerFile) + "'s masters";
+    opened.identity ^= fnv1a(describe(optimizer->metadata));
+    for (TensorData &t : optimizer->tensors)
+      opened.file->tensors.push_back(std::move(t));
+    std::sort(opened.file->tensors.begin(), opened.file->tensors.end(),
+              [](const TensorData &a, const TensorData &b) { return a.name < b.name; });
+  }
+  return opened;
+}
+
+void loadInitialWeights(const OpenedCheckpoint &ckpt, const StageSpec &stage,
+                        ParameterStore &store) {
+  const std::string &path = ckpt.source;
+  for (size_t p = 0; p < stage.params.size(); ++p)
+    for (int l = 0; l < copiesOf(stage, p); ++l) {
+      const std::string name = tensorName(stage, p, l);
+      const TensorData *master = ckpt.file->find(name + suffixOf(ParamTensor::Master));
+      const TensorData *t = master ? master : ckpt.file->find(name);
+      if (!t)
+        abortJob(path + ": no tensor '" + name + "'");
+      if (t->shape != stage.params[p].shape)
+        abortJob(path + ": tensor '" + t->name + "' has shape " + shapeText(t->shape) +
+                 ", the model's is " + shapeText(stage.params[p].shape));
+      auto values = t->floats();
+      if (!values || int64_t(values->size()) != elementsOf(stage.params[p]))
+        abortJob(path + ": tensor '" + t->name + "' is " + t->dtype +
+                 " or has another size than the model's F32 " + shapeText(stage.params[p].shape));
+      store.values.load(p, l, ParamTensor::Master, *values); // the weights follow
+      const std::vector<float> zeros(values->size(), 0.0f);
+      store.values.load(p, l, ParamTensor::AdamM, zeros);
+      store.values.load(p, l, ParamTensor::AdamV, zeros);
+    }
 }
 
 void loadCheckpoint(const OpenedCheckpoint &ckpt, const StageSpec &stage, ParameterStore &store) {

@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/checkpoint/CheckpointFormat.h"
 #include "runtime/checkpoint/Safetensors.h"
 #include "runtime/comm/ProcessGroups.h"
 #include "runtime/trainer/LrSchedule.h"
@@ -30,12 +31,6 @@
 #include <string>
 
 namespace mist::rt {
-
-/// The files of a checkpoint folder (see above).
-constexpr const char *checkpointModelFile = "model.safetensors";
-constexpr const char *checkpointOptimizerFile = "optimizer.safetensors";
-constexpr const char *checkpointLegacyFile = "latest.safetensors"; ///< older trainers' one file
-constexpr const char *checkpointNextSuffix = ".next"; ///< the model file until a save completes
 
 /// Bytes of a checkpoint of the whole model: masters and both Adam moments
 /// of every parameter in fp32, a tied weight once, and the weights twice
@@ -78,6 +73,20 @@ struct OpenedCheckpoint {
 /// it.
 OpenedCheckpoint openCheckpoint(const std::string &dir, const TrainerSpec &spec,
                                 const StageSpec &stage);
+
+/// --init-from DIR: the weights of the checkpoint in folder `dir` for a new
+/// run (its model file, and the fp32 masters of its optimizer file when
+/// the folder holds one of the same save; mistc --emit=checkpoint --from-hf
+/// writes a model file alone). Step, schedule and Adam moments are not
+/// taken. A missing, corrupt or mismatched file comes back with `error`.
+OpenedCheckpoint openInitialWeights(const std::string &dir, const TrainerSpec &spec,
+                                    const StageSpec &stage);
+
+/// Copies the opened initial weights of `stage` into this rank's parameters
+/// (the masters from the optimizer file, else the weights) and zeroes the
+/// Adam moments. A missing tensor or one of another shape ends the job.
+void loadInitialWeights(const OpenedCheckpoint &ckpt, const StageSpec &stage,
+                        ParameterStore &store);
 
 /// Copies the opened checkpoint's tensors of `stage` into this rank's
 /// parameters and optimizer state (before ParameterStore::settle). A missing

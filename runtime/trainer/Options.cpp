@@ -19,12 +19,14 @@ void printUsage(std::FILE *to) {
       "[--log-every N] [--threads N] "
       "[--data FILE [--shuffle] | --data-path [W1] PREFIX1 [W2 PREFIX2 ...] [--split A,B,C] | "
       "--synthetic] [--ckpt-dir DIR [--ckpt-every N] [--resume "
-      "[--reschedule]]] "
+      "[--reschedule]]] [--init-from DIR] "
       "[--stop-after N] [--abandon-after N] [--trace FILE] [--any-placement] [--overlap] "
       "[--print-sbatch] [--log-dir DIR] [--help]\n"
       "  --data FILE: an llm.c token file; --data-path: Megatron-LM indexed datasets "
       "(PREFIX.bin and PREFIX.idx), blended by the weights before the prefixes and split by "
       "--split (default 969,30,1) as Megatron-LM does, read in Megatron-LM's order for --seed\n"
+      "  --init-from DIR: start from the weights of the checkpoint in DIR (a trainer's, or "
+      "mistc --emit=checkpoint --from-hf's Hugging Face weights), with fresh optimizer state\n"
       "  --log-dir DIR (or --tensorboard-dir DIR): every step's loss, learning rate, gradient "
       "norm, throughput and memory into DIR/metrics.jsonl and a TensorBoard event file\n"
       "  --stop-after N (or --exit-interval N): leave after step N, saving a checkpoint first "
@@ -121,7 +123,11 @@ Options parseOptions(int argc, char **argv) {
       o.ckptEvery = static_cast<int>(integer(value()));
     else if (a == "--resume")
       o.resume = true;
-    else if (a == "--reschedule")
+    else if (a == "--init-from") {
+      o.initFrom = value();
+      if (o.initFrom.empty())
+        usage("--init-from needs a checkpoint folder");
+    } else if (a == "--reschedule")
       o.reschedule = true;
     else if (a == "--any-placement")
       o.anyPlacement = true;
@@ -143,6 +149,9 @@ Options parseOptions(int argc, char **argv) {
     else
       usage("unknown flag " + a);
   }
+  if (o.resume && !o.initFrom.empty())
+    usage("--init-from starts a new run from a checkpoint's weights; --resume goes on with one: "
+          "give one of them");
   if (o.resume && o.ckptDir.empty())
     usage("--resume needs --ckpt-dir");
   if (o.reschedule && !o.resume)

@@ -30,6 +30,11 @@ struct Options {
   std::string ckptDir;
   int ckptEvery = 0; ///< 0: only at the end when --ckpt-dir is given
   bool resume = false;
+  /// --init-from DIR: a new run starts from the weights of the checkpoint in
+  /// DIR (a trainer's, or mistc --emit=checkpoint --from-hf's), with fresh
+  /// optimizer state, step 1 and this run's schedule (Megatron-LM's
+  /// --finetune).
+  std::string initFrom;
   /// > 0: leave after this step, saving a checkpoint first when --ckpt-dir
   /// is given (--stop-after, or Megatron-LM's --exit-interval).
   int stopAfter = 0;
@@ -49,7 +54,7 @@ struct Options {
 /// llm.c-style token file; --shuffle reads its windows in an order drawn
 /// from --seed), --data-path PREFIX | W1 PREFIX1 W2 PREFIX2 ... [--split A,B,C]
 /// (Megatron-LM indexed datasets) or --synthetic, --ckpt-dir DIR, --ckpt-every N,
-/// --resume [--reschedule], --stop-after N (or --exit-interval N),
+/// --resume [--reschedule], --init-from DIR, --stop-after N (or --exit-interval N),
 /// --abandon-after N, --trace FILE, --any-placement and --print-sbatch. A bad
 /// flag prints the usage and exits with status 2.
 Options parseOptions(int argc, char **argv);

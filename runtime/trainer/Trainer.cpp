@@ -535,9 +535,12 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
   TpContext tpContext(stage.tp > 1 ? &groups.tp() : nullptr);
   // Every rank opens the checkpoint and the ranks compare what they found
   // before a tensor is used; a new run checks that all ranks see the folder.
-  std::optional<OpenedCheckpoint> resumed;
+  std::optional<OpenedCheckpoint> resumed, initial;
   if (o.resume)
     resumed = openCheckpointOnEveryRank(o.ckptDir, spec, stage, *world, hostOfRank);
+  if (!o.initFrom.empty())
+    initial = openCheckpointOnEveryRank(o.initFrom, spec, stage, *world, hostOfRank,
+                                        /*weightsOnly=*/true);
   prepareCheckpointFolder(o.ckptDir, o.resume, checkpointBytes(spec), *world, hostOfRank);
   // One job at a time saves into a folder: rank 0 holds its lock.
   CheckpointLock folderLock;
@@ -560,7 +563,19 @@ int runTrainer(const TrainerSpec &spec, int argc, char **argv) {
       stage, memory.global(), memory.layers(),
       {groups.tp(), groups.dp(), tied.whole.get(), tied.shards.get(), layout->isFirstStage()},
       offload, streams);
-  drawInitialValues(store, o, hostOfRank, worldRank, /*resumed=*/resumed.has_value());
+  drawInitialValues(store, o, hostOfRank, worldRank,
+                    /*resumed=*/resumed.has_value() || initial.has_value());
+  if (initial) {
+    loadInitialWeights(*initial, stage, store);
+    if (worldRank == 0) {
+      const auto &meta = initial->file->metadata;
+      const auto source = meta.find("source");
+      std::printf("mistrt: initial weights from %s (%s)\n", initial->source.c_str(),
+                  source != meta.end() ? source->second.c_str()
+                                       : ("step " + meta.at("step") + " of its run").c_str());
+    }
+    initial.reset();
+  }
   LrSchedule schedule = runSchedule(spec, o, lr);
   const int firstStep = resumed ? resumeFromCheckpoint(std::move(*resumed), spec, stage, store,
                                                        worldRank, o, dataTokens, schedule)

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 #include "MistVersion.h"
 #include "backend/exports/HuggingFaceExport.h"
+#include "backend/exports/HuggingFaceImport.h"
 #include "backend/reports/Summary.h"
 #include "format/Limits.h"
 #include "frontend/Frontend.h"
@@ -57,6 +58,9 @@ cl::opt<Emit> emit(
                clEnumValN(Emit::HuggingFace, "hf",
                           "a trainer checkpoint (--checkpoint) as a Hugging Face transformers "
                           "model folder (-o DIR): config.json and model.safetensors"),
+               clEnumValN(Emit::Checkpoint, "checkpoint",
+                          "a Hugging Face model folder (--from-hf) as a trainer checkpoint "
+                          "folder (-o DIR) that ./train --init-from DIR starts from"),
                clEnumValN(Emit::Plan, "plan", "tune and write the plan (YAML)"),
                clEnumValN(Emit::Report, "report", "predicted figures of a plan"),
                clEnumValN(Emit::Timeline, "timeline",
@@ -115,6 +119,11 @@ cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster fil
 cl::opt<std::string> checkpointPath(
     "checkpoint",
     cl::desc("--emit=hf: the trainer checkpoint to convert (its folder, or a safetensors file)"),
+    cl::value_desc("DIR"), cl::cat(category));
+cl::opt<std::string> fromHfPath(
+    "from-hf",
+    cl::desc("--emit=checkpoint: the Hugging Face model folder (config.json, model.safetensors "
+             "or its shards) to read"),
     cl::value_desc("DIR"), cl::cat(category));
 cl::opt<std::string> planPath("plan", cl::desc("evaluate this plan instead of tuning"),
                               cl::value_desc("plan.yaml"), cl::cat(category));
@@ -328,6 +337,18 @@ int writeHuggingFace(unsigned id, DiagnosticEngine &diag) {
   return m && exportHuggingFace(*m, checkpointPath, outputPath, diag) ? 0 : 1;
 }
 
+/// --emit=checkpoint: a folder too.
+int writeInitialCheckpoint(unsigned id, DiagnosticEngine &diag) {
+  if (fromHfPath.empty() || outputPath == "-") {
+    diag.error({}, "--emit=checkpoint needs --from-hf (a Hugging Face model folder) and -o (the "
+                   "checkpoint folder to write)");
+    return 1;
+  }
+  bool done = false;
+  std::unique_ptr<Module> m = compileInput(id, Emit::Checkpoint, diag, llvm::nulls(), done);
+  return m && importHuggingFace(*m, fromHfPath, outputPath, diag) ? 0 : 1;
+}
+
 int run(const InstallLayout &layout) {
   llvm::SourceMgr srcMgr;
   DiagnosticEngine diag(srcMgr, llvm::errs());
@@ -351,6 +372,8 @@ int run(const InstallLayout &layout) {
   unsigned id = srcMgr.AddNewSourceBuffer(std::move(buf), llvm::SMLoc());
   if (*what == Emit::HuggingFace)
     return writeHuggingFace(id, diag);
+  if (*what == Emit::Checkpoint)
+    return writeInitialCheckpoint(id, diag);
   OutputFile out(outputPath, "output", diag);
   if (out.failed())
     return 1;

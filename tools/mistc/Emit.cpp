@@ -17,6 +17,8 @@ const char *mist::emitName(Emit e) {
     return "summary";
   case Emit::HuggingFace:
     return "hf";
+  case Emit::Checkpoint:
+    return "checkpoint";
   case Emit::Plan:
     return "plan";
   case Emit::Report:

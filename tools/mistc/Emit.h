@@ -17,6 +17,7 @@ enum class Emit {
   CostedIR,
   Summary,
   HuggingFace, ///< a trainer checkpoint as a transformers model folder (--checkpoint)
+  Checkpoint,  ///< a transformers model folder (--from-hf) as a trainer's initial weights
   // On a plan (tuned, or --plan) and a cluster: runPlanActions.
   Plan,
   Report,

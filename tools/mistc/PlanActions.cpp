@@ -505,6 +505,7 @@ bool writeOutput(Module &m, const PricedPlan &p, const PlanActionOptions &opts,
   case Emit::CostedIR:
   case Emit::Summary:
   case Emit::HuggingFace:
+  case Emit::Checkpoint:
     return true;
   }
   return true;
