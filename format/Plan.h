@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mist {
@@ -28,6 +29,18 @@ struct ZeroFlags {
   /// Whether the flags are one of ZeRO's levels.
   bool nested() const { return (!weights || grads) && (!grads || optimizer); }
   static ZeroFlags ofLevel(int level) { return {level >= 3, level >= 2, level >= 1}; }
+  /// For people: "ZeRO-0" to "ZeRO-3" for the levels, else what is sharded
+  /// ("optimizer+weights"). Headers, reports and summaries all say it so.
+  std::string name() const {
+    if (nested())
+      return "ZeRO-" + std::to_string(level());
+    std::string s;
+    for (auto [on, what] : {std::pair{optimizer, "optimizer"}, std::pair{grads, "grads"},
+                            std::pair{weights, "weights"}})
+      if (on)
+        s += (s.empty() ? "" : "+") + std::string(what);
+    return s;
+  }
 };
 
 struct OffloadRatios {

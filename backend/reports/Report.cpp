@@ -20,8 +20,8 @@ std::string tflops(double v, const char *big = "{:.1f}") {
 }
 
 std::string flags(const ZeroFlags &z) {
-  return fmt::format("weights {}, grads {}, optimizer {}", z.weights ? "yes" : "no",
-                     z.grads ? "yes" : "no", z.optimizer ? "yes" : "no");
+  return fmt::format("{} (sharded: weights {}, grads {}, optimizer {})", z.name(),
+                     z.weights ? "yes" : "no", z.grads ? "yes" : "no", z.optimizer ? "yes" : "no");
 }
 
 /// Time the compute stream spends waiting for transfers in a phase.
@@ -170,8 +170,7 @@ void mist::printPlanSummary(const Plan &plan, const PipelineEstimate &est, const
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     const StagePlan &s = plan.stages[i];
     const StageEstimate &e = est.stages[i];
-    std::string zero = std::string(s.zero.weights ? "w" : "-") + (s.zero.grads ? "g" : "-") +
-                       (s.zero.optimizer ? "o" : "-");
+    const std::string zero = s.zero.name();
     os << fmt::format(
         "  {:>5} {:>9} {:>6} {:>4} {:>4} {:>4} {:>6} {:>5} {:>23} {:>10.2f} {:>10.2f} "
         "{:>9.2f}\n",

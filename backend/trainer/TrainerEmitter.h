@@ -21,6 +21,7 @@ namespace mist {
 
 struct TrainerSource {
   std::string modelFile;                ///< for the header comment
+  std::string outputFile;               ///< -o: names the file and the program in the header
   double modelFlopsPerSample = 0;       ///< the report's model FLOPs (no recompute), for logging
   std::string deviceName;               ///< the cluster's device, for the MFU line
   double devicePeakTflops = 0;          ///< its dense bf16 peak: MFU = model FLOP/s / this

@@ -322,6 +322,7 @@ std::optional<PlanActionOptions> planActionOptions(Emit what, DiagnosticEngine &
   pa.projectedPlanOut = projectedPlan;
   pa.summaryToStdout = outputPath != "-";
   pa.trainer.modelFile = inputPath;
+  pa.trainer.outputFile = outputPath;
   return pa;
 }
 
