@@ -10,7 +10,11 @@ the predicted iteration time with the published one. Nothing here is fitted:
 the presets' figures come from datasheets and micro-benchmarks
 (stdlib/clusters/*.yaml name each source).
 
-Usage: bench/fidelity/run.py [--mistc build/bin/mistc] [--json bench/results/fidelity.json]
+Usage: bench/fidelity/run.py [--mistc build/bin/mistc] [--json OUT.json | --record]
+
+It prints the table; --json writes the results to OUT.json, --record to the
+committed bench/results/fidelity.json (nothing is written otherwise, so a
+run to look does not replace the record).
 """
 import argparse
 import json
@@ -337,7 +341,9 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     root = os.path.dirname(os.path.dirname(here))
     ap.add_argument("--mistc", default=os.path.join(root, "build", "bin", "mistc"))
-    ap.add_argument("--json", default=os.path.join(root, "bench", "results", "fidelity.json"))
+    ap.add_argument("--json", default=None, help="write the results to this file")
+    ap.add_argument("--record", action="store_true",
+                    help="write them to bench/results/fidelity.json, the committed record")
     ap.add_argument("--cluster", default=None,
                     help="price every run on this preset instead of its own (for comparisons)")
     args = ap.parse_args()
@@ -404,9 +410,12 @@ def main():
         g = result[name]
         print(f"{name:26} {g['runs']:3} runs: mean |error| {100 * g['mean_abs_error']:5.1f}%, "
               f"worst {100 * g['worst_abs_error']:5.1f}%")
-    with open(args.json, "w") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
+    out = os.path.join(root, "bench", "results", "fidelity.json") if args.record else args.json
+    if out:
+        with open(out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+        print(f"written to {out}")
 
 
 if __name__ == "__main__":
