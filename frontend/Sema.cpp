@@ -74,12 +74,22 @@ private:
         candidates.push_back(std::string(p));
       }
     }
+    // A file never imports itself: llama.mist saying `import "llama"` means
+    // the library's llama, not the file (a copy of an example under the
+    // module's name would otherwise find itself first).
+    llvm::SmallString<256> self;
+    const llvm::StringRef fromPath =
+        diag.sourceMgr().getMemoryBuffer(fromBuffer)->getBufferIdentifier();
+    if (llvm::sys::fs::real_path(fromPath, self))
+      self = fromPath;
     for (const std::string &path : candidates) {
       if (!llvm::sys::fs::is_regular_file(path))
         continue;
       llvm::SmallString<256> real;
       if (llvm::sys::fs::real_path(path, real))
         real = path;
+      if (real == self)
+        continue;
       if (!loaded.insert(std::string(real)).second)
         return true; // imported already: imports are idempotent
       std::string error;
