@@ -335,6 +335,8 @@ int emitProfileShapes(const Module &m, const PlanActionOptions &opts, Diagnostic
                                    spaceLevelName(opts.tuner.space.level), model->globalBatch));
   }
   comments.push_back("(micro-batch, tp): " + shapeList(shapes));
+  // What the ops compute in: mist-profile-cpu times them so (its --dtype).
+  comments.push_back(fmt::format("dtype {}", dtypeName(m.train.dtype).str()));
   auto entries = collectProfileShapes(m, *model, shapes, diag);
   if (!entries)
     return 1;

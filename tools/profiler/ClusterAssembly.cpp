@@ -199,8 +199,13 @@ void ClusterAssembler::shape() {
     c.name = opts.name;
     src.add("name", 'F', "--name");
   } else {
-    c.name = base ? base->name + "-measured" : "measured";
-    src.add("name", 'D', base ? "the base's name + \"-measured\"" : "\"measured\"");
+    // Profiling on top of a measured file keeps its name (no "measured-measured").
+    const bool measuredBase = base && base->name.ends_with("measured");
+    c.name = !base ? "measured" : measuredBase ? base->name : base->name + "-measured";
+    src.add("name", 'D',
+            !base          ? "\"measured\""
+            : measuredBase ? "the base's name"
+                           : "the base's name + \"-measured\"");
   }
   char ns, gs;
   nodeShape(base, opts, m.ranks, m.nodes, m.ranksPerNode, c.nodes, ns, c.gpusPerNode, gs);
@@ -224,6 +229,9 @@ void ClusterAssembler::device() {
   if (opts.memoryGiB) {
     c.device.memoryGiB = *opts.memoryGiB;
     src.add("device.memory_gib", 'F', "--memory-gib");
+  } else if (base && m.baseMemoryFirst && base->device.memoryGiB > 0) {
+    c.device.memoryGiB = base->device.memoryGiB;
+    src.add("device.memory_gib", 'B', basePath);
   } else {
     c.device.memoryGiB = round(m.memoryGiB, 4);
     src.add("device.memory_gib", 'M', m.memoryWhat);

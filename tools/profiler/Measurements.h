@@ -35,6 +35,9 @@ struct Measurements {
   std::string deviceNameWhat = "the name the driver reports";
   double memoryGiB = 0;
   std::string memoryWhat = "total device memory the driver reports";
+  /// A base file's memory_gib wins over memoryGiB (the CPU profiler: host
+  /// memory is shared, so a base's chosen share, e.g. its --memory-gib, stays).
+  bool baseMemoryFirst = false;
   double gemmTflops = 0;                      ///< the large GEMM's achieved rate
   std::string gemmShape;                      ///< e.g. "8192x8192x8192"
   std::string gemmKind = "bf16";              ///< its element type

@@ -143,6 +143,7 @@ void describeCpu(Measurements &m) {
   m.deviceName = cpuName() + " (one core)";
   m.deviceNameWhat = "the model name in /proc/cpuinfo";
   m.memoryWhat = "the host's physical memory (sysconf)";
+  m.baseMemoryFirst = true;
   const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
   m.memoryGiB = pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) / (1ull << 30) : 0;
   std::fprintf(stderr, "mist-profile-cpu: %s, %.2f GiB of host memory\n", m.deviceName.c_str(),
@@ -275,11 +276,32 @@ int main(int argc, char **argv) {
   }
   std::optional<mist::Cluster> base;
   std::vector<ShapeEntry> shapes;
-  if (!readProfileInputs(opts, base, shapes, error)) {
+  std::string shapesDtype;
+  if (!readProfileInputs(opts, base, shapes, error, &shapesDtype)) {
     if (lead)
       std::fprintf(stderr, "mist-profile-cpu: %s\n", error.c_str());
     return 2;
   }
+  // The ops are timed in the model's dtype, which the shapes file records:
+  // a bf16 model profiled in f32 would be predicted at the wrong speed.
+  if (!shapesDtype.empty() && shapesDtype != "f32" && shapesDtype != "bf16") {
+    if (lead)
+      std::fprintf(stderr, "mist-profile-cpu: --shapes: dtype '%s' is not f32 or bf16\n",
+                   shapesDtype.c_str());
+    return 2;
+  }
+  if (!shapesDtype.empty() && !opts.dtypeGiven)
+    opts.dtype = shapesDtype;
+  else if (!shapesDtype.empty() && shapesDtype != opts.dtype && lead)
+    std::fprintf(stderr,
+                 "mist-profile-cpu: warning: --dtype %s, but the shapes are of a %s model: "
+                 "its trainer computes in %s\n",
+                 opts.dtype.c_str(), shapesDtype.c_str(), shapesDtype.c_str());
+  if (lead && !opts.shapesPath.empty())
+    std::fprintf(stderr, "mist-profile-cpu: timing the ops in %s%s\n", opts.dtype.c_str(),
+                 opts.dtypeGiven       ? " (--dtype)"
+                 : shapesDtype.empty() ? " (the default)"
+                                       : " (the model's)");
   Measurements m;
   m.tool = "mist-profile-cpu";
   m.timer = "the steady clock";
@@ -335,7 +357,11 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "mist-profile-cpu: cannot write '%s'\n", opts.out.c_str());
     return 1;
   }
-  std::fprintf(stderr, "mist-profile-cpu: wrote %s (%zu measured ops, %zu not timed)\n",
-               opts.out.c_str(), m.ops.size(), m.notTimed.size());
+  const size_t inFile = out.figures.device.measured.size();
+  std::fprintf(stderr,
+               "mist-profile-cpu: wrote %s (%zu op times measured now, %zu not timed; %zu in the "
+               "file%s)\n",
+               opts.out.c_str(), m.ops.size(), m.notTimed.size(), inFile,
+               inFile > m.ops.size() ? ", the others kept from --base" : "");
   return 0;
 }

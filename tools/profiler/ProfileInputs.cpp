@@ -25,7 +25,8 @@ bool isIrOpName(std::string_view name) {
 } // namespace
 
 bool readProfileInputs(const ProfilerOptions &opts, std::optional<Cluster> &base,
-                       std::vector<ShapeEntry> &shapes, std::string &error) {
+                       std::vector<ShapeEntry> &shapes, std::string &error,
+                       std::string *shapesDtype) {
   if (!opts.basePath.empty()) {
     Cluster b;
     ClusterReadOptions options;
@@ -36,7 +37,7 @@ bool readProfileInputs(const ProfilerOptions &opts, std::optional<Cluster> &base
     }
     base = b;
   }
-  if (!opts.shapesPath.empty() && !readShapesFile(opts.shapesPath, shapes, error)) {
+  if (!opts.shapesPath.empty() && !readShapesFile(opts.shapesPath, shapes, error, shapesDtype)) {
     error = "--shapes: " + error;
     return false;
   }

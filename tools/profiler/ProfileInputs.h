@@ -26,9 +26,11 @@ struct OpTime {
 };
 
 /// Reads `--base` and `--shapes` when given; on failure returns false with
-/// `error` naming the flag ("--base: ...").
+/// `error` naming the flag ("--base: ..."). `shapesDtype`, when given, gets
+/// the model's dtype the shapes file records (empty when it records none).
 bool readProfileInputs(const ProfilerOptions &opts, std::optional<Cluster> &base,
-                       std::vector<ShapeEntry> &shapes, std::string &error);
+                       std::vector<ShapeEntry> &shapes, std::string &error,
+                       std::string *shapesDtype = nullptr);
 
 /// Times every entry of `shapes` with `time` (those of --skip-ops not) into
 /// `m.ops` (4 significant digits) or `m.notTimed`; `tool` prefixes the

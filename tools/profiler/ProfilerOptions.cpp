@@ -28,8 +28,9 @@ there is no GPU.
                          where built), or tf32 / fp32 (fp32 data, as the fp32 GPU trainer runs)
   --skip-ops a,b         ops not to time (the performance model uses the roofline)
   --dtype f32|bf16       mist-profile-cpu: the type of the weights and activations the CPU
-                         ops are timed on, as the trainer runs a plan of that dtype (default
-                         f32; statistics, the loss and weight gradients are fp32 either way)
+                         ops are timed on, as the trainer runs a plan of that dtype (default:
+                         the model's, which --shapes records; else f32; statistics, the loss
+                         and weight gradients are fp32 either way)
   --no-interference      do not measure stream interference (keeps the base's table)
   --interference-ms MS   how long each set of concurrent streams runs (default 200)
   --overlap              mist-profile-cpu: measure stream interference with the streams on
@@ -219,6 +220,7 @@ Parsed parseMeasurementFlag(ArgReader &a, ProfilerOptions &o) {
   if (arg == "--skip-ops")
     return result(parseSkipOps(a, o.skipOps));
   if (arg == "--dtype") {
+    o.dtypeGiven = true;
     if (!a.next(o.dtype))
       return Parsed::Failed;
     if (o.dtype != "f32" && o.dtype != "bf16") {

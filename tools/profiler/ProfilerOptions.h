@@ -28,6 +28,7 @@ struct ProfilerOptions {
   /// --dtype (mist-profile-cpu): the trainer's weights and activations, f32
   /// or bf16; statistics, the loss and weight gradients stay fp32.
   std::string dtype = "f32";
+  bool dtypeGiven = false;       ///< --dtype was on the command line (else the shapes file's)
   std::set<std::string> skipOps; ///< --skip-ops a,b: left to the roofline
   bool interference = true;      ///< --no-interference skips it
   double interferenceMs = 200;   ///< --interference-ms: how long each set of streams runs

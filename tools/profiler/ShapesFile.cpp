@@ -69,7 +69,8 @@ bool parseKey(const std::string &key, std::vector<std::vector<int64_t>> &operand
 
 } // namespace
 
-bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::string &error) {
+bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::string &error,
+                 std::string *dtype) {
   std::istringstream in(text);
   std::string line;
   int number = 0;
@@ -88,6 +89,8 @@ bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::str
         return fail("expected '# mist-profile-shapes 1' (a file from mistc --emit=profile-shapes)");
       continue;
     }
+    if (dtype && line.rfind("# dtype ", 0) == 0)
+      *dtype = line.substr(8);
     if (line.empty() || line[0] == '#')
       continue;
     std::vector<std::string> fields = split(line, '\t');
@@ -120,9 +123,10 @@ bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::str
   return true;
 }
 
-bool readShapesFile(const std::string &path, std::vector<ShapeEntry> &out, std::string &error) {
+bool readShapesFile(const std::string &path, std::vector<ShapeEntry> &out, std::string &error,
+                    std::string *dtype) {
   return parseTextFile(path, error, [&](const std::string &text, std::string &why) {
-    return parseShapes(text, out, why);
+    return parseShapes(text, out, why, dtype);
   });
 }
 

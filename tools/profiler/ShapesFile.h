@@ -30,9 +30,13 @@ struct ShapeEntry {
 
 /// Parses the text of a shapes file; on failure returns false with `error`
 /// = "line N: what". Two lines for the same (op, shape) are an error.
-bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::string &error);
+/// `dtype`, when given, gets the model's training dtype from a `# dtype X`
+/// comment (files of older mistc versions have none: left as it was).
+bool parseShapes(const std::string &text, std::vector<ShapeEntry> &out, std::string &error,
+                 std::string *dtype = nullptr);
 
 /// The same for a file; the error names the file.
-bool readShapesFile(const std::string &path, std::vector<ShapeEntry> &out, std::string &error);
+bool readShapesFile(const std::string &path, std::vector<ShapeEntry> &out, std::string &error,
+                    std::string *dtype = nullptr);
 
 } // namespace mist::profiler
