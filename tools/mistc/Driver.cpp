@@ -112,7 +112,10 @@ cl::opt<std::string> modelName("model", cl::desc("model instance to compile (def
                                cl::cat(category));
 cl::opt<int64_t> seqLen("seq-len", cl::desc("override train.seq_len"), cl::init(0),
                         cl::cat(category));
-cl::opt<std::string> clusterName("cluster", cl::desc("cluster preset name or YAML file"),
+cl::opt<std::string> clusterName("cluster",
+                                 cl::desc("cluster preset name or YAML file (default: the train "
+                                          "section's `cluster`, else preset host: this "
+                                          "machine's CPU cores as ranks)"),
                                  cl::value_desc("name|file"), cl::cat(category));
 cl::opt<int> nodes("nodes", cl::desc("number of nodes (overrides the cluster file)"), cl::init(0),
                    cl::cat(category));
