@@ -349,6 +349,52 @@ TOKEN_CASES = {
     "ok-two-tokens": token_file(20240520, 1, 2, struct.pack("<2H", 5, 6)),
 }
 
+def megatron(lengths, tokens=None, code=8, documents=None, magic=b"MMIDIDX\0\0", version=1,
+             sequences=None, pointers=None, extra=b"", bin_bytes=None):
+    """A Megatron-LM dataset (.idx, .bin); every field can be made wrong."""
+    width = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 8, 7: 4, 8: 2}.get(code, 2)
+    kind = {1: "B", 2: "b", 3: "h", 4: "i", 5: "q", 8: "H"}.get(code, "H")
+    if tokens is None:
+        tokens = [t % 200 for t in range(sum(lengths))]
+    if pointers is None:
+        pointers, at = [], 0
+        for n in lengths:
+            pointers.append(at)
+            at += n * width
+    if documents is None:
+        documents = list(range(len(lengths) + 1))
+    count = len(lengths) if sequences is None else sequences
+    idx = magic + struct.pack("<QBQQ", version, code, count, len(documents))
+    idx += struct.pack(f"<{len(lengths)}i", *lengths) + struct.pack(f"<{len(pointers)}q", *pointers)
+    idx += struct.pack(f"<{len(documents)}q", *documents) + extra
+    data = struct.pack(f"<{len(tokens)}{kind}", *tokens) if bin_bytes is None else bin_bytes
+    return (idx, data)
+
+
+MEGATRON_CASES = {
+    "ok-three-documents": megatron([40, 25, 30]),
+    "magic-wrong": megatron([40], magic=b"MMIDIDY\0\0"),
+    "version-two": megatron([40], version=2),
+    "dtype-float32": megatron([40], code=7, tokens=[0] * 40, bin_bytes=b"\0" * 160),
+    "dtype-zero": megatron([40], code=0),
+    "dtype-nine": megatron([40], code=9),
+    "no-sequences": megatron([], documents=[0]),
+    "sequence-count-huge": megatron([40], sequences=2**62),
+    "index-truncated": (megatron([40, 25])[0][:-5], megatron([40, 25])[1]),
+    "index-header-only": (megatron([40])[0][:30], b""),
+    "multimodal-modes": megatron([40, 25], extra=b"\0\0"),
+    "length-negative": megatron([40, -3], tokens=list(range(40))),
+    "pointer-outside-bin": megatron([40, 25], pointers=[0, 1000]),
+    "bin-truncated": megatron([40, 25], bin_bytes=b"\0" * 100),
+    "documents-falling": megatron([10, 10, 10], documents=[0, 2, 1, 3]),
+    "documents-short-of-count": megatron([10, 10, 10], documents=[0, 1, 2]),
+    "documents-first-not-zero": megatron([10, 10], documents=[1, 2]),
+    "token-past-vocabulary": megatron([40], code=4, tokens=[300] * 40),
+    "token-negative": megatron([40], code=2, tokens=[-3] * 40),
+    "tokens-too-few": megatron([3, 2]),
+    "bin-missing": (megatron([40])[0], None),
+}
+
 FORMATS = {
     "mist": (".mist", MIST_CASES),
     "mir": (".mir", MIR_CASES),
@@ -356,6 +402,7 @@ FORMATS = {
     "cluster": (".yaml", CLUSTER_CASES),
     "safetensors": (".safetensors", SAFETENSORS_CASES),
     "tokens": (".bin", TOKEN_CASES),
+    "megatron": ((".idx", ".bin"), MEGATRON_CASES),
 }
 
 
@@ -365,9 +412,14 @@ def main():
     for folder, (suffix, cases) in FORMATS.items():
         os.makedirs(os.path.join(out, folder), exist_ok=True)
         for name, content in cases.items():
-            data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
-            with open(os.path.join(out, folder, name + suffix), "wb") as f:
-                f.write(data)
+            # A Megatron-LM dataset is two files; None leaves one out.
+            pairs = zip(suffix, content) if isinstance(suffix, tuple) else [(suffix, content)]
+            for ext, part in pairs:
+                if part is None:
+                    continue
+                data = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
+                with open(os.path.join(out, folder, name + ext), "wb") as f:
+                    f.write(data)
             total += 1
     print(f"make-corpus: {total} inputs in {out}")
 

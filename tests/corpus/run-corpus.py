@@ -10,6 +10,7 @@ Each input goes to every program that reads its format:
   cluster/      mist-yaml-check --cluster FILE; mistc MODEL --cluster FILE --time-limit 5
   safetensors/  mist-safetensors-tool dump FILE; mistc MODEL --emit=hf --checkpoint FILE
   tokens/       mist-token-tool check FILE 256
+  megatron/     mist-data samples --data-path PREFIX ... --vocab 256  (PREFIX.idx + PREFIX.bin)
 
 and must end as a user error ends: exit status 1 with an `error:` on stderr
 that names the input (text formats: `FILE:LINE:COL: error:`), within the
@@ -58,6 +59,9 @@ def commands(fmt, path, tools, model, out):
                            os.path.join(out, "hf")])]
     if fmt == "tokens":
         return [("mist-token-tool", [tools["tokens"], "check", path, "256"])]
+    if fmt == "megatron":
+        return [("mist-data", [tools["data"], "samples", "--data-path", path, "--seq-len", "8",
+                               "--samples", "20", "--split", "100", "--vocab", "256"])]
     raise ValueError(fmt)
 
 
@@ -88,6 +92,7 @@ def main():
     a = p.parse_args()
     tools = {"mistc": os.path.join(a.bin, "mistc"),
              "yaml": os.path.join(a.bin, "mist-yaml-check"),
+             "data": os.path.join(a.bin, "mist-data"),
              "safetensors": os.path.join(a.tests_bin, "runtime/checkpoint/mist-safetensors-tool"),
              "tokens": os.path.join(a.tests_bin, "runtime/data/mist-token-tool")}
     for name, tool in tools.items():
@@ -105,6 +110,10 @@ def main():
             for file in sorted(os.listdir(folder)):
                 path = os.path.join(folder, file)
                 name = os.path.splitext(file)[0]
+                if fmt == "megatron":  # a dataset is PREFIX.idx and PREFIX.bin: run it once
+                    if not file.endswith(".idx"):
+                        continue
+                    path = os.path.join(folder, name)
                 # Each input gets a folder of its own for what its runs write.
                 out = os.path.join(work, f"{fmt}-{file}")
                 os.makedirs(out)

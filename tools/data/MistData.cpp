@@ -6,11 +6,13 @@
 ///                                  documents, tokens and token type
 ///   mist-data samples --data-path [W1] PREFIX1 [W2 PREFIX2 ...] --seq-len T
 ///                     --samples N [--split A,B,C] [--seed S] [--first K]
-///                     [--count C]
+///                     [--count C] [--vocab V]
 ///                                  training samples K .. K + C - 1 (all by
 ///                                  default) of a run asking for N samples,
 ///                                  one JSON line each: the T + 1 tokens
-///                                  the trainer splits into inputs and targets
+///                                  the trainer splits into inputs and targets;
+///                                  --vocab V refuses a token at or past V,
+///                                  as a trainer of a model of vocabulary V
 ///
 /// A trainer run of `--steps S` with a global batch of B asks for S * B
 /// samples and reads sample s * B + k as sequence k of step s.
@@ -29,10 +31,10 @@ namespace {
 
 [[noreturn]] void usage(const std::string &why) {
   if (!why.empty())
-    std::fprintf(stderr, "mist-data: %s\n", why.c_str());
+    std::fprintf(stderr, "mist-data: error: %s\n", why.c_str());
   std::fputs("usage: mist-data info PREFIX...\n"
              "       mist-data samples --data-path [W1] PREFIX1 [W2 PREFIX2 ...] --seq-len T "
-             "--samples N [--split A,B,C] [--seed S] [--first K] [--count C]\n",
+             "--samples N [--split A,B,C] [--seed S] [--first K] [--count C] [--vocab V]\n",
              why.empty() ? stdout : stderr);
   std::exit(why.empty() ? 0 : 2);
 }
@@ -54,7 +56,7 @@ int info(int argc, char **argv) {
     std::string error;
     std::optional<IndexedDataset> d = IndexedDataset::open(argv[i], error);
     if (!d) {
-      std::fprintf(stderr, "mist-data: %s\n", error.c_str());
+      std::fprintf(stderr, "mist-data: error: %s\n", error.c_str());
       failed = 1;
       continue;
     }
@@ -90,6 +92,8 @@ int samples(int argc, char **argv) {
       first = count(a, value(), 0, int64_t(1) << 40);
     else if (a == "--count")
       wanted = count(a, value(), 0, int64_t(1) << 40);
+    else if (a == "--vocab")
+      r.vocabulary = uint64_t(count(a, value(), 1, UINT32_MAX));
     else if (a == "--help" || a == "-h")
       usage("");
     else
@@ -100,7 +104,7 @@ int samples(int argc, char **argv) {
   std::string error;
   std::optional<MegatronData> data = MegatronData::open(r, error);
   if (!data) {
-    std::fprintf(stderr, "mist-data: %s\n", error.c_str());
+    std::fprintf(stderr, "mist-data: error: %s\n", error.c_str());
     return 1;
   }
   std::fprintf(stderr, "mist-data: %s\n", data->summary().c_str());
@@ -108,7 +112,7 @@ int samples(int argc, char **argv) {
   std::vector<uint32_t> tokens(size_t(r.seqLen) + 1);
   for (int64_t j = first; j < end; ++j) {
     if (auto bad = data->read(j, tokens.data())) {
-      std::fprintf(stderr, "mist-data: %s\n", bad->c_str());
+      std::fprintf(stderr, "mist-data: error: %s\n", bad->c_str());
       return 1;
     }
     std::printf("{\"sample\": %lld, \"tokens\": [", (long long)j);
