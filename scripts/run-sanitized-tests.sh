@@ -30,7 +30,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/scripts/lsan-suppressions
 targets=(
   mistUnitTests mistrtCheckpointTests mistrtDataTests mistrtRankLayoutTest
   mistrtTrainerPartsTests mistrtPlacementTest mist-safetensors-tool # label unit
-  mist-token-tool                               # run by the corpus
+  mist-token-tool mist-data                     # run by the corpus
   mistc mist-yaml-check mist-profile-cpu        # run by the lit tests
 )
 
