@@ -382,8 +382,8 @@ bool mist::importHuggingFace(const Module &m, const std::string &hfDir, const st
     }
     auto values = valuesOf(*t);
     if (!values)
-      diag.error({}, fmt::format("--from-hf: tensor '{}' is {}: F32, BF16 or F16 are read", name,
-                                 t->dtype));
+      diag.error({}, fmt::format("--from-hf: {}'s tensor '{}' is {}: F32, BF16 or F16 are read",
+                                 hfDir, name, t->dtype));
     return values;
   };
   for (const HfTensor &t : *plan)

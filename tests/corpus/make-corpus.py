@@ -395,6 +395,78 @@ MEGATRON_CASES = {
     "bin-missing": (megatron([40])[0], None),
 }
 
+def gpt2_tensors(layers=2, hidden=64, vocab=256, positions=64):
+    """The tensors of a GPT-2 folder for the corpus model (name -> shape)."""
+    t = {"transformer.wte.weight": [vocab, hidden], "transformer.wpe.weight": [positions, hidden],
+         "transformer.ln_f.weight": [hidden], "transformer.ln_f.bias": [hidden]}
+    for l in range(layers):
+        p = f"transformer.h.{l}."
+        t.update({p + "ln_1.weight": [hidden], p + "ln_1.bias": [hidden],
+                  p + "attn.c_attn.weight": [hidden, 3 * hidden], p + "attn.c_attn.bias": [3 * hidden],
+                  p + "attn.c_proj.weight": [hidden, hidden], p + "attn.c_proj.bias": [hidden],
+                  p + "ln_2.weight": [hidden], p + "ln_2.bias": [hidden],
+                  p + "mlp.c_fc.weight": [hidden, 4 * hidden], p + "mlp.c_fc.bias": [4 * hidden],
+                  p + "mlp.c_proj.weight": [4 * hidden, hidden], p + "mlp.c_proj.bias": [hidden]})
+    return t
+
+
+def weights(shapes, dtype="F32"):
+    """A safetensors file of zeros of these shapes."""
+    size = {"F32": 4, "BF16": 2, "F16": 2, "I32": 4}[dtype]
+    header, at = {}, 0
+    for name, shape in sorted(shapes.items()):
+        n = size
+        for d in shape:
+            n *= d
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [at, at + n]}
+        at += n
+    return safetensors(header, b"\0" * at)
+
+
+GPT2_CONFIG = {"model_type": "gpt2", "vocab_size": 256, "n_embd": 64, "n_layer": 2, "n_head": 4,
+               "n_positions": 64}
+
+
+def hf(config=GPT2_CONFIG, tensors=None, **files):
+    """A Hugging Face folder: config.json, model.safetensors and any other file."""
+    folder = {}
+    if config is not None:
+        folder["config.json"] = config if isinstance(config, bytes) else json.dumps(config).encode()
+    if tensors is not None:
+        folder["model.safetensors"] = tensors
+    folder.update({name.replace("__", "."): data for name, data in files.items()})
+    return folder
+
+
+def without(shapes, name):
+    return {k: v for k, v in shapes.items() if k != name}
+
+
+GOOD = gpt2_tensors()
+HF_CASES = {
+    "ok-gpt2": hf(tensors=weights(GOOD)),
+    "ok-gpt2-f16": hf(tensors=weights(GOOD, "F16")),
+    "config-missing": hf(config=None, tensors=weights(GOOD)),
+    "config-not-json": hf(config=b"{model_type: gpt2", tensors=weights(GOOD)),
+    "config-array": hf(config=[1, 2], tensors=weights(GOOD)),
+    "config-deep": hf(config=b"[" * 100000 + b"]" * 100000, tensors=weights(GOOD)),
+    "config-nul": hf(config=b'{"model_type": "gpt2\0"}', tensors=weights(GOOD)),
+    "config-sizes-as-strings": hf(config={**GPT2_CONFIG, "n_embd": "64"}, tensors=weights(GOOD)),
+    "config-number-1e400": hf(config=b'{"model_type": "gpt2", "vocab_size": 1e400, "n_embd": 64, "n_layer": 2, "n_head": 4}', tensors=weights(GOOD)),
+    "config-model-type-missing": hf(config={k: v for k, v in GPT2_CONFIG.items() if k != "model_type"}, tensors=weights(GOOD)),
+    "config-other-family": hf(config={**GPT2_CONFIG, "model_type": "llama"}, tensors=weights(GOOD)),
+    "weights-missing": hf(tensors=None),
+    "weights-not-safetensors": hf(tensors=b"PK\3\4 a zip, as pytorch_model.bin is"),
+    "tensor-missing": hf(tensors=weights(without(GOOD, "transformer.h.1.mlp.c_fc.bias"))),
+    "tensor-extra": hf(tensors=weights({**GOOD, "transformer.h.0.attn.q_norm.weight": [64]})),
+    "tensor-layer-extra": hf(tensors=weights({**GOOD, **{k.replace("h.1.", "h.2."): v for k, v in GOOD.items() if ".h.1." in k}})),
+    "tensor-wrong-shape": hf(tensors=weights({**GOOD, "transformer.h.0.attn.c_attn.weight": [192, 64]})),
+    "tensor-int32": hf(tensors=weights(GOOD, "I32")),
+    "index-escapes-folder": hf(tensors=None, model__safetensors__index__json=json.dumps({"weight_map": {"transformer.wte.weight": "../../x.safetensors"}}).encode()),
+    "index-shard-missing": hf(tensors=None, model__safetensors__index__json=json.dumps({"weight_map": {k: "model-00001-of-00002.safetensors" for k in GOOD}}).encode()),
+    "index-not-object": hf(tensors=None, model__safetensors__index__json=b'{"weight_map": [1, 2]}'),
+}
+
 FORMATS = {
     "mist": (".mist", MIST_CASES),
     "mir": (".mir", MIR_CASES),
@@ -403,6 +475,7 @@ FORMATS = {
     "safetensors": (".safetensors", SAFETENSORS_CASES),
     "tokens": (".bin", TOKEN_CASES),
     "megatron": ((".idx", ".bin"), MEGATRON_CASES),
+    "hf": ("/", HF_CASES),
 }
 
 
@@ -412,6 +485,13 @@ def main():
     for folder, (suffix, cases) in FORMATS.items():
         os.makedirs(os.path.join(out, folder), exist_ok=True)
         for name, content in cases.items():
+            if suffix == "/":  # a folder of files (a Hugging Face model)
+                os.makedirs(os.path.join(out, folder, name), exist_ok=True)
+                for file, data in content.items():
+                    with open(os.path.join(out, folder, name, file), "wb") as f:
+                        f.write(data)
+                total += 1
+                continue
             # A Megatron-LM dataset is two files; None leaves one out.
             pairs = zip(suffix, content) if isinstance(suffix, tuple) else [(suffix, content)]
             for ext, part in pairs:

@@ -10,6 +10,7 @@ Each input goes to every program that reads its format:
   cluster/      mist-yaml-check --cluster FILE; mistc MODEL --cluster FILE --time-limit 5
   safetensors/  mist-safetensors-tool dump FILE; mistc MODEL --emit=hf --checkpoint FILE
   tokens/       mist-token-tool check FILE 256
+  hf/           mistc MODEL --emit=checkpoint --from-hf FOLDER   (each input a folder)
   megatron/     mist-data samples --data-path PREFIX ... --vocab 256  (PREFIX.idx + PREFIX.bin)
 
 and must end as a user error ends: exit status 1 with an `error:` on stderr
@@ -59,6 +60,9 @@ def commands(fmt, path, tools, model, out):
                            os.path.join(out, "hf")])]
     if fmt == "tokens":
         return [("mist-token-tool", [tools["tokens"], "check", path, "256"])]
+    if fmt == "hf":
+        return [("mistc", [tools["mistc"], model, "--emit=checkpoint", "--from-hf", path, "-o",
+                           os.path.join(out, "ckpt")])]
     if fmt == "megatron":
         return [("mist-data", [tools["data"], "samples", "--data-path", path, "--seq-len", "8",
                                "--samples", "20", "--split", "100", "--vocab", "256"])]
