@@ -75,11 +75,31 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   os << "  },\n";
   if (s0.tp > 1)
     os << fmt::format("  \"tensor_parallel\": {{\"autotp_size\": {}}},\n", s0.tp);
+  // DeepSpeed checks train_batch_size = micro x accumulation x its count of
+  // data-parallel ranks, which it takes from the mpu (or a pipeline's
+  // topology) given to deepspeed.initialize, else from the world size: with
+  // tp or pp that must be the plan's topology.
+  const int stages = int(p.stages.size());
+  const int world = stages * s0.tp * s0.dp;
   os << "  \"mistc\": {\n";
   os << fmt::format("    \"model\": {},\n", quoted(model.name));
+  os << fmt::format(
+      "    \"topology\": {{\"pipe\": {}, \"model\": {}, \"data\": {}, \"world\": {}}},\n", stages,
+      s0.tp, s0.dp, world);
   writeLines("projection", projected.notes, os);
   os << ",\n";
   std::vector<std::string> remarks = projected.remarks;
+  if (stages > 1 || s0.tp > 1)
+    remarks.push_back(fmt::format(
+        "topology: {} ranks as {} pipeline stages x tp {} x dp {}; DeepSpeed checks "
+        "train_batch_size {} = micro-batch {} x accumulation {} x dp {} with the data-parallel "
+        "size of the mpu or topology deepspeed.initialize gets: "
+        "PipelineModule(..., topology=PipeModelDataParallelTopology(num_pp={}, num_mp={}, "
+        "num_dp={})), or Megatron-DeepSpeed's mpu (--tensor-model-parallel-size {} "
+        "--pipeline-model-parallel-size {}); without one it counts all {} ranks as data "
+        "parallel and refuses this config",
+        world, stages, s0.tp, s0.dp, p.globalBatch, s0.microBatch, p.gradAccum, s0.dp, stages,
+        s0.tp, s0.dp, s0.tp, stages, world));
   if (std::string decay = weightDecayRemark(model.train, ExportTarget::DeepSpeed); !decay.empty())
     remarks.push_back(decay);
   writeLines("remarks", remarks, os);

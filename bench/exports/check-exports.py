@@ -169,16 +169,31 @@ def check_deepspeed(path, plan):
     from deepspeed.runtime.engine import DeepSpeedEngine
     # The parser asks torch.distributed for the rank; no process group here.
     dsconfig.dist.get_rank = lambda *a, **k: 0
+    from deepspeed.runtime.pipe.topology import PipeModelDataParallelTopology
     raw = json.load(open(path))
-    micro, accum = raw["train_micro_batch_size_per_gpu"], raw["gradient_accumulation_steps"]
-    dp = raw["train_batch_size"] // (micro * accum) if raw["train_batch_size"] % (micro * accum) == 0 else 0
+    # The ranks as DeepSpeed's own topology class lays them out, from the
+    # topology the export names (what PipelineModule or Megatron-DeepSpeed's
+    # mpu gives deepspeed.initialize); its data-parallel size is what
+    # DeepSpeed's batch check multiplies.
+    named = raw.get("mistc", {}).get("topology")
+    if named:
+        topology = PipeModelDataParallelTopology(num_pp=named["pipe"], num_mp=named["model"],
+                                                 num_dp=named["data"])
+        dp, tp, world = topology.get_dim("data"), topology.get_dim("model"), topology.world_size()
+        if world != plan["dp"] * plan["tp"] * plan["pp"] or topology.get_dim("pipe") != plan["pp"]:
+            raise ValueError(f"the export's topology ({world} ranks, {topology.get_dim('pipe')} "
+                             "stages) is not the plan's")
+    else:  # exports before the topology record: dp from the batch arithmetic
+        micro, accum = raw["train_micro_batch_size_per_gpu"], raw["gradient_accumulation_steps"]
+        dp = raw["train_batch_size"] // (micro * accum) if raw["train_batch_size"] % (micro * accum) == 0 else 0
+        tp, world = plan["tp"], 0
 
     class DataParallelUnit:  # what Megatron-DeepSpeed and PipelineModule pass as mpu
         def get_data_parallel_world_size(self): return max(dp, 1)
         def get_data_parallel_rank(self): return 0
-        def get_model_parallel_world_size(self): return plan["tp"]
+        def get_model_parallel_world_size(self): return tp
         def get_model_parallel_rank(self): return 0
-        def get_tensor_model_parallel_world_size(self): return plan["tp"]
+        def get_tensor_model_parallel_world_size(self): return tp
 
     with contextlib.redirect_stdout(io.StringIO()):
         config = dsconfig.DeepSpeedConfig(path, mpu=DataParallelUnit())
@@ -201,7 +216,7 @@ def check_deepspeed(path, plan):
     zc = config.zero_config
     derived = {
         "layers_per_stage": split, "ckpt_per_stage": [min(k, l) for l in split],
-        "dp": dp, "micro_batch": config.train_micro_batch_size_per_gpu,
+        "dp": dp, "tp": tp, "micro_batch": config.train_micro_batch_size_per_gpu,
         "grad_accum": config.gradient_accumulation_steps, "zero": int(zc.stage),
         "offload_optimizer": (zc.offload_optimizer.ratio if zc.offload_optimizer and
                               str(zc.offload_optimizer.device).endswith("cpu") else 0.0),
