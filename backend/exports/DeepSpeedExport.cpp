@@ -73,7 +73,11 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   os << fmt::format("    \"partition_activations\": {},\n", s0.tp > 1 ? "true" : "false");
   os << "    \"cpu_checkpointing\": false\n";
   os << "  },\n";
-  if (s0.tp > 1)
+  // One stage: DeepSpeed's AutoTP shards a Hugging Face model itself. A
+  // pipeline: PipelineModule's layers are model code, whose tp (Megatron-
+  // DeepSpeed's) DeepSpeed leaves alone; AutoTP there fails ("Not able to
+  // determine model policy").
+  if (s0.tp > 1 && p.stages.size() == 1)
     os << fmt::format("  \"tensor_parallel\": {{\"autotp_size\": {}}},\n", s0.tp);
   // DeepSpeed checks train_batch_size = micro x accumulation x its count of
   // data-parallel ranks, which it takes from the mpu (or a pipeline's
@@ -89,7 +93,17 @@ void mist::writeDeepSpeedConfig(const ExportProjection &projected, const ExportM
   writeLines("projection", projected.notes, os);
   os << ",\n";
   std::vector<std::string> remarks = projected.remarks;
-  if (stages > 1 || s0.tp > 1)
+  if (stages == 1 && s0.tp > 1)
+    remarks.push_back(fmt::format(
+        "topology: {} ranks as tp {} x dp {}; DeepSpeed checks train_batch_size {} = micro-batch "
+        "{} x accumulation {} x dp {} with the data-parallel size of the mpu "
+        "deepspeed.initialize gets: deepspeed.utils.groups after "
+        "groups._init_tp_mesh_device(tensor_model_parallel_size={}), passed as mpu=groups; "
+        "tensor_parallel.autotp_size then shards a Hugging Face model of a family AutoTP knows "
+        "(Llama, not GPT-2); without the mpu DeepSpeed counts all {} ranks as data parallel and "
+        "refuses this config",
+        world, s0.tp, s0.dp, p.globalBatch, s0.microBatch, p.gradAccum, s0.dp, s0.tp, world));
+  else if (stages > 1)
     remarks.push_back(fmt::format(
         "topology: {} ranks as {} pipeline stages x tp {} x dp {}; DeepSpeed checks "
         "train_batch_size {} = micro-batch {} x accumulation {} x dp {} with the data-parallel "
