@@ -387,6 +387,7 @@ ExportModel mist::exportModelOf(const Module &m) {
   if (auto l = exprToInt(m.symbols.bindAll(m.layer.repeat)))
     e.layers = *l;
   bool sawNorm = false;
+  std::vector<const Op *> layerNorms;
   for (const Region *r : m.regions)
     for (const auto &op : r->fwd.ops) {
       e.rmsnorm |= op->kind == OpKind::RMSNorm;
@@ -410,7 +411,22 @@ ExportModel mist::exportModelOf(const Module &m) {
         e.normEps = op->realAttr("eps").value_or(e.normEps);
         sawNorm = true;
       }
+      if ((op->kind == OpKind::LayerNorm || op->kind == OpKind::RMSNorm) && r == &m.layer)
+        layerNorms.push_back(op.get());
+      if (op->kind == OpKind::Rope && r == &m.layer) {
+        auto size = [&](const char *attr) -> std::optional<int64_t> {
+          auto d = op->dimAttr(attr);
+          return d ? exprToInt(m.symbols.bindAll(*d)) : std::nullopt;
+        };
+        if (auto headDim = size("head_dim"), rotary = size("rotary_dim");
+            headDim && rotary && *headDim > 0)
+          e.rotaryFraction = double(*rotary) / double(*headDim);
+      }
     }
+  // Two norms reading one value: attention and the MLP side by side.
+  e.parallelResidual = layerNorms.size() == 2 && !layerNorms[0]->operands.empty() &&
+                       !layerNorms[1]->operands.empty() &&
+                       layerNorms[0]->operands[0] == layerNorms[1]->operands[0];
   e.train = m.train;
   return e;
 }

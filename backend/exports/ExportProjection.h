@@ -63,7 +63,11 @@ struct ExportModel {
   double dropout = 0;          ///< the largest dropout probability of the layers
   double attentionDropout = 0; ///< on the attention probabilities
   double ropeTheta = 10000;    ///< the rotary base
-  double normEps = 1e-5;       ///< the layers' first norm's epsilon
+  double rotaryFraction = 1;   ///< rotary_dim / head_dim of the rope on q (GPT-NeoX: 0.25)
+  /// The MLP's norm reads the layer's input beside attention's (GPT-NeoX,
+  /// Falcon's parallel attention and MLP), not the sum after attention.
+  bool parallelResidual = false;
+  double normEps = 1e-5; ///< the layers' first norm's epsilon
   TrainConfig train;
 };
 ExportModel exportModelOf(const Module &m);

@@ -42,6 +42,12 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
           "# gelu(x, approximate = false), or gpt(..., approximate_gelu = false), to match).\n";
   if (std::string decay = weightDecayRemark(model.train, ExportTarget::Megatron); !decay.empty())
     os << "# Not as the model says: " << decay << ".\n";
+  // Megatron-Core's GPT layer is sequential (Falcon's and GPT-NeoX's parallel
+  // attention and MLP is not one of its layer specs).
+  if (model.parallelResidual)
+    os << "# Not as the model says: Megatron-LM's layer is sequential: its MLP's norm reads the\n"
+          "# sum after attention, where the model's reads the layer's input beside attention's\n"
+          "# (a parallel block, as GPT-NeoX and Falcon); the cost is the same, the model is not.\n";
   if (model.train.lrDecay == "wsd")
     os << fmt::format("# WSD: add --lr-wsd-decay-iters, {:g} of the iterations after warmup (the "
                       "decay's length is a count in Megatron-LM, a fraction in mistc).\n",
@@ -66,6 +72,11 @@ void modelArgs(const ExportModel &model, const ArgWriter &arg) {
     arg("--swiglu");
   if (model.rope)
     arg(fmt::format("--rotary-base {:g}", model.ropeTheta));
+  if (model.rope && model.rotaryFraction < 1)
+    arg(fmt::format("--rotary-percent {:g}", model.rotaryFraction));
+  // Megatron-LM pads the vocabulary to a multiple of 128 x tp (faster GEMMs,
+  // more parameters); 1 keeps the model's, which mistc priced (tp divides it).
+  arg("--make-vocab-size-divisible-by 1");
   // Megatron-LM's defaults are GPT's: biases, a tied head, dropout 0.1.
   if (!model.linearBias)
     arg("--disable-bias-linear");

@@ -281,8 +281,9 @@ def check_megatron_parser(argv, env, gpus, plan, megatron_lm):
         os.environ.pop(k, None)
     os.environ.update(env)
     saved = sys.argv
+    vocab = plan.get("vocab") or 50304  # the model's: Megatron-LM pads it as the script asks
     sys.argv = ["pretrain_gpt.py", *argv, "--mock-data", "--tokenizer-type", "NullTokenizer",
-                "--vocab-size", "50304"]
+                "--vocab-size", str(vocab)]
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             args = parse_args()
@@ -323,6 +324,10 @@ def check_megatron_parser(argv, env, gpus, plan, megatron_lm):
     }
     for key in MODEL_SHAPE[plan["family"]]:
         derived["model." + key] = getattr(args, key)
+    # The vocabulary Megatron-LM builds: the tokenizer's, padded to a multiple
+    # of --make-vocab-size-divisible-by x tp.
+    from megatron.core.tokenizers.utils.build_tokenizer import vocab_size_with_padding
+    derived["vocab"] = vocab_size_with_padding(vocab, args, logging_enabled=False)
     import megatron.core
     commit_file = os.path.join(megatron_lm, "COMMIT")  # "<sha> <date>", where a checkout records it
     where = open(commit_file).read().strip() if os.path.exists(commit_file) else megatron_lm
