@@ -32,7 +32,9 @@ void header(const ExportProjection &projected, const ExportModel &model, int gpu
       "# and MASTER_ADDR set; extra arguments (data, tokenizer, ...) are passed on.\n",
       model.name, S, S == 1 ? "" : "s", s0.tp, s0.dp, gpus, nodes, nodes == 1 ? "" : "s", perNode);
   writeProjectionComment(projected, ExportTarget::Megatron,
-                         "The plan is uniform: Megatron-LM runs it as tuned.", os);
+                         "The plan is uniform: Megatron-LM runs the plan as tuned (the model: "
+                         "below, where it differs).",
+                         os);
   // Megatron-LM's GPT computes the exact GELU (its --openai-gelu flag is
   // parsed but not used): a model with the tanh approximation (the
   // language's default) trains with slightly different values.
