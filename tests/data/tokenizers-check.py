@@ -10,8 +10,10 @@ checks that
   - the Megatron-LM dataset holds one sequence per document with the same
     tokens, read back by Megatron-Core's own IndexedDataset when it is
     installed, and by mist-data (the trainer's reader) in any case;
-  - tiktoken's GPT-2 encoding gives the same with --tokenizer tiktoken:gpt2,
-    where tiktoken and its encoding file are at hand (skipped otherwise).
+  - tiktoken's GPT-2 encoding (`gpt2`, or `r50k_base`, the same ranks) gives
+    the same with --tokenizer tiktoken:NAME, and is GPT-2's BPE ("Hello world"
+    is 15496, 995), where tiktoken and its encoding file are at hand (skipped
+    otherwise; TIKTOKEN_CACHE_DIR may hold the file where the network cannot).
 
     tokenizers-check.py MAKE_TOKENS MIST_DATA WORKDIR
 
@@ -122,19 +124,31 @@ def main():
         check(read == expected and list(dataset.document_indices) == list(range(len(expected) + 1)),
               "Megatron-Core's IndexedDataset reads every document's tokens back")
 
+    # GPT-2's BPE: tiktoken's "gpt2", or "r50k_base" (the same ranks in
+    # tiktoken's own format), where tiktoken and its encoding file are at hand.
+    encoding = name = None
     try:
         import tiktoken
-        encoding = tiktoken.get_encoding("gpt2")
-    except Exception as e:  # not installed, or its encoding file cannot be fetched
-        print(f"skip tiktoken:gpt2 ({type(e).__name__}: {str(e)[:80]})")
+    except ImportError as e:
+        print(f"skip tiktoken (not installed)")
     else:
+        for candidate in ("gpt2", "r50k_base"):
+            try:
+                encoding, name = tiktoken.get_encoding(candidate), candidate
+                break
+            except Exception as e:  # its file cannot be fetched
+                print(f"skip tiktoken:{candidate} ({type(e).__name__}: {str(e)[:80]})")
+    if encoding is not None:
+        check(encoding.encode_ordinary("Hello world") == [15496, 995],
+              f"tiktoken:{name} is GPT-2's BPE ('Hello world' is 15496, 995)")
         out = os.path.join(work, "gpt2.bin")
-        run(sys.executable, make_tokens, "--tokenizer", "tiktoken:gpt2", "--append-eod",
+        run(sys.executable, make_tokens, "--tokenizer", f"tiktoken:{name}", "--append-eod",
             "--out", out, texts)
         header, tokens = read_llmc(out)
         gpt2 = [encoding.encode_ordinary(d) + [encoding.eot_token] for d in documents]
         check(header[3] == 50257 and tokens == [t for doc in gpt2 for t in doc],
-              "tiktoken:gpt2: GPT-2 BPE tokens and vocabulary 50257")
+              f"tiktoken:{name}: GPT-2 BPE tokens, each document ended by <|endoftext|> "
+              "(50256), vocabulary 50257")
 
     print(f"{'all agree' if not failures else str(len(failures)) + ' disagree'}")
     return 1 if failures else 0
